@@ -1,0 +1,264 @@
+package roles
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Def is one role file as written: only the keys it sets, each checked and
+// converted (max_cost_usd to micro-dollars), before inheritance.
+type Def struct {
+	Name     string
+	Source   Source
+	File     string
+	Inherits string
+	// Values holds every key the file sets, by TOML path: "role.description",
+	// "tools.allowed" ([]string), "limits.max_cost_usd" (int64 micro-dollars),
+	// "io.<key>" (as decoded).
+	Values map[string]any
+	pos    positions
+}
+
+// at returns an Error about key in this file.
+func (d *Def) errAt(key, format string, args ...any) *Error {
+	p := d.pos.of(key)
+	return &Error{File: d.File, Line: p.line, Col: p.col, Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+type kind int
+
+const (
+	kString kind = iota
+	kBool
+	kShellPolicy
+	kPatterns
+	kCount
+	kUSD
+	kWarnPercent
+	kBlockPercent
+)
+
+// schema lists every section and key a role file may hold. [io] is open: its
+// keys are carried into the data unchecked, for compatibility.
+var schema = map[string]map[string]kind{
+	"role": {
+		"name": kString, "inherits": kString, "description": kString,
+		"shell_policy": kShellPolicy, "privileged": kBool,
+	},
+	"tools": {"allowed": kPatterns, "denied": kPatterns},
+	"limits": {
+		"max_context_tokens": kCount, "max_shell_invocations": kCount, "max_cost_usd": kUSD,
+		"warn_at_percent": kWarnPercent, "block_at_percent": kBlockPercent,
+	},
+	"io": nil,
+}
+
+// maxExact is the largest integer that survives a trip through JSON numbers.
+const maxExact = 1<<53 - 1
+
+// Parse reads one role file. The role's name is the file's stem; a name key,
+// if present, must equal it. Every problem of the file is returned, sorted.
+func Parse(file string, src []byte, source Source) (*Def, ErrorList) {
+	d := &Def{
+		Name:   strings.TrimSuffix(strings.TrimPrefix(filepath.Base(file), builtinPrefix), filepath.Ext(file)),
+		Source: source,
+		File:   file,
+		Values: map[string]any{},
+	}
+	var errs ErrorList
+	if err := checkName(d.Name); err != nil {
+		errs = append(errs, &Error{File: file, Msg: fmt.Sprintf("file name: %v", err)})
+	}
+	var doc map[string]any
+	if _, err := toml.Decode(string(src), &doc); err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return d, append(errs, &Error{File: file, Line: pe.Position.Line, Col: pe.Position.Col,
+				Key: pe.LastKey, Msg: "TOML syntax: " + pe.Message})
+		}
+		return d, append(errs, &Error{File: file, Msg: "TOML: " + err.Error()})
+	}
+	d.pos = keyPositions(string(src))
+
+	for _, section := range sortedKeys(doc) {
+		keys, known := schema[section]
+		table, isTable := doc[section].(map[string]any)
+		switch {
+		case !known:
+			msg := fmt.Sprintf("unknown section [%s]", section)
+			if s := suggest(section, sortedKeys(schema)); s != "" {
+				msg += fmt.Sprintf(" (did you mean [%s]?)", s)
+			}
+			errs = append(errs, d.errAt(section, "%s", msg))
+			continue
+		case !isTable:
+			errs = append(errs, d.errAt(section, "%q must be a table ([%s]), not %s", section, section, typeName(doc[section])))
+			continue
+		}
+		for _, key := range sortedKeys(table) {
+			path := section + "." + key
+			if keys == nil { // [io]: carried as is
+				d.Values[path] = table[key]
+				continue
+			}
+			k, ok := keys[key]
+			if !ok {
+				msg := fmt.Sprintf("unknown key %q in [%s]", key, section)
+				if s := suggest(key, sortedKeys(keys)); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				errs = append(errs, d.errAt(path, "%s", msg))
+				continue
+			}
+			v, err := convert(k, table[key])
+			if err != nil {
+				errs = append(errs, d.errAt(path, "%s: %v", path, err))
+				continue
+			}
+			d.Values[path] = v
+		}
+	}
+
+	if name, ok := d.Values["role.name"].(string); ok {
+		if err := checkName(name); err != nil {
+			errs = append(errs, d.errAt("role.name", "role.name: %v", err))
+		} else if name != d.Name {
+			errs = append(errs, d.errAt("role.name", "role.name %q does not match the file name %q (a role is named by its file)", name, d.Name))
+		}
+		delete(d.Values, "role.name")
+	}
+	if parent, ok := d.Values["role.inherits"].(string); ok {
+		if err := checkName(parent); err != nil {
+			errs = append(errs, d.errAt("role.inherits", "role.inherits: %v", err))
+		} else {
+			d.Inherits = parent
+		}
+		delete(d.Values, "role.inherits")
+	}
+	return d, errs.sort()
+}
+
+// convert checks a decoded TOML value against the kind of its key.
+func convert(k kind, v any) (any, error) {
+	switch k {
+	case kString:
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+		return nil, wantType("a string", v)
+	case kBool:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+		return nil, wantType("true or false", v)
+	case kShellPolicy:
+		s, ok := v.(string)
+		if !ok {
+			return nil, wantType(`"track", "compress" or "deny"`, v)
+		}
+		switch p := ShellPolicy(s); p {
+		case ShellTrack, ShellCompress, ShellDeny:
+			return p, nil
+		}
+		return nil, fmt.Errorf("unknown shell_policy %q: want \"track\", \"compress\" or \"deny\"", s)
+	case kPatterns:
+		list, ok := v.([]any)
+		if !ok {
+			return nil, wantType("an array of tool names or patterns", v)
+		}
+		out := make([]string, 0, len(list))
+		for i, item := range list {
+			s, ok := item.(string)
+			if !ok {
+				return nil, fmt.Errorf("item %d: %w", i+1, wantType("a string", item))
+			}
+			if strings.TrimSpace(s) == "" || strings.ContainsAny(s, " \t\r\n") {
+				return nil, fmt.Errorf("item %d: %q is not a tool name or pattern (no spaces; '*' is the wildcard)", i+1, s)
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	case kCount:
+		n, ok := v.(int64)
+		if !ok {
+			return nil, wantType("a whole number", v)
+		}
+		if n < 0 || n > maxExact {
+			return nil, fmt.Errorf("%d is out of range: want 0 to %d", n, int64(maxExact))
+		}
+		return n, nil
+	case kUSD:
+		var f float64
+		switch x := v.(type) {
+		case int64:
+			f = float64(x)
+		case float64:
+			f = x
+		default:
+			return nil, wantType("an amount in US dollars", v)
+		}
+		const maxUSD = 1e9
+		if math.IsNaN(f) || f < 0 || f > maxUSD {
+			return nil, fmt.Errorf("%v is out of range: want 0 to %g dollars", f, float64(maxUSD))
+		}
+		return int64(math.Round(f * MicrosPerUSD)), nil
+	case kWarnPercent:
+		n, ok := v.(int64)
+		if !ok {
+			return nil, wantType("a whole percentage", v)
+		}
+		if n < 0 || n > 100 {
+			return nil, fmt.Errorf("%d is out of range: want 0 to 100", n)
+		}
+		return n, nil
+	case kBlockPercent:
+		n, ok := v.(int64)
+		if !ok {
+			return nil, wantType("a whole percentage", v)
+		}
+		if (n < 1 || n > 100) && n != NeverBlock {
+			return nil, fmt.Errorf("%d is out of range: want 1 to 100, or %d to never block", n, NeverBlock)
+		}
+		return n, nil
+	}
+	return nil, fmt.Errorf("internal: unknown kind %d", k)
+}
+
+func wantType(want string, got any) error {
+	return fmt.Errorf("want %s, got %s", want, typeName(got))
+}
+
+// typeName names a decoded TOML value's type the way TOML does.
+func typeName(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("string %q", x)
+	case int64:
+		return fmt.Sprintf("integer %d", x)
+	case float64:
+		return fmt.Sprintf("float %v", x)
+	case bool:
+		return fmt.Sprintf("boolean %v", x)
+	case []any, []map[string]any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,238 @@
+package roles
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		file string
+		src  string
+		want []string // each error, as printed, in order
+	}{
+		{
+			name: "unknown key with suggestion",
+			file: "auditor.toml",
+			src:  "[role]\ndescription = \"x\"\n\n[limits]\nmax_context_tokens = 10\nmax_shell = 3\n",
+			want: []string{`auditor.toml:6:1: unknown key "max_shell" in [limits] (did you mean "max_shell_invocations"?)`},
+		},
+		{
+			name: "unknown section",
+			file: "a.toml",
+			src:  "[limit]\nmax_context_tokens = 1\n",
+			want: []string{`a.toml:1:1: unknown section [limit] (did you mean [limits]?)`},
+		},
+		{
+			name: "wrong type",
+			file: "a.toml",
+			src:  "[limits]\nmax_context_tokens = \"lots\"\n",
+			want: []string{`a.toml:2:1: limits.max_context_tokens: want a whole number, got string "lots"`},
+		},
+		{
+			name: "out of range values, all reported in order",
+			file: "a.toml",
+			src:  "[limits]\n  warn_at_percent = 120\n  block_at_percent = 0\n  max_cost_usd = -1.5\n",
+			want: []string{
+				`a.toml:2:3: limits.warn_at_percent: 120 is out of range: want 0 to 100`,
+				`a.toml:3:3: limits.block_at_percent: 0 is out of range: want 1 to 100, or 255 to never block`,
+				`a.toml:4:3: limits.max_cost_usd: -1.5 is out of range: want 0 to 1e+09 dollars`,
+			},
+		},
+		{
+			name: "unknown shell policy",
+			file: "a.toml",
+			src:  "[role]\nshell_policy = \"sometimes\"\n",
+			want: []string{`a.toml:2:1: role.shell_policy: unknown shell_policy "sometimes": want "track", "compress" or "deny"`},
+		},
+		{
+			name: "pattern list with a number",
+			file: "a.toml",
+			src:  "[tools]\nallowed = [\n  \"ctx_read\",\n  7,\n]\n",
+			want: []string{`a.toml:2:1: tools.allowed: item 2: want a string, got integer 7`},
+		},
+		{
+			name: "name must match the file",
+			file: "auditor.toml",
+			src:  "[role]\nname = \"security-auditor\"\n",
+			want: []string{`auditor.toml:2:1: role.name "security-auditor" does not match the file name "auditor" (a role is named by its file)`},
+		},
+		{
+			name: "path-like name",
+			file: "x.toml",
+			src:  "[role]\nname = \"../evil\"\n",
+			want: []string{`x.toml:2:1: role.name: invalid role name "../evil": use 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'`},
+		},
+		{
+			name: "path-like parent",
+			file: "x.toml",
+			src:  "[role]\ninherits = \"../../etc/passwd\"\n",
+			want: []string{`x.toml:2:1: role.inherits: invalid role name "../../etc/passwd": use 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'`},
+		},
+		{
+			name: "file name with a space",
+			file: "my role.toml",
+			src:  "",
+			want: []string{`my role.toml: file name: invalid role name "my role": use 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'`},
+		},
+		{
+			name: "syntax error",
+			file: "a.toml",
+			src:  "[role]\ndescription = \"unterminated\n",
+			want: []string{`a.toml:2:28: TOML syntax: strings cannot contain newlines`},
+		},
+		{
+			name: "section that is not a table",
+			file: "a.toml",
+			src:  "tools = [\"ctx_read\"]\n",
+			want: []string{`a.toml:1:1: "tools" must be a table ([tools]), not an array`},
+		},
+		{
+			name: "dotted keys are located too",
+			file: "a.toml",
+			src:  "# comment\nlimits.max_context_tokens = 1.5\n",
+			want: []string{`a.toml:2:1: limits.max_context_tokens: want a whole number, got float 1.5`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, errs := Parse(tt.file, []byte(tt.src), SourceProject)
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestParseValues(t *testing.T) {
+	t.Parallel()
+	src := `
+[role]
+name = "security-auditor"
+inherits = "reviewer"
+description = "Security-focused code review"
+shell_policy = "deny"
+
+[tools]
+allowed = ["ctx_read", "ctx_search", "ctx_tree", "ctx_review", "ctx_session"]
+denied = ["ctx_edit", "ctx_shell", "ctx_execute"]
+
+[limits]
+max_context_tokens = 100000
+max_shell_invocations = 0
+max_cost_usd = 2.0
+
+[io]
+anything = "kept"
+`
+	d, errs := Parse("security-auditor.toml", []byte(src), SourceProject)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if d.Name != "security-auditor" || d.Inherits != "reviewer" {
+		t.Errorf("name %q inherits %q", d.Name, d.Inherits)
+	}
+	checks := map[string]any{
+		"role.shell_policy":            ShellDeny,
+		"limits.max_cost_usd":          int64(2_000_000),
+		"limits.max_shell_invocations": int64(0),
+		"io.anything":                  "kept",
+	}
+	for k, want := range checks {
+		if got := d.Values[k]; got != want {
+			t.Errorf("%s = %#v, want %#v", k, got, want)
+		}
+	}
+	if _, ok := d.Values["limits.warn_at_percent"]; ok {
+		t.Error("a key the file leaves out must stay unset, for inheritance")
+	}
+}
+
+func TestMaxCostIsExactMicros(t *testing.T) {
+	t.Parallel()
+	for src, want := range map[string]int64{
+		"0.1": 100_000, "5.3": 5_300_000, "0.12": 120_000, "5": 5_000_000, "0.000001": 1,
+	} {
+		d, errs := Parse("a.toml", []byte("[limits]\nmax_cost_usd = "+src), SourceUser)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		if got := d.Values["limits.max_cost_usd"]; got != want {
+			t.Errorf("max_cost_usd = %s: got %v micros, want %d", src, got, want)
+		}
+	}
+}
+
+func TestKeyPositions(t *testing.T) {
+	t.Parallel()
+	src := `# top
+[role]
+  description = """
+a = 1
+"""
+"shell_policy" = "deny"   # quoted key
+
+[tools]
+allowed = [
+  "x = y",
+]
+denied = { a = 1 }
+[limits.extra]
+max = 1
+`
+	p := keyPositions(src)
+	for key, want := range map[string]pos{
+		"role":                    {2, 1},
+		"role.description":        {3, 3},
+		"role.shell_policy":       {6, 1},
+		"tools.allowed":           {9, 1},
+		"tools.denied":            {12, 1},
+		"limits.extra.max":        {14, 1},
+		"tools.denied.a":          {12, 1}, // inside an inline table: the enclosing key
+		"role.a":                  {2, 1},  // not a key (inside a string): the table
+		"limits.extra.max.deeper": {14, 1},
+	} {
+		if got := p.of(key); got != want {
+			t.Errorf("%s at %v, want %v", key, got, want)
+		}
+	}
+	if _, ok := p["role.a"]; ok {
+		t.Error("a line inside a multi-line string was taken for a key")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, name := range BuiltinNames {
+		src, _ := BuiltinSource(name)
+		f.Add(string(src))
+	}
+	f.Add("[role]\ninherits = \"x\"\n[limits]\nmax_cost_usd = 1e400\n")
+	f.Add("[tools]\nallowed = [[1]]\n[[io]]\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		d, errs := Parse("f.toml", []byte(src), SourceUser)
+		for _, e := range errs {
+			if !strings.HasPrefix(e.Error(), "f.toml") {
+				t.Fatalf("error does not name the file: %v", e)
+			}
+		}
+		if len(errs) > 0 {
+			return
+		}
+		for k, v := range d.Values {
+			if strings.HasPrefix(k, "io.") {
+				continue
+			}
+			section, key, _ := strings.Cut(k, ".")
+			if _, err := convert(schema[section][key], v); err != nil && schema[section][key] != kUSD {
+				t.Fatalf("accepted value %s = %#v does not convert again: %v", k, v, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,177 @@
+package roles
+
+import "strings"
+
+// pos is a 1-based line and column in a source file.
+type pos struct{ line, col int }
+
+// keyPositions finds where each key of a TOML document is defined, keyed by its
+// dotted path ("limits.max_cost_usd", "tools"). BurntSushi/toml keeps key
+// positions private, so this is a small scanner of its own: it understands
+// table headers, bare, quoted and dotted keys, comments, and values that span
+// lines (arrays, inline tables, multi-line strings). Keys inside inline tables
+// are not recorded; [positions.of] falls back to the enclosing key.
+//
+// It only serves error messages, and it runs after the TOML parser accepted
+// the document, so it never has to report syntax errors itself.
+type positions map[string]pos
+
+func keyPositions(src string) positions {
+	p := positions{}
+	var prefix []string
+	var v valueScanner // state of a value that continues on the next lines
+	for i, line := range strings.Split(src, "\n") {
+		if v.open() {
+			v.scan(line)
+			continue
+		}
+		trimmed := strings.TrimLeft(line, " \t")
+		col := len(line) - len(trimmed) + 1
+		switch {
+		case trimmed == "" || trimmed[0] == '#':
+			continue
+		case strings.HasPrefix(trimmed, "[["):
+			prefix = splitKey(headerName(trimmed[2:], "]]"))
+		case trimmed[0] == '[':
+			prefix = splitKey(headerName(trimmed[1:], "]"))
+		default:
+			eq := keyEnd(trimmed)
+			if eq < 0 {
+				continue
+			}
+			key := append(append([]string{}, prefix...), splitKey(trimmed[:eq])...)
+			if _, seen := p[strings.Join(key, ".")]; !seen {
+				p[strings.Join(key, ".")] = pos{i + 1, col}
+			}
+			v.scan(trimmed[eq+1:])
+			continue
+		}
+		if name := strings.Join(prefix, "."); name != "" {
+			if _, seen := p[name]; !seen {
+				p[name] = pos{i + 1, col}
+			}
+		}
+	}
+	return p
+}
+
+// of returns the position of key, or of its closest enclosing key that was
+// found, or the zero pos.
+func (p positions) of(key string) pos {
+	for key != "" {
+		if at, ok := p[key]; ok {
+			return at
+		}
+		i := strings.LastIndexByte(key, '.')
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return pos{}
+}
+
+// headerName returns the table name of a header line, without the closing
+// bracket(s) and any trailing comment.
+func headerName(s, closing string) string {
+	if i := strings.Index(s, closing); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// keyEnd returns the index of the '=' that ends the key at the start of s, or -1.
+func keyEnd(s string) int {
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && quote == '"' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '=':
+			return i
+		case c == '#':
+			return -1
+		}
+	}
+	return -1
+}
+
+// splitKey splits a dotted TOML key into its parts, unquoting quoted parts.
+func splitKey(s string) []string {
+	var parts []string
+	var cur strings.Builder
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && quote == '"' && i+1 < len(s) {
+				i++
+				cur.WriteByte(s[i])
+			} else if c == quote {
+				quote = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '.':
+			parts = append(parts, cur.String())
+			cur.Reset()
+		case c == ' ' || c == '\t':
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	return append(parts, cur.String())
+}
+
+// valueScanner follows a TOML value across lines: open brackets and braces,
+// and multi-line strings.
+type valueScanner struct {
+	depth  int    // open [ and {
+	triple string // `"""` or `'''` while inside a multi-line string
+}
+
+func (v *valueScanner) open() bool { return v.depth > 0 || v.triple != "" }
+
+func (v *valueScanner) scan(s string) {
+	for i := 0; i < len(s); i++ {
+		if v.triple != "" {
+			j := strings.Index(s[i:], v.triple)
+			if j < 0 {
+				return
+			}
+			i += j + 2
+			v.triple = ""
+			continue
+		}
+		switch c := s[i]; c {
+		case '#':
+			return
+		case '[', '{':
+			v.depth++
+		case ']', '}':
+			v.depth--
+		case '"', '\'':
+			if strings.HasPrefix(s[i:], strings.Repeat(string(c), 3)) {
+				v.triple = strings.Repeat(string(c), 3)
+				i += 2
+				continue
+			}
+			// A one-line string: skip to its closing quote.
+			for i++; i < len(s) && s[i] != c; i++ {
+				if c == '"' && s[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+}

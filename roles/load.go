@@ -1,0 +1,251 @@
+package roles
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Set is the resolved roles of one load, by name.
+type Set struct {
+	roles map[string]*Role
+}
+
+// Get returns the named role.
+func (s *Set) Get(name string) (*Role, bool) {
+	r, ok := s.roles[name]
+	return r, ok
+}
+
+// Names returns the role names, sorted.
+func (s *Set) Names() []string { return sortedKeys(s.roles) }
+
+// All returns the roles, sorted by name.
+func (s *Set) All() []*Role {
+	out := make([]*Role, 0, len(s.roles))
+	for _, n := range s.Names() {
+		out = append(out, s.roles[n])
+	}
+	return out
+}
+
+// Len is the number of roles.
+func (s *Set) Len() int { return len(s.roles) }
+
+// Load reads the built-in roles and the role files of dirs, applies
+// precedence (project, then user directories in order, then built-ins) and
+// resolves inheritance. Missing directories are fine. On any problem it
+// returns an [ErrorList] holding every problem found, sorted.
+func Load(dirs Dirs) (*Set, error) {
+	builtins, errs := builtinDefs()
+	defs := map[string]*Def{}
+	for n, d := range builtins {
+		defs[n] = d
+	}
+	// Lowest precedence first, so that later sources replace earlier ones.
+	for _, dir := range slices.Backward(dirs.User) {
+		found, e := readDir(dir, SourceUser)
+		errs = append(errs, e...)
+		for _, d := range found {
+			defs[d.Name] = d
+		}
+	}
+	if dirs.Project != "" {
+		found, e := readDir(dirs.Project, SourceProject)
+		errs = append(errs, e...)
+		for _, d := range found {
+			if _, builtin := builtins[d.Name]; builtin {
+				errs = append(errs, &Error{File: d.File, Line: d.pos.of("role").line, Msg: fmt.Sprintf(
+					"role %q is built in: a project may not redefine it (rename the file, and use inherits = %q to start from it)",
+					d.Name, d.Name)})
+				continue
+			}
+			defs[d.Name] = d
+		}
+	}
+	set, e := resolve(defs, builtins[DefaultRole])
+	errs = append(errs, e...)
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// LoadDefs resolves role definitions given directly (tests, embedding
+// programs); the built-in roles are added beneath them.
+func LoadDefs(extra ...*Def) (*Set, error) {
+	builtins, errs := builtinDefs()
+	defs := map[string]*Def{}
+	for n, d := range builtins {
+		defs[n] = d
+	}
+	for _, d := range extra {
+		defs[d.Name] = d
+	}
+	set, e := resolve(defs, builtins[DefaultRole])
+	errs = append(errs, e...)
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// readDir parses every *.toml file of dir, in name order.
+func readDir(dir string, source Source) ([]*Def, ErrorList) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ErrorList{{File: dir, Msg: fmt.Sprintf("cannot read role directory: %v", err)}}
+	}
+	var defs []*Def
+	var errs ErrorList
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".toml") {
+			continue
+		}
+		file := filepath.Join(dir, e.Name())
+		src, err := os.ReadFile(file)
+		if err != nil {
+			errs = append(errs, &Error{File: file, Msg: fmt.Sprintf("cannot read: %v", err)})
+			continue
+		}
+		d, e := Parse(file, src, source)
+		if len(e) > 0 {
+			errs = append(errs, e...)
+			continue
+		}
+		defs = append(defs, d)
+	}
+	return defs, errs
+}
+
+// fieldDefaults are the values of a role with no parent that leaves a field out.
+func fieldDefaults(coder *Def) map[string]any {
+	d := map[string]any{
+		"role.description":  "",
+		"role.shell_policy": ShellTrack,
+		"role.privileged":   false,
+		"tools.allowed":     []string{"*"},
+		"tools.denied":      []string{},
+	}
+	for _, k := range limitKeys {
+		if coder != nil {
+			d[k] = coder.Values[k]
+		}
+	}
+	return d
+}
+
+var limitKeys = []string{
+	"limits.max_context_tokens", "limits.max_shell_invocations", "limits.max_cost_usd",
+	"limits.warn_at_percent", "limits.block_at_percent",
+}
+
+// resolve applies inheritance, key by key, to every definition.
+func resolve(defs map[string]*Def, coder *Def) (*Set, ErrorList) {
+	var errs ErrorList
+	defaults := fieldDefaults(coder)
+	set := &Set{roles: map[string]*Role{}}
+	missing := map[string][]string{} // def with a bad inherits → longest chain seen
+	for _, name := range sortedKeys(defs) {
+		chain := []string{name}
+		cur := defs[name]
+		broken := false
+		for cur.Inherits != "" {
+			parent := cur.Inherits
+			if i := slices.Index(chain, parent); i >= 0 {
+				cycle := append(slices.Clone(chain[i:]), parent)
+				// Report a cycle once, at its smallest member.
+				if i == 0 && slices.Min(chain) == name {
+					errs = append(errs, defs[name].errAt("role.inherits", "role %q: inheritance cycle %s",
+						name, strings.Join(cycle, " → ")))
+				}
+				broken = true
+				break
+			}
+			if _, ok := defs[parent]; !ok {
+				seen := append(slices.Clone(chain), parent)
+				if len(seen) > len(missing[cur.Name]) {
+					missing[cur.Name] = seen
+				}
+				broken = true
+				break
+			}
+			chain = append(chain, parent)
+			cur = defs[parent]
+		}
+		if broken {
+			continue
+		}
+		set.roles[name] = build(defs, chain, defaults)
+	}
+	for _, name := range sortedKeys(missing) {
+		chain := missing[name]
+		d := defs[name]
+		msg := fmt.Sprintf("role %q inherits %q, which does not exist (%s)", name, d.Inherits, strings.Join(chain, " → "))
+		if s := suggest(d.Inherits, sortedKeys(defs)); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		errs = append(errs, d.errAt("role.inherits", "%s", msg))
+	}
+	return set, errs
+}
+
+// build makes the resolved role named chain[0]: each field comes from the
+// first definition along the chain that sets it, else from the defaults.
+func build(defs map[string]*Def, chain []string, defaults map[string]any) *Role {
+	self := defs[chain[0]]
+	values := map[string]any{}
+	origin := map[string]string{}
+	for _, n := range chain {
+		d := defs[n]
+		for k, v := range d.Values {
+			if _, set := values[k]; !set {
+				values[k], origin[k] = v, d.File
+			}
+		}
+	}
+	for k, v := range defaults {
+		if _, set := values[k]; !set {
+			values[k], origin[k] = v, "default"
+			if strings.HasPrefix(k, "limits.") {
+				origin[k] = "default (the coder's limit)"
+			}
+		}
+	}
+	r := &Role{
+		Name:        self.Name,
+		Source:      self.Source,
+		File:        self.File,
+		Inherits:    self.Inherits,
+		Chain:       chain,
+		Description: values["role.description"].(string),
+		ShellPolicy: values["role.shell_policy"].(ShellPolicy),
+		Privileged:  values["role.privileged"].(bool),
+		Allowed:     values["tools.allowed"].([]string),
+		Denied:      values["tools.denied"].([]string),
+		Limits: Limits{
+			MaxContextTokens:    values["limits.max_context_tokens"].(int64),
+			MaxShellInvocations: values["limits.max_shell_invocations"].(int64),
+			MaxCostMicros:       values["limits.max_cost_usd"].(int64),
+			WarnAtPercent:       values["limits.warn_at_percent"].(int64),
+			BlockAtPercent:      values["limits.block_at_percent"].(int64),
+		},
+		Origin: origin,
+	}
+	for k, v := range values {
+		if io, ok := strings.CutPrefix(k, "io."); ok {
+			if r.IO == nil {
+				r.IO = map[string]any{}
+			}
+			r.IO[io] = v
+		}
+	}
+	return r
+}

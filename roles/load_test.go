@@ -1,0 +1,262 @@
+package roles
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// writeRoles writes name → TOML text into dir.
+func writeRoles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestBuiltinFigures(t *testing.T) {
+	t.Parallel()
+	set, err := Load(Dirs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The contract's table of built-in roles.
+	tests := []struct {
+		name                string
+		policy              ShellPolicy
+		tokens, shell, cost int64
+		warn, block         int64
+		privileged          bool
+	}{
+		{"coder", ShellTrack, 200000, 100, 5_000_000, 80, 100, false},
+		{"reviewer", ShellTrack, 150000, 0, 3_000_000, 80, 100, false},
+		{"debugger", ShellTrack, 150000, 200, 5_000_000, 80, 100, false},
+		{"ops", ShellCompress, 100000, 300, 3_000_000, 80, 100, true},
+		{"admin", ShellTrack, 500000, 500, 50_000_000, 90, 100, true},
+	}
+	for _, tt := range tests {
+		r, ok := set.Get(tt.name)
+		if !ok {
+			t.Fatalf("no built-in %q", tt.name)
+		}
+		want := Limits{tt.tokens, tt.shell, tt.cost, tt.warn, tt.block}
+		if r.Limits != want || r.ShellPolicy != tt.policy || r.Privileged != tt.privileged || r.Source != SourceBuiltin {
+			t.Errorf("%s: %+v %s privileged=%v, want %+v %s %v", tt.name, r.Limits, r.ShellPolicy, r.Privileged, want, tt.policy, tt.privileged)
+		}
+	}
+	reviewer, _ := set.Get("reviewer")
+	for _, tool := range []string{"ctx_edit", "ctx_shell", "ctx_execute"} {
+		if !slices.Contains(reviewer.Denied, tool) {
+			t.Errorf("reviewer does not deny %s", tool)
+		}
+	}
+	if got := set.Names(); !slices.Equal(got, []string{"admin", "coder", "debugger", "ops", "reviewer"}) {
+		t.Errorf("names %v", got)
+	}
+}
+
+func TestInheritancePerKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	project := filepath.Join(dir, "proj", ProjectRolesDir)
+	writeRoles(t, project, map[string]string{
+		// Only [limits]: keeps reviewer's tools, shell policy, description.
+		"tight-reviewer.toml": "[role]\ninherits = \"reviewer\"\n\n[limits]\nmax_context_tokens = 1000\n",
+		// A grandchild that changes only the shell policy.
+		"deny-shell.toml": "[role]\ninherits = \"tight-reviewer\"\nshell_policy = \"deny\"\n",
+		// No parent, no tools, no limits: all tools, the coder's limits.
+		"bare.toml": "[role]\ndescription = \"bare\"\n",
+		// Explicit empty allow list: nothing allowed.
+		"nothing.toml": "[tools]\nallowed = []\n",
+	})
+	set, err := Load(Dirs{Project: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reviewer, _ := set.Get("reviewer")
+	tr, _ := set.Get("tight-reviewer")
+	if !slices.Equal(tr.Allowed, reviewer.Allowed) || !slices.Equal(tr.Denied, reviewer.Denied) {
+		t.Errorf("tight-reviewer tools %v / %v, want reviewer's", tr.Allowed, tr.Denied)
+	}
+	if tr.Limits.MaxContextTokens != 1000 || tr.Limits.MaxCostMicros != 3_000_000 || tr.Limits.WarnAtPercent != 80 {
+		t.Errorf("tight-reviewer limits %+v", tr.Limits)
+	}
+	if tr.Description != reviewer.Description {
+		t.Errorf("description %q not inherited", tr.Description)
+	}
+	ds, _ := set.Get("deny-shell")
+	if ds.ShellPolicy != ShellDeny || ds.Limits.MaxContextTokens != 1000 || !slices.Equal(ds.Chain, []string{"deny-shell", "tight-reviewer", "reviewer"}) {
+		t.Errorf("deny-shell: %s %+v %v", ds.ShellPolicy, ds.Limits, ds.Chain)
+	}
+	// Provenance: each field names the file that set it.
+	wantOrigin := map[string]string{
+		"role.shell_policy":         filepath.Join(project, "deny-shell.toml"),
+		"limits.max_context_tokens": filepath.Join(project, "tight-reviewer.toml"),
+		"limits.max_cost_usd":       "builtin:reviewer.toml",
+		"tools.allowed":             "builtin:reviewer.toml",
+	}
+	for k, want := range wantOrigin {
+		if ds.Origin[k] != want {
+			t.Errorf("origin of %s = %q, want %q", k, ds.Origin[k], want)
+		}
+	}
+	bare, _ := set.Get("bare")
+	if !slices.Equal(bare.Allowed, []string{"*"}) || len(bare.Denied) != 0 || bare.Limits.MaxContextTokens != 200000 || bare.ShellPolicy != ShellTrack {
+		t.Errorf("bare: %+v", bare)
+	}
+	if bare.Origin["limits.max_context_tokens"] != "default (the coder's limit)" || bare.Origin["tools.allowed"] != "default" {
+		t.Errorf("bare origins: %v", bare.Origin)
+	}
+	nothing, _ := set.Get("nothing")
+	if nothing.Allowed == nil || len(nothing.Allowed) != 0 {
+		t.Errorf("allowed = [] must stay empty, got %#v", nothing.Allowed)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home", ".lean-ctx", "roles")
+	xdg := filepath.Join(dir, "xdg", "lean-ctx", "roles")
+	project := filepath.Join(dir, "proj", ProjectRolesDir)
+	writeRoles(t, xdg, map[string]string{
+		"shared.toml":  "[role]\ndescription = \"from xdg\"\n",
+		"xdgonly.toml": "[role]\ndescription = \"xdg only\"\n",
+	})
+	writeRoles(t, home, map[string]string{
+		"shared.toml": "[role]\ndescription = \"from home\"\n",
+		// The user may adjust a built-in on their own machine.
+		"coder.toml": "[role]\ndescription = \"my coder\"\n",
+	})
+	writeRoles(t, project, map[string]string{
+		"shared.toml": "[role]\ndescription = \"from project\"\n",
+	})
+	set, err := Load(Dirs{Project: project, User: []string{home, xdg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"shared": "from project", "xdgonly": "xdg only", "coder": "my coder"} {
+		r, _ := set.Get(name)
+		if r.Description != want {
+			t.Errorf("%s: description %q, want %q", name, r.Description, want)
+		}
+	}
+	if r, _ := set.Get("shared"); r.Source != SourceProject {
+		t.Errorf("shared source %s", r.Source)
+	}
+	if r, _ := set.Get("coder"); r.Source != SourceUser {
+		t.Errorf("coder source %s", r.Source)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string // substrings, one per expected error, in order
+	}{
+		{
+			name:  "built-in name in a project",
+			files: map[string]string{"reviewer.toml": "[role]\n[tools]\nallowed = [\"*\"]\n"},
+			want:  []string{`reviewer.toml:1: role "reviewer" is built in: a project may not redefine it`},
+		},
+		{
+			name: "cycle, reported once with its chain",
+			files: map[string]string{
+				"a.toml": "[role]\ninherits = \"b\"\n",
+				"b.toml": "[role]\ninherits = \"c\"\n",
+				"c.toml": "[role]\ninherits = \"a\"\n",
+			},
+			want: []string{`a.toml:2:1: role "a": inheritance cycle a → b → c → a`},
+		},
+		{
+			name:  "self inheritance",
+			files: map[string]string{"me.toml": "[role]\ninherits = \"me\"\n"},
+			want:  []string{`me.toml:2:1: role "me": inheritance cycle me → me`},
+		},
+		{
+			name: "missing parent, with the longest chain",
+			files: map[string]string{
+				"child.toml":  "[role]\ninherits = \"middle\"\n",
+				"middle.toml": "[role]\ninherits = \"reviwer\"\n",
+			},
+			want: []string{`middle.toml:2:1: role "middle" inherits "reviwer", which does not exist (child → middle → reviwer); did you mean "reviewer"?`},
+		},
+		{
+			name: "every file's errors together, sorted",
+			files: map[string]string{
+				"z.toml": "[limits]\nmax_shell = 1\n",
+				"a.toml": "[role]\nshell_policy = \"never\"\n[tools]\ndenied = \"ctx_edit\"\n",
+			},
+			want: []string{
+				`a.toml:2:1: role.shell_policy: unknown shell_policy "never"`,
+				`a.toml:4:1: tools.denied: want an array of tool names or patterns, got string "ctx_edit"`,
+				`z.toml:2:1: unknown key "max_shell" in [limits]`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			project := filepath.Join(t.TempDir(), ProjectRolesDir)
+			writeRoles(t, project, tt.files)
+			_, err := Load(Dirs{Project: project})
+			var list ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("want an ErrorList, got %v", err)
+			}
+			if len(list) != len(tt.want) {
+				t.Fatalf("got %d errors, want %d:\n%v", len(list), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if got := strings.TrimPrefix(list[i].Error(), project+string(filepath.Separator)); !strings.HasPrefix(got, w) {
+					t.Errorf("error %d:\n got %s\nwant %s...", i, got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestFindProjectRoot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	proj := filepath.Join(home, "src", "proj")
+	deep := filepath.Join(proj, "a", "b")
+	gitOnly := filepath.Join(home, "src", "plain")
+	for _, d := range []string{filepath.Join(home, ".lean-ctx", "roles"), filepath.Join(proj, ".lean-ctx", "roles"), deep, filepath.Join(gitOnly, ".git", "x"), filepath.Join(gitOnly, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct{ from, want string }{
+		{deep, proj},
+		{proj, proj},
+		{filepath.Join(gitOnly, "sub"), gitOnly},
+		{filepath.Join(home, "src"), ""}, // reaches home: that is the user's directory, not a project
+	}
+	for _, tt := range tests {
+		if got := FindProjectRoot(tt.from, home); got != tt.want {
+			t.Errorf("FindProjectRoot(%s) = %q, want %q", tt.from, got, tt.want)
+		}
+	}
+	d := FindDirs(Locate{WorkDir: deep, Home: home, XDGDataHome: filepath.Join(dir, "xdg")})
+	if d.Project != filepath.Join(proj, ProjectRolesDir) {
+		t.Errorf("project dir %q", d.Project)
+	}
+	if !slices.Equal(d.User, []string{filepath.Join(home, ".lean-ctx", "roles"), filepath.Join(dir, "xdg", "lean-ctx", "roles")}) {
+		t.Errorf("user dirs %v", d.User)
+	}
+	if d := FindDirs(Locate{Project: gitOnly, Home: home}); d.Project != filepath.Join(gitOnly, ProjectRolesDir) || d.User[1] != filepath.Join(home, ".local", "share", "lean-ctx", "roles") {
+		t.Errorf("explicit project: %+v", d)
+	}
+}

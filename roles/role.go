@@ -1,0 +1,73 @@
+package roles
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Source says where a role file was found.
+type Source string
+
+// The three places roles come from, lowest precedence first.
+const (
+	SourceBuiltin Source = "built-in"
+	SourceUser    Source = "user"
+	SourceProject Source = "project"
+)
+
+// ShellPolicy is what a role does with shell tools.
+type ShellPolicy string
+
+// Shell policies of the contract.
+const (
+	ShellTrack    ShellPolicy = "track"    // allowed, counted
+	ShellCompress ShellPolicy = "compress" // allowed, output compressed
+	ShellDeny     ShellPolicy = "deny"     // refused
+)
+
+// NeverBlock is the block_at_percent value that turns blocking off.
+const NeverBlock = 255
+
+// MicrosPerUSD converts dollars to the integer micro-dollars used everywhere.
+const MicrosPerUSD = 1_000_000
+
+// Limits of a role. Money is in integer micro-dollars.
+type Limits struct {
+	MaxContextTokens    int64 `json:"max_context_tokens"`
+	MaxShellInvocations int64 `json:"max_shell_invocations"`
+	MaxCostMicros       int64 `json:"max_cost_micros"`
+	WarnAtPercent       int64 `json:"warn_at_percent"`
+	BlockAtPercent      int64 `json:"block_at_percent"`
+}
+
+// Role is a fully resolved role: inheritance applied, defaults filled in.
+type Role struct {
+	Name        string         `json:"name"`
+	Source      Source         `json:"source"`
+	File        string         `json:"file"`
+	Inherits    string         `json:"inherits,omitempty"`
+	Chain       []string       `json:"chain"` // the role, then its ancestors
+	Description string         `json:"description"`
+	ShellPolicy ShellPolicy    `json:"shell_policy"`
+	Privileged  bool           `json:"privileged"`
+	Allowed     []string       `json:"allowed"`
+	Denied      []string       `json:"denied"`
+	Limits      Limits         `json:"limits"`
+	IO          map[string]any `json:"io,omitempty"`
+	// Origin maps every resolved field, by its TOML path ("limits.max_cost_usd"),
+	// to the file that set it, or to "default (...)" when no file did.
+	Origin map[string]string `json:"origin"`
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidName reports whether s may name a role: 1 to 64 characters of
+// [A-Za-z0-9_-].
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+func checkName(s string) error {
+	if !ValidName(s) {
+		return fmt.Errorf("invalid role name %q: use 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'", s)
+	}
+	return nil
+}
