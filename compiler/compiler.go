@@ -1,0 +1,213 @@
+package compiler
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/agentharness/harness/roles"
+)
+
+// SchemaVersion is the version of the data document's shape. The Rego policy
+// checks it; bump it with any change the policy must know about.
+const SchemaVersion = 1
+
+// Root is the data path under which the document lives (data.harness) and
+// the bundle root.
+const Root = "harness"
+
+// Config is what the compiler needs beyond roles.
+type Config struct {
+	// ShellTools are counted against the shell budget and governed by
+	// shell_policy.
+	ShellTools []string
+	// ExemptTools skip tool lists and budgets, so an agent can always see
+	// its role and budget.
+	ExemptTools []string
+}
+
+// DefaultConfig is the contract's configuration: shell tools ctx_shell and
+// ctx_execute, exempt tool ctx_session.
+func DefaultConfig() Config {
+	return Config{
+		ShellTools:  []string{"ctx_shell", "ctx_execute"},
+		ExemptTools: []string{"ctx_session"},
+	}
+}
+
+// Document is the data the policy reads at data.harness.
+type Document struct {
+	SchemaVersion int                `json:"schema_version"`
+	Config        ConfigDoc          `json:"config"`
+	Roles         map[string]RoleDoc `json:"roles"`
+}
+
+// ConfigDoc holds tool sets, as objects of name → true.
+type ConfigDoc struct {
+	ShellTools  map[string]bool `json:"shell_tools"`
+	ExemptTools map[string]bool `json:"exempt_tools"`
+}
+
+// RoleDoc is one role as the policy sees it.
+type RoleDoc struct {
+	Description string `json:"description"`
+	ShellPolicy string `json:"shell_policy"`
+	Privileged  bool   `json:"privileged"`
+	// Unrestricted is true when the role allows every tool and denies none:
+	// as powerful as admin whatever its name.
+	Unrestricted bool           `json:"unrestricted"`
+	Allowed      Matcher        `json:"allowed"`
+	Denied       Matcher        `json:"denied"`
+	Limits       LimitsDoc      `json:"limits"`
+	IO           map[string]any `json:"io"`
+}
+
+// LimitsDoc are a role's limits, in integers (money in micro-dollars).
+type LimitsDoc struct {
+	Tokens       int64 `json:"tokens"`
+	Shell        int64 `json:"shell"`
+	CostMicros   int64 `json:"cost_micros"`
+	WarnPercent  int64 `json:"warn_percent"`
+	BlockPercent int64 `json:"block_percent"`
+}
+
+// Matcher is a list of tool patterns, split by shape so that Rego matches
+// most of them with set lookups, startswith and endswith; only patterns with
+// a '*' in the middle need glob.match.
+type Matcher struct {
+	All      bool            `json:"all"`      // "*" is in the list
+	Exact    map[string]bool `json:"exact"`    // no '*'
+	Prefixes []string        `json:"prefixes"` // "ctx_*" → "ctx_"
+	Suffixes []string        `json:"suffixes"` // "*_read" → "_read"
+	Globs    []string        `json:"globs"`    // anything else, as a glob with only '*' special
+	Patterns []string        `json:"patterns"` // the list as written, sorted, for messages
+}
+
+// Compile builds the data document for set under cfg.
+func Compile(set *roles.Set, cfg Config) *Document {
+	doc := &Document{
+		SchemaVersion: SchemaVersion,
+		Config: ConfigDoc{
+			ShellTools:  toSet(cfg.ShellTools),
+			ExemptTools: toSet(cfg.ExemptTools),
+		},
+		Roles: map[string]RoleDoc{},
+	}
+	for _, r := range set.All() {
+		allowed, denied := NewMatcher(r.Allowed), NewMatcher(r.Denied)
+		io := r.IO
+		if io == nil {
+			io = map[string]any{}
+		}
+		doc.Roles[r.Name] = RoleDoc{
+			Description:  r.Description,
+			ShellPolicy:  string(r.ShellPolicy),
+			Privileged:   r.Privileged,
+			Unrestricted: allowed.All && len(denied.Patterns) == 0,
+			Allowed:      allowed,
+			Denied:       denied,
+			Limits: LimitsDoc{
+				Tokens:       r.Limits.MaxContextTokens,
+				Shell:        r.Limits.MaxShellInvocations,
+				CostMicros:   r.Limits.MaxCostMicros,
+				WarnPercent:  r.Limits.WarnAtPercent,
+				BlockPercent: r.Limits.BlockAtPercent,
+			},
+			IO: io,
+		}
+	}
+	return doc
+}
+
+// NewMatcher sorts a pattern list by shape. '*' matches any run of
+// characters; every other character is literal.
+func NewMatcher(patterns []string) Matcher {
+	m := Matcher{Exact: map[string]bool{}, Prefixes: []string{}, Suffixes: []string{}, Globs: []string{}}
+	m.Patterns = slices.Compact(slices.Sorted(slices.Values(patterns)))
+	if m.Patterns == nil {
+		m.Patterns = []string{}
+	}
+	for _, p := range m.Patterns {
+		stars := strings.Count(p, "*")
+		switch {
+		case stars == 0:
+			m.Exact[p] = true
+		case strings.Trim(p, "*") == "":
+			m.All = true
+		case stars == 1 && strings.HasSuffix(p, "*"):
+			m.Prefixes = append(m.Prefixes, strings.TrimSuffix(p, "*"))
+		case stars == 1 && strings.HasPrefix(p, "*"):
+			m.Suffixes = append(m.Suffixes, strings.TrimPrefix(p, "*"))
+		default:
+			m.Globs = append(m.Globs, globEscape(p))
+		}
+	}
+	return m
+}
+
+// Match reports whether tool matches m, the same way the Rego policy does.
+// The policy is the authority; this serves Go callers such as tool-list
+// filtering and is checked against the policy in tests.
+func (m Matcher) Match(tool string) bool {
+	if m.All || m.Exact[tool] {
+		return true
+	}
+	for _, p := range m.Patterns {
+		if strings.Contains(p, "*") && starMatch(p, tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// starMatch matches s against a pattern whose only special character is '*'.
+func starMatch(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, mid := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, mid)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(mid):]
+	}
+	return strings.HasSuffix(s, last)
+}
+
+// globEscape escapes every glob metacharacter but '*'.
+func globEscape(p string) string {
+	var b strings.Builder
+	for _, c := range p {
+		if strings.ContainsRune(`?[]{}\!,-^`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func toSet(names []string) map[string]bool {
+	s := make(map[string]bool, len(names))
+	for _, n := range names {
+		s[n] = true
+	}
+	return s
+}
+
+// JSON returns the document as indented JSON: the same roles and
+// configuration always give the same bytes.
+func (d *Document) JSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(d); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,278 @@
+# METADATA
+# title: Agent Harness decision
+# description: |
+#   Decides allow, warn or deny for one tool call of an agent, from the
+#   compiled roles (data.harness.roles), the configuration
+#   (data.harness.config) and the call (input: role, tool, arguments,
+#   shell_policy, budget, session, agent). Entry point: data.harness.decision.
+#   Rules are numbered as in section 4 of the harness contract.
+package harness
+
+# The version of the compiled data document this policy reads.
+supported_schema := 1
+
+# -- The call ---------------------------------------------------------------
+
+role_name := input.role if is_string(input.role)
+
+else := ""
+
+tool := input.tool if is_string(input.tool)
+
+else := ""
+
+role := data.harness.roles[role_name]
+
+shell_policy := role.shell_policy
+
+default shell_policy := ""
+
+# Usage before this call, per dimension. Money is in integer micro-dollars.
+usage := {
+	"tokens": _count(["budget", "tokens"]),
+	"shell": _count(["budget", "shell"]),
+	"cost": _count(["budget", "cost_micros"]),
+}
+
+_count(path) := n if {
+	n := object.get(input, path, 0)
+	_natural(n)
+} else := 0
+
+_natural(n) if {
+	is_number(n)
+	n >= 0
+	n == floor(n)
+}
+
+# Problems with the input or the data itself: the call is refused.
+invalid contains msg if {
+	data.harness.schema_version != supported_schema
+	msg := sprintf("policy data has schema_version %v; this policy reads version %d (recompile the roles)", [data.harness.schema_version, supported_schema])
+}
+
+invalid contains "input.tool must be a non-empty string" if tool == ""
+
+invalid contains "input.role must be a non-empty string" if role_name == ""
+
+invalid contains msg if {
+	some key in ["tokens", "shell", "cost_micros"]
+	n := input.budget[key]
+	not _natural(n)
+	msg := sprintf("input.budget.%s must be a whole number >= 0, got %v", [key, n])
+}
+
+invalid contains "input.budget must be an object" if not is_object(object.get(input, "budget", {}))
+
+invalid contains msg if {
+	not is_object(object.get(input, "arguments", {}))
+	msg := "input.arguments must be an object"
+}
+
+# -- Rule 1: exempt tools ----------------------------------------------------
+
+exempt if data.harness.config.exempt_tools[tool]
+
+shell_tool if data.harness.config.shell_tools[tool]
+
+# -- Rule 2: tool lists ------------------------------------------------------
+
+# matches(m, t) is true when tool t matches the compiled pattern list m.
+matches(m, _) if m.all
+
+matches(m, t) if m.exact[t]
+
+matches(m, t) if {
+	some p in m.prefixes
+	startswith(t, p)
+}
+
+matches(m, t) if {
+	some s in m.suffixes
+	endswith(t, s)
+}
+
+matches(m, t) if {
+	some g in m.globs
+	glob.match(g, null, t)
+}
+
+tool_denied if matches(role.denied, tool)
+
+tool_allowed if matches(role.allowed, tool)
+
+access_reasons contains r if {
+	not exempt
+	tool_denied
+	r := _reason("tool_denied", sprintf("tool '%s' is denied for role '%s'", [tool, role_name]))
+}
+
+access_reasons contains r if {
+	not exempt
+	not tool_denied
+	not tool_allowed
+	r := _reason("tool_not_allowed", sprintf("tool '%s' is not allowed for role '%s': no allowed pattern matches it", [tool, role_name]))
+}
+
+# -- Rule 3: shell policy ----------------------------------------------------
+
+shell_denied if {
+	not exempt
+	shell_tool
+	role.shell_policy == "deny"
+}
+
+# A shell call under shell_policy "compress" is allowed, its output marked
+# for compression.
+compress_output if {
+	shell_tool
+	role.shell_policy == "compress"
+}
+
+default compress_output := false
+
+# -- Rules 4 and 5: budget arithmetic ----------------------------------------
+
+limits := {
+	"tokens": role.limits.tokens,
+	"shell": role.limits.shell,
+	"cost": role.limits.cost_micros,
+}
+
+default limits := {"tokens": 0, "shell": 0, "cost": 0}
+
+warn_percent := role.limits.warn_percent
+
+default warn_percent := 80
+
+block_percent := role.limits.block_percent
+
+default block_percent := 100
+
+# block_at_percent 255 (anything above 100) turns blocking off.
+blocking if block_percent <= 100
+
+# Rule 4: floor(used*100/limit); a limit of 0 is 0% unused, else 100%.
+percent(used, limit) := floor((used * 100) / limit) if limit > 0
+
+percent(used, limit) := 0 if {
+	limit == 0
+	used == 0
+}
+
+percent(used, limit) := 100 if {
+	limit == 0
+	used > 0
+}
+
+# Rule 5, in integers: used*100 against limit*percentage.
+level(used, limit) := "EXHAUSTED" if {
+	limit > 0
+	blocking
+	used * 100 >= limit * block_percent
+} else := "WARNING" if {
+	limit > 0
+	used * 100 >= limit * warn_percent
+} else := "WARNING" if {
+	limit == 0
+	used > 0
+} else := "OK"
+
+budget := {dim: {
+	"used": usage[dim],
+	"limit": limits[dim],
+	"percent": percent(usage[dim], limits[dim]),
+	"level": level(usage[dim], limits[dim]),
+} |
+	some dim in dimensions
+}
+
+dimensions := ["tokens", "shell", "cost"]
+
+exhausted contains dim if budget[dim].level == "EXHAUSTED"
+
+warning contains dim if budget[dim].level == "WARNING"
+
+signal := "EXHAUSTED" if count(exhausted) > 0
+
+else := "WARNING" if count(warning) > 0
+
+else := "OK"
+
+# -- Rules 6 and 7: budget reasons ---------------------------------------------
+
+budget_reasons contains r if {
+	some dim in exhausted
+	r := _reason("budget_exhausted", sprintf("%s budget of role '%s' is exhausted: %s of %s used", [dim, role_name, _amount(dim, usage[dim]), _amount(dim, limits[dim])]))
+}
+
+# Rule 7: the shell budget admits floor(limit*block/100) calls in all.
+shell_admits := floor((limits.shell * block_percent) / 100)
+
+budget_reasons contains r if {
+	shell_tool
+	blocking
+	usage.shell + 1 > shell_admits
+	r := _reason("shell_budget", sprintf("shell budget of role '%s' admits %d invocations and %d are used", [role_name, shell_admits, usage.shell]))
+}
+
+# -- Reasons, in order of precedence -------------------------------------------
+
+reasons := {_reason("invalid_input", msg) | some msg in invalid} if count(invalid) > 0
+
+else := {_reason("unknown_role", sprintf("role '%s' is not defined; known roles: %s", [role_name, concat(", ", sort(object.keys(data.harness.roles)))]))} if not role
+
+else := set() if exempt
+
+else := access_reasons if count(access_reasons) > 0
+
+else := {_reason("shell_denied", sprintf("shell tool '%s' is denied: role '%s' has shell_policy 'deny'", [tool, role_name]))} if shell_denied
+
+else := budget_reasons
+
+# -- Rule 8: warnings --------------------------------------------------------
+
+warnings contains w if {
+	some dim in warning
+	w := _warning(sprintf("%s at %d%% of the budget of role '%s' (%s of %s)", [dim, budget[dim].percent, role_name, _amount(dim, usage[dim]), _amount(dim, limits[dim])]))
+}
+
+# An exempt tool still runs when a budget is exhausted: say so.
+warnings contains w if {
+	exempt
+	some dim in exhausted
+	w := _warning(sprintf("%s budget of role '%s' is exhausted (%s of %s): other tools are blocked", [dim, role_name, _amount(dim, usage[dim]), _amount(dim, limits[dim])]))
+}
+
+# -- The decision ------------------------------------------------------------
+
+outcome := "deny" if count(reasons) > 0
+
+else := "warn" if count(warnings) > 0
+
+else := "allow"
+
+decision := {
+	"decision": outcome,
+	"allowed": outcome != "deny",
+	"role": role_name,
+	"tool": tool,
+	"shell_policy": shell_policy,
+	"compress_output": compress_output,
+	"reasons": [r | some r in reasons],
+	"warnings": [w | some w in warnings],
+	"signal": signal,
+	"budget": budget,
+}
+
+# -- Helpers -----------------------------------------------------------------
+
+_reason(code, message) := {"code": code, "message": message}
+
+_warning(message) := {"code": "budget_warning", "message": message}
+
+# _amount formats a quantity of a dimension: dollars with two decimals
+# (rounded down) for cost, the plain number otherwise.
+_amount("cost", micros) := sprintf("$%d.%02d", [floor(micros / 1000000), floor(micros / 10000) % 100])
+
+_amount(dim, n) := sprintf("%d", [n]) if dim != "cost"
