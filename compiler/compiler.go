@@ -60,8 +60,47 @@ type RoleDoc struct {
 	Allowed      Matcher        `json:"allowed"`
 	Denied       Matcher        `json:"denied"`
 	Limits       LimitsDoc      `json:"limits"`
-	IO           map[string]any `json:"io"`
+	// Thresholds are the limits turned into usage counts, per dimension
+	// ("tokens", "shell", "cost"), so that the policy compares integers
+	// instead of doing arithmetic on every call.
+	Thresholds map[string]Threshold `json:"thresholds"`
+	IO         map[string]any       `json:"io"`
 }
+
+// Threshold gives, for one dimension, the usage at which its level changes.
+// For integer usage u, limit L and percentage p, u*100 >= L*p exactly when
+// u >= ceil(L*p/100).
+type Threshold struct {
+	// WarnAt is the usage from which the level is WARNING: ceil(L*warn/100),
+	// or 1 for a limit of 0 (any use of a dimension the role does not grant).
+	WarnAt int64 `json:"warn_at"`
+	// ExhaustedAt is the usage from which the level is EXHAUSTED:
+	// ceil(L*block/100). Absent when the limit is 0 or blocking is off.
+	ExhaustedAt *int64 `json:"exhausted_at,omitempty"`
+	// Admits is how many calls in all the budget admits, floor(L*block/100)
+	// (rule 7; used for the shell dimension). Absent when blocking is off.
+	Admits *int64 `json:"admits,omitempty"`
+}
+
+// NewThreshold computes the thresholds of a dimension with limit, warn and
+// block percentages as in a role file (block above 100: never block).
+func NewThreshold(limit, warn, block int64) Threshold {
+	t := Threshold{WarnAt: ceilDiv(limit*warn, 100)}
+	if limit == 0 {
+		t.WarnAt = 1
+	}
+	if block <= 100 {
+		admits := limit * block / 100
+		t.Admits = &admits
+		if limit > 0 {
+			at := ceilDiv(limit*block, 100)
+			t.ExhaustedAt = &at
+		}
+	}
+	return t
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // LimitsDoc are a role's limits, in integers (money in micro-dollars).
 type LimitsDoc struct {
@@ -113,6 +152,11 @@ func Compile(set *roles.Set, cfg Config) *Document {
 				CostMicros:   r.Limits.MaxCostMicros,
 				WarnPercent:  r.Limits.WarnAtPercent,
 				BlockPercent: r.Limits.BlockAtPercent,
+			},
+			Thresholds: map[string]Threshold{
+				"tokens": NewThreshold(r.Limits.MaxContextTokens, r.Limits.WarnAtPercent, r.Limits.BlockAtPercent),
+				"shell":  NewThreshold(r.Limits.MaxShellInvocations, r.Limits.WarnAtPercent, r.Limits.BlockAtPercent),
+				"cost":   NewThreshold(r.Limits.MaxCostMicros, r.Limits.WarnAtPercent, r.Limits.BlockAtPercent),
 			},
 			IO: io,
 		}

@@ -141,53 +141,44 @@ limits := {
 
 default limits := {"tokens": 0, "shell": 0, "cost": 0}
 
-warn_percent := role.limits.warn_percent
+# The compiler turns each limit into usage thresholds, exactly:
+# used*100 >= limit*pct  <=>  used >= ceil(limit*pct/100).
+thresholds := role.thresholds
 
-default warn_percent := 80
-
-block_percent := role.limits.block_percent
-
-default block_percent := 100
-
-# block_at_percent 255 (anything above 100) turns blocking off.
-blocking if block_percent <= 100
+default thresholds := {
+	"tokens": {"warn_at": 1, "admits": 0},
+	"shell": {"warn_at": 1, "admits": 0},
+	"cost": {"warn_at": 1, "admits": 0},
+}
 
 # Rule 4: floor(used*100/limit); a limit of 0 is 0% unused, else 100%.
 percent(used, limit) := floor((used * 100) / limit) if limit > 0
 
-percent(used, limit) := 0 if {
-	limit == 0
-	used == 0
-}
+else := 0 if used == 0
 
-percent(used, limit) := 100 if {
-	limit == 0
-	used > 0
-}
+else := 100
 
-# Rule 5, in integers: used*100 against limit*percentage.
-level(used, limit) := "EXHAUSTED" if {
-	limit > 0
-	blocking
-	used * 100 >= limit * block_percent
-} else := "WARNING" if {
-	limit > 0
-	used * 100 >= limit * warn_percent
-} else := "WARNING" if {
-	limit == 0
-	used > 0
-} else := "OK"
+# Rule 5: EXHAUSTED from ceil(limit*block/100) when the limit is above 0 and
+# blocking is on (else exhausted_at is absent); WARNING from
+# ceil(limit*warn/100), or from the first use for a limit of 0.
+level(used, t) := "EXHAUSTED" if used >= t.exhausted_at
 
-budget := {dim: {
+else := "WARNING" if used >= t.warn_at
+
+else := "OK"
+
+dimension(dim) := {
 	"used": usage[dim],
 	"limit": limits[dim],
 	"percent": percent(usage[dim], limits[dim]),
-	"level": level(usage[dim], limits[dim]),
-} |
-	some dim in dimensions
+	"level": level(usage[dim], thresholds[dim]),
 }
 
-dimensions := ["tokens", "shell", "cost"]
+budget := {
+	"tokens": dimension("tokens"),
+	"shell": dimension("shell"),
+	"cost": dimension("cost"),
+}
 
 exhausted contains dim if budget[dim].level == "EXHAUSTED"
 
@@ -206,14 +197,12 @@ budget_reasons contains r if {
 	r := _reason("budget_exhausted", sprintf("%s budget of role '%s' is exhausted: %s of %s used", [dim, role_name, _amount(dim, usage[dim]), _amount(dim, limits[dim])]))
 }
 
-# Rule 7: the shell budget admits floor(limit*block/100) calls in all.
-shell_admits := floor((limits.shell * block_percent) / 100)
-
+# Rule 7: the shell budget admits floor(limit*block/100) calls in all
+# (thresholds.shell.admits, absent when blocking is off).
 budget_reasons contains r if {
 	shell_tool
-	blocking
-	usage.shell + 1 > shell_admits
-	r := _reason("shell_budget", sprintf("shell budget of role '%s' admits %d invocations and %d are used", [role_name, shell_admits, usage.shell]))
+	usage.shell + 1 > thresholds.shell.admits
+	r := _reason("shell_budget", sprintf("shell budget of role '%s' admits %d invocations and %d are used", [role_name, thresholds.shell.admits, usage.shell]))
 }
 
 # -- Reasons, in order of precedence -------------------------------------------

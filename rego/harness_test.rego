@@ -34,20 +34,38 @@ matcher(patterns) := {
 	"patterns": sort(patterns),
 }
 
-# A compiled role: everything allowed, the coder's limits, unless overridden.
-custom(over) := object.union(
-	{
-		"description": "test role",
-		"shell_policy": "track",
-		"privileged": false,
-		"unrestricted": false,
-		"allowed": matcher(["*"]),
-		"denied": matcher([]),
-		"limits": {"tokens": 200000, "shell": 100, "cost_micros": 5000000, "warn_percent": 80, "block_percent": 100},
-		"io": {},
-	},
-	over,
+# The thresholds the compiler derives from limits (see NewThreshold).
+thresholds(l) := {dim: _threshold(l[key], l.warn_percent, l.block_percent) |
+	some dim, key in {"tokens": "tokens", "shell": "shell", "cost": "cost_micros"}
+}
+
+_threshold(limit, warn, block) := object.union(
+	{"warn_at": _warn_at(limit, warn)},
+	object.union(
+		{"admits": floor((limit * block) / 100) | block <= 100},
+		{"exhausted_at": ceil((limit * block) / 100) | block <= 100; limit > 0},
+	),
 )
+
+_warn_at(limit, warn) := ceil((limit * warn) / 100) if limit > 0
+
+else := 1
+
+# A compiled role: everything allowed, the coder's limits, unless overridden.
+custom(over) := object.union(base, {"thresholds": thresholds(base.limits)}) if {
+	base := object.union(_custom_defaults, over)
+}
+
+_custom_defaults := {
+	"description": "test role",
+	"shell_policy": "track",
+	"privileged": false,
+	"unrestricted": false,
+	"allowed": matcher(["*"]),
+	"denied": matcher([]),
+	"limits": {"tokens": 200000, "shell": 100, "cost_micros": 5000000, "warn_percent": 80, "block_percent": 100},
+	"io": {},
+}
 
 # -- Rule 2: tool lists --------------------------------------------------------
 

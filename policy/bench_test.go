@@ -1,0 +1,91 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/roles"
+)
+
+// benchEngine loads the built-ins, the test roles and 50 custom roles with a
+// mix of exact names and patterns, as a real installation might have.
+func benchEngine(b *testing.B) *Engine {
+	b.Helper()
+	var defs []*roles.Def
+	for name, src := range testRoles {
+		d, _ := roles.Parse(name+".toml", []byte(src), roles.SourceProject)
+		defs = append(defs, d)
+	}
+	for i := range 50 {
+		src := fmt.Sprintf(`[role]
+inherits = %q
+[tools]
+allowed = ["ctx_read", "ctx_search", "ctx_tree", "tool_%d_*", "mcp__server%d__*", "*_view"]
+denied = ["ctx_edit", "danger_%d"]
+[limits]
+max_context_tokens = %d
+`, []string{"coder", "reviewer", "debugger"}[i%3], i, i, i, 100000+i)
+		d, errs := roles.Parse(fmt.Sprintf("custom-%02d.toml", i), []byte(src), roles.SourceProject)
+		if len(errs) > 0 {
+			b.Fatal(errs)
+		}
+		defs = append(defs, d)
+	}
+	set, err := roles.LoadDefs(defs...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+func BenchmarkDecide(b *testing.B) {
+	e := benchEngine(b)
+	ctx := context.Background()
+	cases := append(decideCases[:len(decideCases):len(decideCases)],
+		struct {
+			name     string
+			role     string
+			tool     string
+			usage    Usage
+			want     string
+			codes    string
+			wantLine string
+		}{name: "custom role pattern", role: "custom-07", tool: "mcp__server7__query", want: Allow})
+	for _, tt := range cases {
+		in := Input{Role: tt.role, Tool: tt.tool, Budget: tt.usage, Session: "s-1", Agent: "bench",
+			Arguments: map[string]any{"path": "src/main.go"}}
+		if d, _ := e.Decide(ctx, in); d.Decision != tt.want {
+			b.Fatalf("%s: %s, want %s", tt.name, d.Decision, tt.want)
+		}
+		b.Run(tt.want+"/"+tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Decide(ctx, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecideParallel measures decisions from both cores at once, as a
+// gateway serving several calls does.
+func BenchmarkDecideParallel(b *testing.B) {
+	e := benchEngine(b)
+	ctx := context.Background()
+	in := Input{Role: "reviewer", Tool: "ctx_read", Budget: Usage{Tokens: 1000}}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := e.Decide(ctx, in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,270 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/agentharness/harness/compiler"
+	harnessrego "github.com/agentharness/harness/rego"
+)
+
+// Query is the entry point of the policy.
+const Query = "data.harness.decision"
+
+// Engine decides tool calls. The zero value is not usable: call [New].
+type Engine struct {
+	cur atomic.Pointer[loaded]
+}
+
+// loaded is one prepared generation of data and policy.
+type loaded struct {
+	query  rego.PreparedEvalQuery
+	doc    *compiler.Document
+	bundle *compiler.Bundle
+}
+
+// Modules returns the harness's own Rego policy modules (without tests).
+func Modules() []compiler.Module {
+	var out []compiler.Module
+	for _, f := range harnessrego.Policy() {
+		out = append(out, compiler.Module{Name: f.Name, Source: f.Source})
+	}
+	return out
+}
+
+// TestModules returns the harness's own *_test.rego modules.
+func TestModules() []compiler.Module {
+	var out []compiler.Module
+	for _, f := range harnessrego.Tests() {
+		out = append(out, compiler.Module{Name: f.Name, Source: f.Source})
+	}
+	return out
+}
+
+// New prepares the policy over doc. An error means the policy or the data
+// could not be compiled; nothing is running then.
+func New(ctx context.Context, doc *compiler.Document) (*Engine, error) {
+	l, err := prepare(ctx, doc, Modules())
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{}
+	e.cur.Store(l)
+	return e, nil
+}
+
+// Reload prepares doc and swaps it in atomically: decisions already running
+// finish on the old data, later ones see the new. If doc cannot be prepared
+// the engine keeps the last good one and the error is returned.
+func (e *Engine) Reload(ctx context.Context, doc *compiler.Document) error {
+	l, err := prepare(ctx, doc, Modules())
+	if err != nil {
+		return err
+	}
+	e.cur.Store(l)
+	return nil
+}
+
+// Document returns the data document in use.
+func (e *Engine) Document() *compiler.Document { return e.cur.Load().doc }
+
+// Bundle returns the bundle (data and modules) in use, as `harness compile`
+// writes it.
+func (e *Engine) Bundle() *compiler.Bundle { return e.cur.Load().bundle }
+
+func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Module) (*loaded, error) {
+	b, err := compiler.NewBundle(doc, modules)
+	if err != nil {
+		return nil, err
+	}
+	store := inmem.NewFromReaderWithOpts(bytes.NewReader(b.Data),
+		inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
+	opts := []func(*rego.Rego){
+		rego.Query(Query),
+		rego.Store(store),
+		rego.SetRegoVersion(ast.RegoV1),
+		rego.StrictBuiltinErrors(true),
+		rego.Strict(true),
+	}
+	for _, m := range b.Modules {
+		opts = append(opts, rego.Module(m.Name, string(m.Source)))
+	}
+	pq, err := rego.New(opts...).PrepareForEval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("preparing the policy: %w", err)
+	}
+	return &loaded{query: pq, doc: doc, bundle: b}, nil
+}
+
+// Decide evaluates one call. Any problem during evaluation gives a deny
+// whose reason (code evaluation_error or invalid_input) names it; the
+// returned error is non-nil only when ctx ended first, and the decision is
+// a deny then too.
+func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return denied(in, CodeEvalError, "policy evaluation stopped: "+err.Error()), err
+	}
+	l := e.cur.Load()
+	var shellPolicy string
+	if r, ok := l.doc.Roles[in.Role]; ok {
+		shellPolicy = r.ShellPolicy
+	}
+	value, err := inputValue(in, shellPolicy)
+	if err != nil {
+		return denied(in, CodeInvalidInput, err.Error()), nil
+	}
+	rs, err := l.query.Eval(ctx, rego.EvalParsedInput(value))
+	if err != nil {
+		if ctx.Err() != nil {
+			return denied(in, CodeEvalError, "policy evaluation stopped: "+ctx.Err().Error()), ctx.Err()
+		}
+		return denied(in, CodeEvalError, "policy evaluation failed: "+err.Error()), nil
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return denied(in, CodeEvalError, "policy evaluation failed: "+Query+" is undefined"), nil
+	}
+	d, err := decisionFrom(rs[0].Expressions[0].Value)
+	if err != nil {
+		return denied(in, CodeEvalError, "policy evaluation failed: malformed decision: "+err.Error()), nil
+	}
+	return d, nil
+}
+
+// inputValue builds the input document directly as an AST value, which
+// saves OPA a conversion on every call.
+func inputValue(in Input, shellPolicy string) (ast.Value, error) {
+	args := ast.NewObject()
+	if in.Arguments != nil {
+		v, err := ast.InterfaceToValue(in.Arguments)
+		if err != nil {
+			return nil, fmt.Errorf("arguments: %w", err)
+		}
+		obj, ok := v.(ast.Object)
+		if !ok {
+			return nil, errors.New("arguments must be an object")
+		}
+		args = obj
+	}
+	return ast.NewObject(
+		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
+		ast.Item(ast.StringTerm("tool"), ast.StringTerm(in.Tool)),
+		ast.Item(ast.StringTerm("arguments"), ast.NewTerm(args)),
+		ast.Item(ast.StringTerm("shell_policy"), ast.StringTerm(shellPolicy)),
+		ast.Item(ast.StringTerm("budget"), ast.ObjectTerm(
+			ast.Item(ast.StringTerm("tokens"), ast.IntNumberTerm(int(in.Budget.Tokens))),
+			ast.Item(ast.StringTerm("shell"), ast.IntNumberTerm(int(in.Budget.Shell))),
+			ast.Item(ast.StringTerm("cost_micros"), ast.IntNumberTerm(int(in.Budget.CostMicros))),
+		)),
+		ast.Item(ast.StringTerm("session"), ast.StringTerm(in.Session)),
+		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
+	), nil
+}
+
+// decisionFrom reads the policy's result into a Decision, checking its shape.
+func decisionFrom(v any) (Decision, error) {
+	r := reader{}
+	m := r.object(v, "decision")
+	d := Decision{
+		Decision:       r.str(m, "decision"),
+		Allowed:        r.boolean(m, "allowed"),
+		Role:           r.str(m, "role"),
+		Tool:           r.str(m, "tool"),
+		ShellPolicy:    r.str(m, "shell_policy"),
+		CompressOutput: r.boolean(m, "compress_output"),
+		Reasons:        r.reasons(m, "reasons"),
+		Warnings:       r.reasons(m, "warnings"),
+		Signal:         r.str(m, "signal"),
+	}
+	b := r.object(m["budget"], "budget")
+	d.Budget = Budget{Tokens: r.dimension(b, "tokens"), Shell: r.dimension(b, "shell"), Cost: r.dimension(b, "cost")}
+	if r.err != nil {
+		return Decision{}, r.err
+	}
+	switch {
+	case d.Decision != Allow && d.Decision != Warn && d.Decision != Deny:
+		return Decision{}, fmt.Errorf("decision %q is not allow, warn or deny", d.Decision)
+	case d.Allowed != (d.Decision != Deny):
+		return Decision{}, fmt.Errorf("allowed=%v contradicts decision %q", d.Allowed, d.Decision)
+	case d.Decision == Deny && len(d.Reasons) == 0:
+		return Decision{}, errors.New("a deny without reasons")
+	}
+	return d, nil
+}
+
+// reader converts OPA's generic result values, remembering the first error.
+type reader struct{ err error }
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (r *reader) object(v any, what string) map[string]any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.fail("%s: want an object, got %T", what, v)
+	}
+	return m
+}
+
+func (r *reader) str(m map[string]any, key string) string {
+	s, ok := m[key].(string)
+	if !ok {
+		r.fail("%s: want a string, got %T", key, m[key])
+	}
+	return s
+}
+
+func (r *reader) boolean(m map[string]any, key string) bool {
+	b, ok := m[key].(bool)
+	if !ok {
+		r.fail("%s: want a boolean, got %T", key, m[key])
+	}
+	return b
+}
+
+func (r *reader) integer(m map[string]any, key string) int64 {
+	n, ok := m[key].(json.Number)
+	if !ok {
+		r.fail("%s: want a number, got %T", key, m[key])
+		return 0
+	}
+	i, err := n.Int64()
+	if err != nil {
+		r.fail("%s: %v", key, err)
+	}
+	return i
+}
+
+func (r *reader) reasons(m map[string]any, key string) []Reason {
+	list, ok := m[key].([]any)
+	if !ok {
+		r.fail("%s: want an array, got %T", key, m[key])
+		return nil
+	}
+	out := make([]Reason, 0, len(list))
+	for _, item := range list {
+		o := r.object(item, key)
+		out = append(out, Reason{Code: r.str(o, "code"), Message: r.str(o, "message")})
+	}
+	return out
+}
+
+func (r *reader) dimension(m map[string]any, key string) Dimension {
+	o := r.object(m[key], "budget."+key)
+	return Dimension{
+		Used:    r.integer(o, "used"),
+		Limit:   r.integer(o, "limit"),
+		Percent: r.integer(o, "percent"),
+		Level:   r.str(o, "level"),
+	}
+}

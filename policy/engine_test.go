@@ -1,0 +1,314 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/roles"
+)
+
+// testRoles are the built-ins plus the custom roles the cases need.
+var testRoles = map[string]string{
+	// Inherits reviewer and sets only [limits]: keeps reviewer's tools.
+	"tight-reviewer": "[role]\ninherits = \"reviewer\"\n[limits]\nmax_context_tokens = 1000\n",
+	"ctx-only":       "[tools]\nallowed = [\"ctx_*\"]\n",
+	"deny-all":       "[tools]\ndenied = [\"*\"]\n",
+	"no-shell":       "[role]\nshell_policy = \"deny\"\n",
+	"zero-shell":     "[limits]\nmax_shell_invocations = 0\n",
+	"never-block":    "[limits]\nmax_context_tokens = 100\nmax_shell_invocations = 1\nblock_at_percent = 255\n",
+	"middle":         "[tools]\nallowed = [\"mcp__*__read\", \"a?b*\"]\n",
+}
+
+func testSet(t testing.TB) *roles.Set {
+	t.Helper()
+	var defs []*roles.Def
+	for name, src := range testRoles {
+		d, errs := roles.Parse(name+".toml", []byte(src), roles.SourceProject)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		defs = append(defs, d)
+	}
+	set, err := roles.LoadDefs(defs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func testEngine(t testing.TB) *Engine {
+	t.Helper()
+	e, err := New(context.Background(), compiler.Compile(testSet(t), compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// decideCases is shared by the test and the benchmark.
+var decideCases = []struct {
+	name     string
+	role     string
+	tool     string
+	usage    Usage
+	want     string
+	codes    string // reason codes (deny) or warning codes, comma-separated
+	wantLine string // status line, when checked
+}{
+	{name: "coder edits", role: "coder", tool: "ctx_edit", want: Allow},
+	{name: "coder any tool", role: "coder", tool: "mcp__github__create_issue", want: Allow},
+	{name: "reviewer reads", role: "reviewer", tool: "ctx_read", want: Allow},
+	{name: "reviewer edit", role: "reviewer", tool: "ctx_edit", want: Deny, codes: "tool_denied"},
+	{name: "reviewer shell", role: "reviewer", tool: "ctx_shell", want: Deny, codes: "tool_denied"},
+	{name: "reviewer execute", role: "reviewer", tool: "ctx_execute", want: Deny, codes: "tool_denied"},
+	{name: "ops shell", role: "ops", tool: "ctx_shell", want: Allow},
+	{name: "ops edit", role: "ops", tool: "ctx_edit", want: Deny, codes: "tool_denied"},
+	{name: "admin anything", role: "admin", tool: "ctx_edit", want: Allow},
+	{name: "inherited tools kept", role: "tight-reviewer", tool: "ctx_edit", want: Deny, codes: "tool_denied"},
+	{name: "inherited reads", role: "tight-reviewer", tool: "ctx_read", want: Allow},
+	{name: "inherited limits", role: "tight-reviewer", tool: "ctx_read", usage: Usage{Tokens: 1000}, want: Deny, codes: "budget_exhausted"},
+	{name: "prefix matches", role: "ctx-only", tool: "ctx_read", want: Allow},
+	{name: "prefix does not match", role: "ctx-only", tool: "read", want: Deny, codes: "tool_not_allowed"},
+	{name: "middle star", role: "middle", tool: "mcp__fs__read", want: Allow},
+	{name: "glob characters are literal", role: "middle", tool: "axb", want: Deny, codes: "tool_not_allowed"},
+	{name: "question mark literal", role: "middle", tool: "a?bcd", want: Allow},
+	{name: "deny star", role: "deny-all", tool: "ctx_read", want: Deny, codes: "tool_denied"},
+	{name: "deny star exempt", role: "deny-all", tool: "ctx_session", want: Allow},
+	{name: "shell policy deny", role: "no-shell", tool: "ctx_shell", want: Deny, codes: "shell_denied"},
+	{name: "tokens warning", role: "coder", tool: "ctx_read", usage: Usage{Tokens: 170000}, want: Warn, codes: "budget_warning"},
+	{name: "tokens exhausted", role: "coder", tool: "ctx_read", usage: Usage{Tokens: 200000}, want: Deny, codes: "budget_exhausted",
+		wantLine: "Budget[coder]: tokens 200000/200000 (100%) | shell 0/100 (0%) | cost $0.00/$5.00 (0%) → EXHAUSTED"},
+	{name: "session when exhausted", role: "coder", tool: "ctx_session", usage: Usage{Tokens: 200000}, want: Warn, codes: "budget_warning"},
+	{name: "shell 99 of 100", role: "coder", tool: "ctx_shell", usage: Usage{Shell: 99}, want: Warn, codes: "budget_warning"},
+	{name: "shell 100 of 100", role: "coder", tool: "ctx_shell", usage: Usage{Shell: 100}, want: Deny, codes: "budget_exhausted,shell_budget"},
+	{name: "zero shell refuses shell", role: "zero-shell", tool: "ctx_shell", want: Deny, codes: "shell_budget"},
+	{name: "zero shell reads", role: "zero-shell", tool: "ctx_read", want: Allow},
+	{name: "255 never blocks", role: "never-block", tool: "ctx_shell", usage: Usage{Tokens: 500, Shell: 9}, want: Warn, codes: "budget_warning,budget_warning"},
+	{name: "seeds status line", role: "coder", tool: "ctx_read", usage: Usage{Tokens: 50000, Shell: 5, CostMicros: 500000}, want: Allow,
+		wantLine: "Budget[coder]: tokens 50000/200000 (25%) | shell 5/100 (5%) | cost $0.50/$5.00 (10%) → OK"},
+	{name: "unknown role", role: "nobody", tool: "ctx_read", want: Deny, codes: "unknown_role"},
+	{name: "negative usage", role: "coder", tool: "ctx_read", usage: Usage{Tokens: -1}, want: Deny, codes: "invalid_input"},
+}
+
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	e := testEngine(t)
+	for _, tt := range decideCases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := e.Decide(context.Background(), Input{Role: tt.role, Tool: tt.tool, Budget: tt.usage, Session: "s", Agent: "a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Decision != tt.want || d.Allowed != (tt.want != Deny) {
+				t.Fatalf("decision %s (allowed %v), want %s: %+v", d.Decision, d.Allowed, tt.want, d)
+			}
+			list := d.Warnings
+			if d.Decision == Deny {
+				list = d.Reasons
+			}
+			var codes []string
+			for _, r := range list {
+				codes = append(codes, r.Code)
+			}
+			if got := strings.Join(codes, ","); got != tt.codes {
+				t.Errorf("codes %q, want %q (%+v)", got, tt.codes, list)
+			}
+			if tt.wantLine != "" && d.StatusLine() != tt.wantLine {
+				t.Errorf("status line\n got %s\nwant %s", d.StatusLine(), tt.wantLine)
+			}
+		})
+	}
+}
+
+func TestRegoSuite(t *testing.T) {
+	t.Parallel()
+	set, err := roles.Load(roles.Dirs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := compiler.NewBundle(compiler.Compile(set, compiler.DefaultConfig()), append(Modules(), TestModules()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := RunTests(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) < 30 {
+		t.Fatalf("only %d Rego tests ran", len(results))
+	}
+	for _, r := range results {
+		if r.Fail || r.Error != nil || r.Skip {
+			t.Errorf("%s.%s: fail=%v skip=%v error=%v", r.Package, r.Name, r.Fail, r.Skip, r.Error)
+		}
+	}
+}
+
+// The Go matcher (used outside the policy) must agree with the Rego one.
+func TestMatcherAgreesWithPolicy(t *testing.T) {
+	t.Parallel()
+	patterns := []string{"ctx_*", "*_read", "mcp__*__list*", "a*b*a", "x?y*", "[ab]*", "exact", "*"}
+	tools := []string{"ctx_read", "ctx_", "read", "my_read", "mcp__gh__list", "mcp__gh__listing", "mcp____list", "aba", "ab", "abxba", "x?yz", "xayz", "[ab]c", "ac", "exact", "exactly", ""}
+	ctx := context.Background()
+	for _, p := range patterns {
+		d, errs := roles.Parse("p.toml", []byte(fmt.Sprintf("[tools]\nallowed = [%q]\n", p)), roles.SourceProject)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		set, err := roles.LoadDefs(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := compiler.Compile(set, compiler.Config{})
+		e, err := New(ctx, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range tools {
+			if tool == "" {
+				continue
+			}
+			dec, _ := e.Decide(ctx, Input{Role: "p", Tool: tool})
+			if got, want := doc.Roles["p"].Allowed.Match(tool), dec.Allowed; got != want {
+				t.Errorf("pattern %q, tool %q: Go matcher %v, policy %v", p, tool, got, want)
+			}
+		}
+	}
+}
+
+func TestReloadWhileDeciding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testEngine(t)
+	strict := compiler.Compile(testSet(t), compiler.DefaultConfig())
+	loose := compiler.Compile(testSet(t), compiler.DefaultConfig())
+	// In the loose generation, reviewer may edit.
+	r := loose.Roles["reviewer"]
+	r.Denied = compiler.NewMatcher(nil)
+	r.Allowed = compiler.NewMatcher([]string{"*"})
+	loose.Roles["reviewer"] = r
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				d, err := e.Decide(ctx, Input{Role: "reviewer", Tool: "ctx_edit"})
+				if err != nil || (d.Decision != Allow && d.Decision != Deny) || (d.Decision == Deny && d.Reasons[0].Code != CodeToolDenied) {
+					t.Errorf("torn decision during reload: %+v %v", d, err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 20 {
+		doc := strict
+		if i%2 == 0 {
+			doc = loose
+		}
+		if err := e.Reload(ctx, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if err := e.Reload(ctx, loose); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := e.Decide(ctx, Input{Role: "reviewer", Tool: "ctx_edit"}); d.Decision != Allow {
+		t.Errorf("after reload: %+v", d)
+	}
+}
+
+func TestStatusLineAndMoney(t *testing.T) {
+	t.Parallel()
+	for micros, want := range map[int64]string{0: "$0.00", 500000: "$0.50", 4_999_999: "$4.99", 50_000_000: "$50.00", 1: "$0.00"} {
+		if got := FormatUSD(micros); got != want {
+			t.Errorf("FormatUSD(%d) = %s, want %s", micros, got, want)
+		}
+	}
+	for in, want := range map[string]int64{"0.50": 500000, "$5": 5_000_000, "0.000001": 1, ".5": 500000, "12": 12_000_000} {
+		if got, err := ParseUSD(in); err != nil || got != want {
+			t.Errorf("ParseUSD(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "1.0000001", "1e3", "abc", "1.2.3", "."} {
+		if _, err := ParseUSD(bad); err == nil {
+			t.Errorf("ParseUSD(%q) accepted", bad)
+		}
+	}
+}
+
+func TestEvaluationProblemsDeny(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	doc := compiler.Compile(testSet(t), compiler.DefaultConfig())
+	tests := []struct {
+		name, module, want string
+	}{
+		{"builtin error", "package harness\ndecision := {\"x\": 1 / count(input.arguments)}\n", "policy evaluation failed: "},
+		{"conflict", "package harness\ndecision := 1 if input.tool\ndecision := 2 if input.tool\n", "policy evaluation failed: "},
+		{"undefined", "package harness\ndecision := 1 if false\n", "policy evaluation failed: data.harness.decision is undefined"},
+		{"malformed", "package harness\ndecision := {\"decision\": \"allow\"}\n", "policy evaluation failed: malformed decision: "},
+		{"allow that says not allowed", `package harness
+decision := {"decision": "allow", "allowed": false, "role": "", "tool": "", "shell_policy": "", "compress_output": false,
+	"reasons": [], "warnings": [], "signal": "OK", "budget": {
+	"tokens": {"used": 0, "limit": 0, "percent": 0, "level": "OK"},
+	"shell": {"used": 0, "limit": 0, "percent": 0, "level": "OK"},
+	"cost": {"used": 0, "limit": 0, "percent": 0, "level": "OK"}}}
+`, "policy evaluation failed: malformed decision: allowed=false contradicts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l, err := prepare(ctx, doc, []compiler.Module{{Name: "broken.rego", Source: []byte(tt.module)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &Engine{}
+			e.cur.Store(l)
+			d, err := e.Decide(ctx, Input{Role: "coder", Tool: "ctx_read"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Decision != Deny || d.Allowed || len(d.Reasons) != 1 || d.Reasons[0].Code != CodeEvalError || !strings.HasPrefix(d.Reasons[0].Message, tt.want) {
+				t.Errorf("got %+v, want a deny with %q", d, tt.want)
+			}
+		})
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		t.Parallel()
+		e := testEngine(t)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		d, err := e.Decide(cctx, Input{Role: "coder", Tool: "ctx_read"})
+		if err == nil || d.Decision != Deny {
+			t.Errorf("cancelled context: %+v, %v", d, err)
+		}
+	})
+	t.Run("failed reload keeps the last good data", func(t *testing.T) {
+		t.Parallel()
+		e := testEngine(t)
+		bad := compiler.Compile(testSet(t), compiler.DefaultConfig())
+		r := bad.Roles["coder"]
+		r.Denied = compiler.NewMatcher([]string{"*"})
+		r.IO = map[string]any{"unserialisable": make(chan int)}
+		bad.Roles["coder"] = r
+		if err := e.Reload(ctx, bad); err == nil {
+			t.Fatal("data that cannot be serialised was loaded")
+		}
+		if d, _ := e.Decide(ctx, Input{Role: "coder", Tool: "ctx_read"}); d.Decision != Allow {
+			t.Errorf("engine changed after a failed reload: %+v", d)
+		}
+	})
+}
