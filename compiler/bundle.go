@@ -35,11 +35,10 @@ type Bundle struct {
 // NewBundle lays out doc and modules as an OPA bundle. The revision is a
 // hash of the contents, so an unchanged policy keeps its revision.
 func NewBundle(doc *Document, modules []Module) (*Bundle, error) {
-	inner, err := doc.JSON()
+	data, err := marshal(map[string]*Document{Root: doc})
 	if err != nil {
 		return nil, err
 	}
-	data := []byte(`{"` + Root + `": ` + strings.TrimSuffix(string(inner), "\n") + "}\n")
 	mods := slices.Clone(modules)
 	slices.SortFunc(mods, func(a, b Module) int { return strings.Compare(a.Name, b.Name) })
 	h := sha256.New()

@@ -56,10 +56,10 @@ type RoleDoc struct {
 	Privileged  bool   `json:"privileged"`
 	// Unrestricted is true when the role allows every tool and denies none:
 	// as powerful as admin whatever its name.
-	Unrestricted bool           `json:"unrestricted"`
-	Allowed      Matcher        `json:"allowed"`
-	Denied       Matcher        `json:"denied"`
-	Limits       LimitsDoc      `json:"limits"`
+	Unrestricted bool      `json:"unrestricted"`
+	Allowed      Matcher   `json:"allowed"`
+	Denied       Matcher   `json:"denied"`
+	Limits       LimitsDoc `json:"limits"`
 	// Thresholds are the limits turned into usage counts, per dimension
 	// ("tokens", "shell", "cost"), so that the policy compares integers
 	// instead of doing arithmetic on every call.
@@ -245,12 +245,14 @@ func toSet(names []string) map[string]bool {
 
 // JSON returns the document as indented JSON: the same roles and
 // configuration always give the same bytes.
-func (d *Document) JSON() ([]byte, error) {
+func (d *Document) JSON() ([]byte, error) { return marshal(d) }
+
+func marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(d); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -225,13 +226,30 @@ func FuzzParse(f *testing.F) {
 		if len(errs) > 0 {
 			return
 		}
-		for k, v := range d.Values {
-			if strings.HasPrefix(k, "io.") {
-				continue
+		// An accepted file resolves, and the role it gives is within range.
+		d.Name = "fuzzed"
+		set, err := LoadDefs(d)
+		if err != nil {
+			if d.Inherits == "" {
+				t.Fatalf("a parentless accepted file failed to resolve: %v", err)
 			}
-			section, key, _ := strings.Cut(k, ".")
-			if _, err := convert(schema[section][key], v); err != nil && schema[section][key] != kUSD {
-				t.Fatalf("accepted value %s = %#v does not convert again: %v", k, v, err)
+			return
+		}
+		r, _ := set.Get("fuzzed")
+		switch r.ShellPolicy {
+		case ShellTrack, ShellCompress, ShellDeny:
+		default:
+			t.Fatalf("shell policy %q", r.ShellPolicy)
+		}
+		l := r.Limits
+		if l.MaxContextTokens < 0 || l.MaxShellInvocations < 0 || l.MaxCostMicros < 0 ||
+			l.WarnAtPercent < 0 || l.WarnAtPercent > 100 ||
+			(l.BlockAtPercent < 1 || l.BlockAtPercent > 100) && l.BlockAtPercent != NeverBlock {
+			t.Fatalf("limits out of range: %+v", l)
+		}
+		for _, p := range append(slices.Clone(r.Allowed), r.Denied...) {
+			if strings.TrimSpace(p) == "" {
+				t.Fatalf("empty pattern accepted: %q", r.Allowed)
 			}
 		}
 	})

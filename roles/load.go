@@ -59,7 +59,8 @@ func Load(dirs Dirs) (*Set, error) {
 		errs = append(errs, e...)
 		for _, d := range found {
 			if _, builtin := builtins[d.Name]; builtin {
-				errs = append(errs, &Error{File: d.File, Line: d.pos.of("role").line, Msg: fmt.Sprintf(
+				at := d.pos.of("role")
+				errs = append(errs, &Error{File: d.File, Line: at.line, Col: at.col, Msg: fmt.Sprintf(
 					"role %q is built in: a project may not redefine it (rename the file, and use inherits = %q to start from it)",
 					d.Name, d.Name)})
 				continue

@@ -167,7 +167,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "built-in name in a project",
 			files: map[string]string{"reviewer.toml": "[role]\n[tools]\nallowed = [\"*\"]\n"},
-			want:  []string{`reviewer.toml:1: role "reviewer" is built in: a project may not redefine it`},
+			want:  []string{`reviewer.toml:1:1: role "reviewer" is built in: a project may not redefine it`},
 		},
 		{
 			name: "cycle, reported once with its chain",

@@ -1,0 +1,185 @@
+package compiler
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/agentharness/harness/roles"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; run go test ./compiler -update if the change is intended\n got: %.400s", name, got)
+	}
+}
+
+func builtinSet(t *testing.T) *roles.Set {
+	t.Helper()
+	set, err := roles.Load(roles.Dirs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func TestBuiltinDocumentGolden(t *testing.T) {
+	b, err := NewBundle(Compile(builtinSet(t), DefaultConfig()), []Module{{Name: "p.rego", Source: []byte("package harness\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "builtin.data.json", b.Data)
+	golden(t, "builtin.manifest", b.Manifest)
+}
+
+func TestCompileIsDeterministic(t *testing.T) {
+	t.Parallel()
+	var first []byte
+	for i := range 20 {
+		// Load afresh every time: map order differs between loads.
+		got, err := Compile(builtinSet(t), DefaultConfig()).JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = got
+		} else if !bytes.Equal(got, first) {
+			t.Fatal("two compilations of the same roles gave different bytes")
+		}
+	}
+}
+
+func TestNewMatcher(t *testing.T) {
+	t.Parallel()
+	m := NewMatcher([]string{"ctx_read", "ctx_*", "*_view", "mcp__*__list", "a?b*c", "*", "ctx_read", "**"})
+	if !m.All {
+		t.Error("'*' must set all")
+	}
+	if !m.Exact["ctx_read"] || len(m.Exact) != 1 {
+		t.Errorf("exact %v", m.Exact)
+	}
+	if !slices.Equal(m.Prefixes, []string{"ctx_"}) || !slices.Equal(m.Suffixes, []string{"_view"}) {
+		t.Errorf("prefixes %v suffixes %v", m.Prefixes, m.Suffixes)
+	}
+	if !slices.Equal(m.Globs, []string{`a\?b*c`, "mcp__*__list"}) {
+		t.Errorf("globs %v", m.Globs)
+	}
+	if !slices.Equal(m.Patterns, []string{"*", "**", "*_view", "a?b*c", "ctx_*", "ctx_read", "mcp__*__list"}) {
+		t.Errorf("patterns %v (sorted, duplicates dropped)", m.Patterns)
+	}
+	empty := NewMatcher(nil)
+	if empty.All || empty.Match("x") || empty.Patterns == nil {
+		t.Errorf("empty matcher %+v", empty)
+	}
+}
+
+func TestThresholds(t *testing.T) {
+	t.Parallel()
+	p := func(n int64) *int64 { return &n }
+	tests := []struct {
+		limit, warn, block int64
+		want               Threshold
+	}{
+		{200000, 80, 100, Threshold{WarnAt: 160000, ExhaustedAt: p(200000), Admits: p(200000)}},
+		{100, 80, 100, Threshold{WarnAt: 80, ExhaustedAt: p(100), Admits: p(100)}},
+		{3, 80, 100, Threshold{WarnAt: 3, ExhaustedAt: p(3), Admits: p(3)}}, // 2*100 < 3*80; 3*100 >= 240
+		{7, 50, 90, Threshold{WarnAt: 4, ExhaustedAt: p(7), Admits: p(6)}},  // ceil(3.5), ceil(6.3), floor(6.3)
+		{0, 80, 100, Threshold{WarnAt: 1, Admits: p(0)}},
+		{100, 80, 255, Threshold{WarnAt: 80}},
+		{100, 0, 100, Threshold{WarnAt: 0, ExhaustedAt: p(100), Admits: p(100)}},
+	}
+	for _, tt := range tests {
+		got := NewThreshold(tt.limit, tt.warn, tt.block)
+		same := got.WarnAt == tt.want.WarnAt &&
+			(got.ExhaustedAt == nil) == (tt.want.ExhaustedAt == nil) && (got.ExhaustedAt == nil || *got.ExhaustedAt == *tt.want.ExhaustedAt) &&
+			(got.Admits == nil) == (tt.want.Admits == nil) && (got.Admits == nil || *got.Admits == *tt.want.Admits)
+		if !same {
+			t.Errorf("NewThreshold(%d, %d, %d) = %+v", tt.limit, tt.warn, tt.block, got)
+		}
+		// The thresholds must give the contract's levels for every usage.
+		for used := int64(0); used <= tt.limit*3+3; used++ {
+			if got, want := thresholdLevel(got, used), contractLevel(tt.limit, tt.warn, tt.block, used); got != want {
+				t.Errorf("limit %d warn %d block %d used %d: %s, contract says %s", tt.limit, tt.warn, tt.block, used, got, want)
+			}
+			admitted := got.Admits == nil || used+1 <= *got.Admits
+			if want := tt.block > 100 || used+1 <= tt.limit*tt.block/100; admitted != want {
+				t.Errorf("limit %d block %d used %d: admitted %v, contract says %v", tt.limit, tt.block, used, admitted, want)
+			}
+		}
+	}
+}
+
+// contractLevel is rule 5 of the contract, as written there.
+func contractLevel(limit, warn, block, used int64) string {
+	switch {
+	case limit > 0 && block <= 100 && used*100 >= limit*block:
+		return "EXHAUSTED"
+	case limit > 0 && used*100 >= limit*warn, limit == 0 && used > 0:
+		return "WARNING"
+	}
+	return "OK"
+}
+
+// thresholdLevel is rule 5 as the policy computes it from thresholds.
+func thresholdLevel(t Threshold, used int64) string {
+	switch {
+	case t.ExhaustedAt != nil && used >= *t.ExhaustedAt:
+		return "EXHAUSTED"
+	case used >= t.WarnAt:
+		return "WARNING"
+	}
+	return "OK"
+}
+
+func TestUnrestrictedAndPrivileged(t *testing.T) {
+	t.Parallel()
+	doc := Compile(builtinSet(t), DefaultConfig())
+	for name, want := range map[string][2]bool{
+		"coder": {true, false}, "admin": {true, true}, "ops": {false, true}, "reviewer": {false, false},
+	} {
+		r := doc.Roles[name]
+		if r.Unrestricted != want[0] || r.Privileged != want[1] {
+			t.Errorf("%s: unrestricted=%v privileged=%v, want %v", name, r.Unrestricted, r.Privileged, want)
+		}
+	}
+}
+
+func TestBundleWrite(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "out")
+	b, err := NewBundle(Compile(builtinSet(t), DefaultConfig()), []Module{{Name: "b.rego", Source: []byte("package harness\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{".manifest", "b.rego", "data.json"}) {
+		t.Errorf("bundle files %v", names)
+	}
+	bad := &Bundle{Modules: []Module{{Name: "../escape.rego"}}}
+	if err := bad.Write(dir); err == nil {
+		t.Error("a module name with a path was written")
+	}
+}
