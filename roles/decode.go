@@ -1,15 +1,20 @@
 package roles
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 
-	"github.com/BurntSushi/toml"
+	"github.com/agentharness/harness/internal/strict"
 )
+
+// Error is one problem found in a role file, with its file, line, column
+// and key.
+type Error = strict.Error
+
+// ErrorList is every problem of one load, sorted by file, line and column.
+type ErrorList = strict.ErrorList
 
 // Def is one role file as written: only the keys it sets, each checked and
 // converted (max_cost_usd to micro-dollars), before inheritance.
@@ -22,13 +27,15 @@ type Def struct {
 	// "tools.allowed" ([]string), "limits.max_cost_usd" (int64 micro-dollars),
 	// "io.<key>" (as decoded).
 	Values map[string]any
-	pos    positions
+	doc    *strict.Doc
 }
 
-// at returns an Error about key in this file.
+// errAt returns an Error about key in this file.
 func (d *Def) errAt(key, format string, args ...any) *Error {
-	p := d.pos.of(key)
-	return &Error{File: d.File, Line: p.line, Col: p.col, Key: key, Msg: fmt.Sprintf(format, args...)}
+	if d.doc == nil {
+		return &Error{File: d.File, Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	return d.doc.Errorf(key, format, args...)
 }
 
 type kind int
@@ -75,33 +82,24 @@ func Parse(file string, src []byte, source Source) (*Def, ErrorList) {
 	if err := checkName(d.Name); err != nil {
 		errs = append(errs, &Error{File: file, Msg: fmt.Sprintf("file name: %v", err)})
 	}
-	var doc map[string]any
-	if _, err := toml.Decode(string(src), &doc); err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return d, append(errs, &Error{File: file, Line: pe.Position.Line, Col: pe.Position.Col,
-				Key: pe.LastKey, Msg: "TOML syntax: " + pe.Message})
-		}
-		return d, append(errs, &Error{File: file, Msg: "TOML: " + err.Error()})
+	doc, perr := strict.Decode(file, src)
+	if perr != nil {
+		return d, append(errs, perr)
 	}
-	d.pos = keyPositions(string(src))
+	d.doc = doc
 
-	for _, section := range sortedKeys(doc) {
+	for _, section := range strict.SortedKeys(doc.Values) {
 		keys, known := schema[section]
-		table, isTable := doc[section].(map[string]any)
+		table, isTable := doc.Values[section].(map[string]any)
 		switch {
 		case !known:
-			msg := fmt.Sprintf("unknown section [%s]", section)
-			if s := suggest(section, sortedKeys(schema)); s != "" {
-				msg += fmt.Sprintf(" (did you mean [%s]?)", s)
-			}
-			errs = append(errs, d.errAt(section, "%s", msg))
+			errs = append(errs, doc.Unknown(section, section, "", strict.SortedKeys(schema)))
 			continue
 		case !isTable:
-			errs = append(errs, d.errAt(section, "%q must be a table ([%s]), not %s", section, section, typeName(doc[section])))
+			errs = append(errs, d.errAt(section, "%q must be a table ([%s]), not %s", section, section, strict.TypeName(doc.Values[section])))
 			continue
 		}
-		for _, key := range sortedKeys(table) {
+		for _, key := range strict.SortedKeys(table) {
 			path := section + "." + key
 			if keys == nil { // [io]: carried as is
 				d.Values[path] = table[key]
@@ -109,11 +107,7 @@ func Parse(file string, src []byte, source Source) (*Def, ErrorList) {
 			}
 			k, ok := keys[key]
 			if !ok {
-				msg := fmt.Sprintf("unknown key %q in [%s]", key, section)
-				if s := suggest(key, sortedKeys(keys)); s != "" {
-					msg += fmt.Sprintf(" (did you mean %q?)", s)
-				}
-				errs = append(errs, d.errAt(path, "%s", msg))
+				errs = append(errs, doc.Unknown(path, key, section, strict.SortedKeys(keys)))
 				continue
 			}
 			v, err := convert(k, table[key])
@@ -141,7 +135,7 @@ func Parse(file string, src []byte, source Source) (*Def, ErrorList) {
 		}
 		delete(d.Values, "role.inherits")
 	}
-	return d, errs.sort()
+	return d, errs.Sort()
 }
 
 // convert checks a decoded TOML value against the kind of its key.
@@ -151,16 +145,16 @@ func convert(k kind, v any) (any, error) {
 		if s, ok := v.(string); ok {
 			return s, nil
 		}
-		return nil, wantType("a string", v)
+		return nil, strict.WantType("a string", v)
 	case kBool:
 		if b, ok := v.(bool); ok {
 			return b, nil
 		}
-		return nil, wantType("true or false", v)
+		return nil, strict.WantType("true or false", v)
 	case kShellPolicy:
 		s, ok := v.(string)
 		if !ok {
-			return nil, wantType(`"track", "compress" or "deny"`, v)
+			return nil, strict.WantType(`"track", "compress" or "deny"`, v)
 		}
 		switch p := ShellPolicy(s); p {
 		case ShellTrack, ShellCompress, ShellDeny:
@@ -170,13 +164,13 @@ func convert(k kind, v any) (any, error) {
 	case kPatterns:
 		list, ok := v.([]any)
 		if !ok {
-			return nil, wantType("an array of tool names or patterns", v)
+			return nil, strict.WantType("an array of tool names or patterns", v)
 		}
 		out := make([]string, 0, len(list))
 		for i, item := range list {
 			s, ok := item.(string)
 			if !ok {
-				return nil, fmt.Errorf("item %d: %w", i+1, wantType("a string", item))
+				return nil, fmt.Errorf("item %d: %w", i+1, strict.WantType("a string", item))
 			}
 			if strings.TrimSpace(s) == "" || strings.ContainsAny(s, " \t\r\n") {
 				return nil, fmt.Errorf("item %d: %q is not a tool name or pattern (no spaces; '*' is the wildcard)", i+1, s)
@@ -187,7 +181,7 @@ func convert(k kind, v any) (any, error) {
 	case kCount:
 		n, ok := v.(int64)
 		if !ok {
-			return nil, wantType("a whole number", v)
+			return nil, strict.WantType("a whole number", v)
 		}
 		if n < 0 || n > maxExact {
 			return nil, fmt.Errorf("%d is out of range: want 0 to %d", n, int64(maxExact))
@@ -201,7 +195,7 @@ func convert(k kind, v any) (any, error) {
 		case float64:
 			f = x
 		default:
-			return nil, wantType("an amount in US dollars", v)
+			return nil, strict.WantType("an amount in US dollars", v)
 		}
 		const maxUSD = 1e9
 		if math.IsNaN(f) || f < 0 || f > maxUSD {
@@ -211,7 +205,7 @@ func convert(k kind, v any) (any, error) {
 	case kWarnPercent:
 		n, ok := v.(int64)
 		if !ok {
-			return nil, wantType("a whole percentage", v)
+			return nil, strict.WantType("a whole percentage", v)
 		}
 		if n < 0 || n > 100 {
 			return nil, fmt.Errorf("%d is out of range: want 0 to 100", n)
@@ -220,7 +214,7 @@ func convert(k kind, v any) (any, error) {
 	case kBlockPercent:
 		n, ok := v.(int64)
 		if !ok {
-			return nil, wantType("a whole percentage", v)
+			return nil, strict.WantType("a whole percentage", v)
 		}
 		if (n < 1 || n > 100) && n != NeverBlock {
 			return nil, fmt.Errorf("%d is out of range: want 1 to 100, or %d to never block", n, NeverBlock)
@@ -228,37 +222,4 @@ func convert(k kind, v any) (any, error) {
 		return n, nil
 	}
 	return nil, fmt.Errorf("internal: unknown kind %d", k)
-}
-
-func wantType(want string, got any) error {
-	return fmt.Errorf("want %s, got %s", want, typeName(got))
-}
-
-// typeName names a decoded TOML value's type the way TOML does.
-func typeName(v any) string {
-	switch x := v.(type) {
-	case string:
-		return fmt.Sprintf("string %q", x)
-	case int64:
-		return fmt.Sprintf("integer %d", x)
-	case float64:
-		return fmt.Sprintf("float %v", x)
-	case bool:
-		return fmt.Sprintf("boolean %v", x)
-	case []any, []map[string]any:
-		return "an array"
-	case map[string]any:
-		return "a table"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

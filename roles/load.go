@@ -2,7 +2,9 @@ package roles
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/agentharness/harness/internal/strict"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -22,7 +24,7 @@ func (s *Set) Get(name string) (*Role, bool) {
 }
 
 // Names returns the role names, sorted.
-func (s *Set) Names() []string { return sortedKeys(s.roles) }
+func (s *Set) Names() []string { return strict.SortedKeys(s.roles) }
 
 // All returns the roles, sorted by name.
 func (s *Set) All() []*Role {
@@ -59,8 +61,8 @@ func Load(dirs Dirs) (*Set, error) {
 		errs = append(errs, e...)
 		for _, d := range found {
 			if _, builtin := builtins[d.Name]; builtin {
-				at := d.pos.of("role")
-				errs = append(errs, &Error{File: d.File, Line: at.line, Col: at.col, Msg: fmt.Sprintf(
+				at := d.doc.Pos.Of("role")
+				errs = append(errs, &Error{File: d.File, Line: at.Line, Col: at.Col, Msg: fmt.Sprintf(
 					"role %q is built in: a project may not redefine it (rename the file, and use inherits = %q to start from it)",
 					d.Name, d.Name)})
 				continue
@@ -70,7 +72,7 @@ func Load(dirs Dirs) (*Set, error) {
 	}
 	set, e := resolve(defs, builtins[DefaultRole])
 	errs = append(errs, e...)
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return set, nil
@@ -89,7 +91,7 @@ func LoadDefs(extra ...*Def) (*Set, error) {
 	}
 	set, e := resolve(defs, builtins[DefaultRole])
 	errs = append(errs, e...)
-	if err := errs.err(); err != nil {
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return set, nil
@@ -154,7 +156,7 @@ func resolve(defs map[string]*Def, coder *Def) (*Set, ErrorList) {
 	defaults := fieldDefaults(coder)
 	set := &Set{roles: map[string]*Role{}}
 	missing := map[string][]string{} // def with a bad inherits → longest chain seen
-	for _, name := range sortedKeys(defs) {
+	for _, name := range strict.SortedKeys(defs) {
 		chain := []string{name}
 		cur := defs[name]
 		broken := false
@@ -186,11 +188,11 @@ func resolve(defs map[string]*Def, coder *Def) (*Set, ErrorList) {
 		}
 		set.roles[name] = build(defs, chain, defaults)
 	}
-	for _, name := range sortedKeys(missing) {
+	for _, name := range strict.SortedKeys(missing) {
 		chain := missing[name]
 		d := defs[name]
 		msg := fmt.Sprintf("role %q inherits %q, which does not exist (%s)", name, d.Inherits, strings.Join(chain, " → "))
-		if s := suggest(d.Inherits, sortedKeys(defs)); s != "" {
+		if s := strict.Suggest(d.Inherits, strict.SortedKeys(defs)); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		errs = append(errs, d.errAt("role.inherits", "%s", msg))

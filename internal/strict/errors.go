@@ -1,4 +1,4 @@
-package roles
+package strict
 
 import (
 	"cmp"
@@ -46,11 +46,11 @@ func (l ErrorList) Error() string {
 	for i, e := range l {
 		lines[i] = e.Error()
 	}
-	return fmt.Sprintf("%d errors in role files:\n%s", len(l), strings.Join(lines, "\n"))
+	return fmt.Sprintf("%d errors:\n%s", len(l), strings.Join(lines, "\n"))
 }
 
-// sort orders the list by file, line, column and message, and drops exact duplicates.
-func (l ErrorList) sort() ErrorList {
+// Sort orders the list by file, line, column and message, and drops exact duplicates.
+func (l ErrorList) Sort() ErrorList {
 	slices.SortFunc(l, func(a, b *Error) int {
 		return cmp.Or(
 			cmp.Compare(a.File, b.File),
@@ -62,17 +62,17 @@ func (l ErrorList) sort() ErrorList {
 	return slices.CompactFunc(l, func(a, b *Error) bool { return *a == *b })
 }
 
-// err returns the list as an error, or nil when it is empty.
-func (l ErrorList) err() error {
+// Err returns the sorted list as an error, or nil when it is empty.
+func (l ErrorList) Err() error {
 	if len(l) == 0 {
 		return nil
 	}
-	return l.sort()
+	return l.Sort()
 }
 
-// suggest returns the candidate closest to s when it is close enough to be a
+// Suggest returns the candidate closest to s when it is close enough to be a
 // likely typo, or "".
-func suggest(s string, candidates []string) string {
+func Suggest(s string, candidates []string) string {
 	best, bestDist := "", len(s)/2+2
 	for _, c := range candidates {
 		if d := editDistance(s, c); d < bestDist || (strings.HasPrefix(c, s) && len(s) >= 4) {

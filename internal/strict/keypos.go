@@ -1,23 +1,23 @@
-package roles
+package strict
 
 import "strings"
 
-// pos is a 1-based line and column in a source file.
-type pos struct{ line, col int }
+// Pos is a 1-based line and column in a source file.
+type Pos struct{ Line, Col int }
 
-// keyPositions finds where each key of a TOML document is defined, keyed by its
+// KeyPositions finds where each key of a TOML document is defined, keyed by its
 // dotted path ("limits.max_cost_usd", "tools"). BurntSushi/toml keeps key
 // positions private, so this is a small scanner of its own: it understands
 // table headers, bare, quoted and dotted keys, comments, and values that span
 // lines (arrays, inline tables, multi-line strings). Keys inside inline tables
-// are not recorded; [positions.of] falls back to the enclosing key.
+// are not recorded; [Positions.Of] falls back to the enclosing key.
 //
 // It only serves error messages, and it runs after the TOML parser accepted
 // the document, so it never has to report syntax errors itself.
-type positions map[string]pos
+type Positions map[string]Pos
 
-func keyPositions(src string) positions {
-	p := positions{}
+func KeyPositions(src string) Positions {
+	p := Positions{}
 	var prefix []string
 	var v valueScanner // state of a value that continues on the next lines
 	for i, line := range strings.Split(src, "\n") {
@@ -41,14 +41,14 @@ func keyPositions(src string) positions {
 			}
 			key := append(append([]string{}, prefix...), splitKey(trimmed[:eq])...)
 			if _, seen := p[strings.Join(key, ".")]; !seen {
-				p[strings.Join(key, ".")] = pos{i + 1, col}
+				p[strings.Join(key, ".")] = Pos{i + 1, col}
 			}
 			v.scan(trimmed[eq+1:])
 			continue
 		}
 		if name := strings.Join(prefix, "."); name != "" {
 			if _, seen := p[name]; !seen {
-				p[name] = pos{i + 1, col}
+				p[name] = Pos{i + 1, col}
 			}
 		}
 	}
@@ -57,7 +57,7 @@ func keyPositions(src string) positions {
 
 // of returns the position of key, or of its closest enclosing key that was
 // found, or the zero pos.
-func (p positions) of(key string) pos {
+func (p Positions) Of(key string) Pos {
 	for key != "" {
 		if at, ok := p[key]; ok {
 			return at
@@ -68,7 +68,7 @@ func (p positions) of(key string) pos {
 		}
 		key = key[:i]
 	}
-	return pos{}
+	return Pos{}
 }
 
 // headerName returns the table name of a header line, without the closing
