@@ -1,0 +1,165 @@
+package budget
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
+)
+
+// SQLite is the embedded store: one file that several processes may use at
+// once. It runs in WAL mode, so readers never wait for the writer, and every
+// change is one statement (an upsert with RETURNING), so a change is atomic
+// across processes without explicit transactions. With synchronous=NORMAL a
+// committed change survives the process being killed at any point (the OS
+// has it); it may be lost only if the machine itself loses power.
+type SQLite struct {
+	db   *sql.DB
+	path string
+	now  func() time.Time
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS sessions (
+	agent       TEXT    NOT NULL,
+	session     TEXT    NOT NULL,
+	tokens      INTEGER NOT NULL DEFAULT 0,
+	shell       INTEGER NOT NULL DEFAULT 0,
+	cost_micros INTEGER NOT NULL DEFAULT 0,
+	role        TEXT    NOT NULL DEFAULT '',
+	updated_at  INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (agent, session)
+) WITHOUT ROWID`
+
+// OpenSQLite opens (creating if needed) the ledger file at path.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	if path == "" {
+		return nil, errors.New("sqlite ledger: empty path")
+	}
+	if err := ensureDir(path); err != nil {
+		return nil, fmt.Errorf("sqlite ledger: %w", err)
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite ledger %s: %w", path, err)
+	}
+	// One connection: statements of this process queue in database/sql
+	// instead of contending for SQLite's write lock.
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite ledger %s: %w", path, err)
+	}
+	return &SQLite{db: db, path: path, now: time.Now}, nil
+}
+
+// Path is the ledger file.
+func (s *SQLite) Path() string { return s.path }
+
+const returning = ` RETURNING tokens, shell, cost_micros, role`
+
+// row runs a statement that returns one session's counters; ok is false
+// when it returned no row.
+func (s *SQLite) row(ctx context.Context, k Key, query string, args ...any) (Counters, bool, error) {
+	if err := k.Validate(); err != nil {
+		return Counters{}, false, err
+	}
+	var c Counters
+	err := s.db.QueryRowContext(ctx, query, args...).Scan(&c.Tokens, &c.Shell, &c.CostMicros, &c.Role)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Counters{}, false, nil
+	}
+	if err != nil {
+		return Counters{}, false, fmt.Errorf("sqlite ledger: %w", err)
+	}
+	return c, true, nil
+}
+
+func (s *SQLite) Get(ctx context.Context, k Key) (Counters, error) {
+	c, _, err := s.row(ctx, k, `SELECT tokens, shell, cost_micros, role FROM sessions WHERE agent = ? AND session = ?`, k.Agent, k.Session)
+	return c, err
+}
+
+func (s *SQLite) InitRole(ctx context.Context, k Key, role string) (Counters, error) {
+	c, ok, err := s.row(ctx, k, `INSERT INTO sessions (agent, session, role, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (agent, session) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at
+		WHERE role = ''`+returning, k.Agent, k.Session, role, s.now().Unix())
+	if err != nil || ok {
+		return c, err
+	}
+	return s.Get(ctx, k) // it had a role already
+}
+
+func (s *SQLite) SetRole(ctx context.Context, k Key, role string) (Counters, error) {
+	c, _, err := s.row(ctx, k, `INSERT INTO sessions (agent, session, role, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (agent, session) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at`+returning,
+		k.Agent, k.Session, role, s.now().Unix())
+	return c, err
+}
+
+func (s *SQLite) ReserveShell(ctx context.Context, k Key, expected Counters) (Counters, bool, error) {
+	var c Counters
+	var ok bool
+	var err error
+	if expected.Shell == 0 && expected.Role == "" {
+		// The session may not exist yet: a new row is the expected state.
+		c, ok, err = s.row(ctx, k, `INSERT INTO sessions (agent, session, shell, updated_at) VALUES (?, ?, 1, ?)
+			ON CONFLICT (agent, session) DO UPDATE SET shell = shell + 1, updated_at = excluded.updated_at
+			WHERE shell = 0 AND role = ''`+returning, k.Agent, k.Session, s.now().Unix())
+	} else {
+		c, ok, err = s.row(ctx, k, `UPDATE sessions SET shell = shell + 1, updated_at = ?
+			WHERE agent = ? AND session = ? AND shell = ? AND role = ?`+returning,
+			s.now().Unix(), k.Agent, k.Session, expected.Shell, expected.Role)
+	}
+	if err != nil || ok {
+		return c, ok, err
+	}
+	c, err = s.Get(ctx, k)
+	return c, false, err
+}
+
+func (s *SQLite) AddShell(ctx context.Context, k Key) (Counters, error) {
+	c, _, err := s.row(ctx, k, `INSERT INTO sessions (agent, session, shell, updated_at) VALUES (?, ?, 1, ?)
+		ON CONFLICT (agent, session) DO UPDATE SET shell = shell + 1, updated_at = excluded.updated_at`+returning,
+		k.Agent, k.Session, s.now().Unix())
+	return c, err
+}
+
+func (s *SQLite) Charge(ctx context.Context, k Key, tokens, cost int64) (Counters, error) {
+	if err := checkCharge(tokens, cost); err != nil {
+		return Counters{}, err
+	}
+	c, _, err := s.row(ctx, k, `INSERT INTO sessions (agent, session, tokens, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (agent, session) DO UPDATE SET tokens = tokens + excluded.tokens,
+			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at`+returning,
+		k.Agent, k.Session, tokens, cost, s.now().Unix())
+	return c, err
+}
+
+func (s *SQLite) Reset(ctx context.Context, k Key) error {
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET tokens = 0, shell = 0, cost_micros = 0, updated_at = ?
+		WHERE agent = ? AND session = ?`, s.now().Unix(), k.Agent, k.Session)
+	if err != nil {
+		return fmt.Errorf("sqlite ledger: %w", err)
+	}
+	return nil
+}
+
+func (s *SQLite) Close() error { return s.db.Close() }
+
+// checkCharge refuses charges that would lower usage.
+func checkCharge(tokens, cost int64) error {
+	if tokens < 0 || cost < 0 {
+		return fmt.Errorf("a charge cannot be negative (tokens %d, cost %d micro-dollars): usage only grows", tokens, cost)
+	}
+	return nil
+}

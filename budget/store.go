@@ -1,0 +1,127 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Key names a session's counters: the session id the caller gives, and the
+// agent (may be empty) that runs it.
+type Key struct {
+	Agent   string
+	Session string
+}
+
+func (k Key) String() string {
+	if k.Agent == "" {
+		return k.Session
+	}
+	return k.Agent + "/" + k.Session
+}
+
+// Validate refuses keys that cannot be stored safely.
+func (k Key) Validate() error {
+	if k.Session == "" {
+		return errors.New("a session id is required")
+	}
+	for _, s := range []string{k.Agent, k.Session} {
+		if len(s) > 256 || strings.ContainsAny(s, "\x00\n\r") {
+			return fmt.Errorf("invalid session or agent %q: at most 256 characters, no control characters", s)
+		}
+	}
+	return nil
+}
+
+// Counters are a session's usage and active role.
+type Counters struct {
+	Tokens     int64  `json:"tokens"`
+	Shell      int64  `json:"shell"`
+	CostMicros int64  `json:"cost_micros"`
+	Role       string `json:"role"`
+}
+
+// Store keeps counters. Every method is atomic and safe for concurrent use,
+// by goroutines and (for the SQLite and Redis stores) by processes.
+type Store interface {
+	// Get returns the session's counters; zero counters for a new session.
+	Get(ctx context.Context, k Key) (Counters, error)
+	// InitRole sets the session's role if it has none, and returns the
+	// counters as they are then.
+	InitRole(ctx context.Context, k Key, role string) (Counters, error)
+	// SetRole sets the session's role, keeping its usage.
+	SetRole(ctx context.Context, k Key, role string) (Counters, error)
+	// ReserveShell takes one shell slot if the session's counters still have
+	// the shell count and role of expected (those a decision was made on).
+	// It returns the counters after the slot was taken, or, with ok false,
+	// the current counters when another call changed them first.
+	ReserveShell(ctx context.Context, k Key, expected Counters) (cur Counters, ok bool, err error)
+	// AddShell takes one shell slot unconditionally (shadow mode: the call
+	// ran although the policy would have refused it).
+	AddShell(ctx context.Context, k Key) (Counters, error)
+	// Charge adds tokens and cost to the session and returns the counters
+	// after.
+	Charge(ctx context.Context, k Key, tokens, costMicros int64) (Counters, error)
+	// Reset sets the session's usage to zero, keeping its role. It is the
+	// operator's command; nothing else lowers usage.
+	Reset(ctx context.Context, k Key) error
+	// Close releases the store.
+	Close() error
+}
+
+// Options tune a store opened from a URL.
+type Options struct {
+	// Prefix of every Redis key (default "harness:").
+	Prefix string
+	// TTL of a Redis session's counters after its last change; 0 keeps them.
+	TTL time.Duration
+}
+
+// DefaultPrefix is the Redis key prefix when none is configured.
+const DefaultPrefix = "harness:"
+
+// Open opens the store a URL names:
+//
+//	memory:                         in this process only (tests, short runs)
+//	sqlite:PATH, sqlite://PATH      an embedded SQLite file (created if needed)
+//	PATH                            the same
+//	redis://[:password@]host:port/db, rediss://...   a Redis server
+func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
+	switch {
+	case rawURL == "memory:" || rawURL == "memory://":
+		return NewMemory(), nil
+	case strings.HasPrefix(rawURL, "redis://") || strings.HasPrefix(rawURL, "rediss://"):
+		return OpenRedis(ctx, rawURL, opts)
+	case strings.HasPrefix(rawURL, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(rawURL, "sqlite:"), "//")
+		if u, err := url.Parse(rawURL); err == nil && u.RawQuery != "" {
+			return nil, fmt.Errorf("ledger %q: query parameters are not supported", rawURL)
+		}
+		return OpenSQLite(ctx, path)
+	case strings.Contains(rawURL, "://"):
+		return nil, fmt.Errorf("ledger %q: unknown scheme (want memory:, sqlite:PATH or redis://host:port/db)", rawURL)
+	case rawURL == "":
+		return nil, errors.New("ledger: empty URL")
+	}
+	return OpenSQLite(ctx, rawURL)
+}
+
+// DefaultPath is the embedded ledger's file in the user's state directory:
+// $XDG_STATE_HOME/lean-ctx/harness/ledger.db, with ~/.local/state for an
+// unset XDG_STATE_HOME.
+func DefaultPath(getenv func(string) string, home string) string {
+	state := getenv("XDG_STATE_HOME")
+	if state == "" {
+		state = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(state, "lean-ctx", "harness", "ledger.db")
+}
+
+func ensureDir(path string) error {
+	return os.MkdirAll(filepath.Dir(path), 0o700)
+}

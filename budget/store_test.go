@@ -1,0 +1,220 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// stores opens a fresh store of every kind. Redis stores get a key prefix
+// of their own, so tests never share sessions.
+func stores(t testing.TB) map[string]Store {
+	t.Helper()
+	ctx := context.Background()
+	sq, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := OpenRedis(ctx, redisURL(t), Options{Prefix: fmt.Sprintf("test:%s:%d:", t.Name(), time.Now().UnixNano())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]Store{"memory": NewMemory(), "sqlite": sq, "redis": rd}
+	t.Cleanup(func() {
+		for _, s := range all {
+			s.Close()
+		}
+	})
+	return all
+}
+
+func TestStoreContract(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			k := Key{Agent: "claude-code", Session: "s-1"}
+			if c, err := s.Get(ctx, k); err != nil || c != (Counters{}) {
+				t.Fatalf("new session: %+v, %v", c, err)
+			}
+			c, err := s.InitRole(ctx, k, "reviewer")
+			if err != nil || c.Role != "reviewer" {
+				t.Fatalf("InitRole: %+v, %v", c, err)
+			}
+			if c, _ := s.InitRole(ctx, k, "admin"); c.Role != "reviewer" {
+				t.Errorf("InitRole replaced an existing role: %+v", c)
+			}
+			// A reservation against stale counters fails and changes nothing.
+			if c, ok, err := s.ReserveShell(ctx, k, Counters{Shell: 3, Role: "reviewer"}); err != nil || ok || c.Shell != 0 {
+				t.Errorf("stale shell count: %+v ok=%v %v", c, ok, err)
+			}
+			if c, ok, _ := s.ReserveShell(ctx, k, Counters{Shell: 0, Role: "coder"}); ok || c.Shell != 0 {
+				t.Errorf("stale role: %+v ok=%v", c, ok)
+			}
+			c, ok, err := s.ReserveShell(ctx, k, Counters{Shell: 0, Role: "reviewer"})
+			if err != nil || !ok || c.Shell != 1 {
+				t.Fatalf("reserve: %+v ok=%v %v", c, ok, err)
+			}
+			if c, err = s.AddShell(ctx, k); err != nil || c.Shell != 2 {
+				t.Fatalf("AddShell: %+v, %v", c, err)
+			}
+			if c, err = s.Charge(ctx, k, 1500, 2_500_000); err != nil || c.Tokens != 1500 || c.CostMicros != 2_500_000 {
+				t.Fatalf("charge: %+v, %v", c, err)
+			}
+			if c, _ = s.Charge(ctx, k, 1, 1); c.Tokens != 1501 || c.CostMicros != 2_500_001 || c.Shell != 2 || c.Role != "reviewer" {
+				t.Errorf("second charge: %+v", c)
+			}
+			if _, err := s.Charge(ctx, k, -1, 0); err == nil {
+				t.Error("a negative charge was accepted")
+			}
+			// Another session and another agent are separate.
+			for _, other := range []Key{{Agent: "claude-code", Session: "s-2"}, {Agent: "cursor", Session: "s-1"}} {
+				if c, _ := s.Get(ctx, other); c != (Counters{}) {
+					t.Errorf("%v shares counters with %v: %+v", other, k, c)
+				}
+			}
+			if c, err = s.SetRole(ctx, k, "coder"); err != nil || c.Role != "coder" || c.Tokens != 1501 {
+				t.Errorf("SetRole must keep usage: %+v, %v", c, err)
+			}
+			if err := s.Reset(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			if c, _ = s.Get(ctx, k); c != (Counters{Role: "coder"}) {
+				t.Errorf("after reset: %+v", c)
+			}
+			if _, err := s.Get(ctx, Key{}); err == nil {
+				t.Error("an empty session id was accepted")
+			}
+		})
+	}
+}
+
+// Racing goroutines take exactly the free slots: each reads, checks the
+// limit and reserves against what it read, retrying on conflict.
+func TestReserveShellRace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			k := Key{Session: "race"}
+			const limit, used = 100, 95
+			for range used {
+				if _, err := s.AddShell(ctx, k); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var granted, conflicts atomic.Int64
+			var wg sync.WaitGroup
+			for range 64 {
+				wg.Go(func() {
+					c, err := s.Get(ctx, k)
+					for err == nil && c.Shell < limit {
+						var ok bool
+						if c, ok, err = s.ReserveShell(ctx, k, c); ok {
+							granted.Add(1)
+							return
+						}
+						conflicts.Add(1)
+					}
+					if err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			if c, _ := s.Get(ctx, k); granted.Load() != limit-used || c.Shell != limit {
+				t.Errorf("granted %d (want %d), shell count %d (want %d)", granted.Load(), limit-used, c.Shell, limit)
+			}
+			t.Logf("%s: %d conflicts retried", name, conflicts.Load())
+		})
+	}
+}
+
+func TestSQLiteSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state", "ledger.db")
+	k := Key{Agent: "a", Session: "s"}
+	for i := range 3 {
+		s, err := Open(ctx, "sqlite:"+path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.Charge(ctx, k, 10, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(10 * (i + 1)); c.Tokens != want {
+			t.Errorf("run %d: tokens %d, want %d (counters lost on restart)", i, c.Tokens, want)
+		}
+		s.Close()
+	}
+}
+
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		url  string
+		want string // type name, or "error"
+	}{
+		{"memory:", "*budget.Memory"},
+		{"sqlite:" + filepath.Join(dir, "a.db"), "*budget.SQLite"},
+		{"sqlite://" + filepath.Join(dir, "b.db"), "*budget.SQLite"},
+		{filepath.Join(dir, "c.db"), "*budget.SQLite"},
+		{redisURL(t), "*budget.Redis"},
+		{"postgres://localhost/x", "error"},
+		{"", "error"},
+		{"redis://127.0.0.1:1/0", "error"}, // nothing listens there
+	} {
+		s, err := Open(ctx, tt.url, Options{})
+		got := "error"
+		if err == nil {
+			got = fmt.Sprintf("%T", s)
+			s.Close()
+		}
+		if got != tt.want {
+			t.Errorf("Open(%q) = %s (%v), want %s", tt.url, got, err, tt.want)
+		}
+	}
+}
+
+func TestRedisTTL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := OpenRedis(ctx, redisURL(t), Options{Prefix: "ttl-test:", TTL: 100 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := Key{Session: fmt.Sprint(time.Now().UnixNano())}
+	if _, err := s.Charge(ctx, k, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := s.client.TTL(ctx, s.key(k)).Result()
+	if err != nil || ttl <= 90*time.Second || ttl > 100*time.Second {
+		t.Errorf("TTL %v, %v; want about 100s", ttl, err)
+	}
+	if keys, _ := s.client.Keys(ctx, "ttl-test:session:*").Result(); len(keys) != 1 {
+		t.Errorf("keys under the prefix: %v", keys)
+	}
+}
+
+func TestDefaultPath(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{}
+	if got := DefaultPath(func(k string) string { return env[k] }, "/home/u"); got != "/home/u/.local/state/lean-ctx/harness/ledger.db" {
+		t.Errorf("default path %s", got)
+	}
+	env["XDG_STATE_HOME"] = "/state"
+	if got := DefaultPath(func(k string) string { return env[k] }, "/home/u"); got != "/state/lean-ctx/harness/ledger.db" {
+		t.Errorf("XDG path %s", got)
+	}
+}
