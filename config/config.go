@@ -1,0 +1,311 @@
+// Package config reads harness.toml, the harness's configuration: where the
+// ledger lives, the price table, which tools are shell tools and which are
+// exempt, and the enforcement mode. Decoding is as strict as for role files:
+// every unknown key, wrong type or bad value is an error with its file,
+// line and column.
+//
+// The user's file (~/.lean-ctx/harness.toml) may set everything. A
+// project's file (.lean-ctx/harness.toml in the repository) may only add
+// shell tools: an agent that can edit its repository must not be able to
+// loosen its own governance (turn on shadow mode, exempt a tool, point the
+// ledger elsewhere, lower prices).
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/internal/strict"
+	"github.com/agentharness/harness/roles"
+)
+
+// FileName is the configuration file's name, in a .lean-ctx directory.
+const FileName = "harness.toml"
+
+// Mode is the enforcement mode.
+type Mode string
+
+// Enforcement modes.
+const (
+	Enforce Mode = "enforce" // denies are enforced
+	Shadow  Mode = "shadow"  // decide and record, but never deny
+)
+
+// Config is the resolved configuration.
+type Config struct {
+	// LedgerURL is the store of counters; "" means the embedded SQLite file
+	// in the user's state directory.
+	LedgerURL    string
+	LedgerPrefix string
+	LedgerTTL    time.Duration
+	Mode         Mode
+	DefaultRole  string
+	ShellTools   []string
+	ExemptTools  []string
+	Prices       budget.Prices
+	// Files are the configuration files that were read, in order.
+	Files []string
+}
+
+// Default is the configuration without any file.
+func Default() Config {
+	return Config{
+		LedgerPrefix: budget.DefaultPrefix,
+		Mode:         Enforce,
+		DefaultRole:  roles.DefaultRole,
+		ShellTools:   []string{"ctx_shell", "ctx_execute"},
+		ExemptTools:  []string{"ctx_session"},
+		Prices:       budget.DefaultPrices(),
+	}
+}
+
+// Load reads the user's file (userFile, e.g. ~/.lean-ctx/harness.toml) and
+// the project's (projectFile), either of which may be "" or missing.
+func Load(userFile, projectFile string) (Config, error) {
+	c := Default()
+	var errs strict.ErrorList
+	for _, f := range []struct {
+		path    string
+		project bool
+	}{{userFile, false}, {projectFile, true}} {
+		if f.path == "" || (f.project && f.path == userFile) {
+			continue
+		}
+		src, err := os.ReadFile(f.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, &strict.Error{File: f.path, Msg: fmt.Sprintf("cannot read: %v", err)})
+			continue
+		}
+		errs = append(errs, c.apply(f.path, src, f.project)...)
+		c.Files = append(c.Files, f.path)
+	}
+	if _, err := c.Prices.Price(""); err != nil && len(errs) == 0 {
+		errs = append(errs, &strict.Error{File: strings.Join(c.Files, ", "), Key: "cost.default_model", Msg: "cost.default_model: " + err.Error()})
+	}
+	if err := errs.Err(); err != nil {
+		return Default(), err
+	}
+	return c, nil
+}
+
+// schema lists every key of harness.toml; "cost.models" is a table of
+// tables checked on its own.
+var schema = map[string][]string{
+	"ledger":      {"url", "prefix", "ttl"},
+	"enforcement": {"mode", "default_role"},
+	"tools":       {"shell", "exempt"},
+	"cost":        {"default_model", "models"},
+}
+
+// projectKeys are the keys a project's file may set.
+var projectKeys = []string{"tools.shell"}
+
+func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
+	doc, perr := strict.Decode(file, src)
+	if perr != nil {
+		return strict.ErrorList{perr}
+	}
+	var errs strict.ErrorList
+	fail := func(key, format string, args ...any) { errs = append(errs, doc.Errorf(key, format, args...)) }
+	for _, section := range strict.SortedKeys(doc.Values) {
+		keys, ok := schema[section]
+		if !ok {
+			errs = append(errs, doc.Unknown(section, section, "", strict.SortedKeys(schema)))
+			continue
+		}
+		table, ok := doc.Values[section].(map[string]any)
+		if !ok {
+			fail(section, "%q must be a table ([%s]), not %s", section, section, strict.TypeName(doc.Values[section]))
+			continue
+		}
+		for _, key := range strict.SortedKeys(table) {
+			path := section + "." + key
+			v := table[key]
+			if !slices.Contains(keys, key) {
+				errs = append(errs, doc.Unknown(path, key, section, keys))
+				continue
+			}
+			if project && !slices.Contains(projectKeys, path) {
+				fail(path, "%s may only be set in the user's %s: a project's file may only add shell tools (an agent that edits its repository must not loosen its own governance)", path, FileName)
+				continue
+			}
+			if err := c.set(path, v, project); err != nil {
+				fail(path, "%s: %v", path, err)
+			}
+		}
+	}
+	return errs
+}
+
+func (c *Config) set(path string, v any, project bool) error {
+	switch path {
+	case "ledger.url":
+		s, err := nonEmpty(v)
+		c.LedgerURL = s
+		return err
+	case "ledger.prefix":
+		s, ok := v.(string)
+		if !ok {
+			return strict.WantType("a string", v)
+		}
+		c.LedgerPrefix = s
+	case "ledger.ttl":
+		s, ok := v.(string)
+		if !ok {
+			return strict.WantType(`a duration such as "720h"`, v)
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || (d > 0 && d < time.Second) {
+			return fmt.Errorf("%q: want a duration of at least 1s, such as \"720h\", or \"0\" to keep counters forever", s)
+		}
+		c.LedgerTTL = d
+	case "enforcement.mode":
+		s, _ := v.(string)
+		switch Mode(s) {
+		case Enforce, Shadow:
+			c.Mode = Mode(s)
+		default:
+			return fmt.Errorf("%s: want \"enforce\" or \"shadow\"", strict.TypeName(v))
+		}
+	case "enforcement.default_role":
+		s, ok := v.(string)
+		if !ok || !roles.ValidName(s) {
+			return fmt.Errorf("%s is not a role name", strict.TypeName(v))
+		}
+		c.DefaultRole = s
+	case "tools.shell", "tools.exempt":
+		names, err := toolNames(v)
+		if err != nil {
+			return err
+		}
+		switch {
+		case path == "tools.exempt":
+			c.ExemptTools = names
+		case project: // a project adds shell tools, never removes them
+			for _, n := range names {
+				if !slices.Contains(c.ShellTools, n) {
+					c.ShellTools = append(c.ShellTools, n)
+				}
+			}
+		default:
+			c.ShellTools = names
+		}
+	case "cost.default_model":
+		s, err := nonEmpty(v)
+		c.Prices.DefaultModel = s
+		return err
+	case "cost.models":
+		return c.setModels(v)
+	}
+	return nil
+}
+
+func (c *Config) setModels(v any) error {
+	models, ok := v.(map[string]any)
+	if !ok {
+		return strict.WantType("a table of models ([cost.models.NAME])", v)
+	}
+	for _, name := range strict.SortedKeys(models) {
+		m, ok := models[name].(map[string]any)
+		if !ok {
+			return fmt.Errorf("model %q: %w", name, strict.WantType("a table", models[name]))
+		}
+		var p budget.Price
+		for _, key := range strict.SortedKeys(m) {
+			var dst *int64
+			switch key {
+			case "input_usd_per_mtok":
+				dst = &p.InputMicrosPerMTok
+			case "output_usd_per_mtok":
+				dst = &p.OutputMicrosPerMTok
+			default:
+				msg := fmt.Sprintf("model %q: unknown key %q", name, key)
+				if s := strict.Suggest(key, []string{"input_usd_per_mtok", "output_usd_per_mtok"}); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				return errors.New(msg)
+			}
+			micros, err := usd(m[key])
+			if err != nil {
+				return fmt.Errorf("model %q: %s: %w", name, key, err)
+			}
+			*dst = micros
+		}
+		for _, key := range []string{"input_usd_per_mtok", "output_usd_per_mtok"} {
+			if _, ok := m[key]; !ok {
+				return fmt.Errorf("model %q: %s is missing", name, key)
+			}
+		}
+		c.Prices.Models[name] = p
+	}
+	return nil
+}
+
+// usd converts a price in dollars to micro-dollars, exactly to the
+// micro-dollar.
+func usd(v any) (int64, error) {
+	var f float64
+	switch x := v.(type) {
+	case int64:
+		f = float64(x)
+	case float64:
+		f = x
+	default:
+		return 0, strict.WantType("a price in US dollars", v)
+	}
+	if math.IsNaN(f) || f < 0 || f > 1e6 {
+		return 0, fmt.Errorf("%v is out of range: want 0 to 1000000 dollars per million tokens", f)
+	}
+	return int64(math.Round(f * 1e6)), nil
+}
+
+func nonEmpty(v any) (string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", strict.WantType("a string", v)
+	}
+	if s == "" {
+		return "", errors.New("must not be empty")
+	}
+	return s, nil
+}
+
+// toolNames reads a list of exact tool names.
+func toolNames(v any) ([]string, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, strict.WantType("an array of tool names", v)
+	}
+	out := []string{}
+	for i, item := range list {
+		s, ok := item.(string)
+		if !ok || s == "" || strings.ContainsAny(s, "* \t\n") {
+			return nil, fmt.Errorf("item %d: %s is not a tool name (exact names only, no '*')", i+1, strict.TypeName(item))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Files returns where the user's and the project's harness.toml are, for a
+// home directory and a project root (either may be "").
+func Files(home, projectRoot string) (user, project string) {
+	if home != "" {
+		user = filepath.Join(home, ".lean-ctx", FileName)
+	}
+	if projectRoot != "" {
+		project = filepath.Join(projectRoot, ".lean-ctx", FileName)
+	}
+	return user, project
+}

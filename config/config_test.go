@@ -1,0 +1,126 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentharness/harness/budget"
+)
+
+func write(t *testing.T, src string) string {
+	t.Helper()
+	if src == "" {
+		return ""
+	}
+	p := filepath.Join(t.TempDir(), FileName)
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	user := write(t, `
+[ledger]
+url = "redis://127.0.0.1:6379/2"
+prefix = "team:"
+ttl = "720h"
+
+[enforcement]
+mode = "shadow"
+default_role = "reviewer"
+
+[tools]
+shell = ["ctx_shell", "bash"]
+exempt = ["ctx_session", "ctx_cost"]
+
+[cost]
+default_model = "sonnet"
+
+[cost.models.sonnet]
+input_usd_per_mtok = 3
+output_usd_per_mtok = 15.0
+`)
+	project := write(t, "[tools]\nshell = [\"mcp__exec__run\", \"bash\"]\n")
+	c, err := Load(user, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LedgerURL != "redis://127.0.0.1:6379/2" || c.LedgerPrefix != "team:" || c.LedgerTTL != 720*time.Hour ||
+		c.Mode != Shadow || c.DefaultRole != "reviewer" {
+		t.Errorf("config %+v", c)
+	}
+	if !slices.Equal(c.ShellTools, []string{"ctx_shell", "bash", "mcp__exec__run"}) || !slices.Equal(c.ExemptTools, []string{"ctx_session", "ctx_cost"}) {
+		t.Errorf("tools: shell %v exempt %v", c.ShellTools, c.ExemptTools)
+	}
+	if p, _ := c.Prices.Price(""); p != (budget.Price{InputMicrosPerMTok: 3_000_000, OutputMicrosPerMTok: 15_000_000}) {
+		t.Errorf("default price %+v", p)
+	}
+	if _, err := c.Prices.Price("default"); err != nil {
+		t.Errorf("the built-in price must stay available: %v", err)
+	}
+	if len(c.Files) != 2 {
+		t.Errorf("files %v", c.Files)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(filepath.Join(t.TempDir(), "missing.toml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Mode != Enforce || c.LedgerURL != "" || !slices.Equal(c.ShellTools, []string{"ctx_shell", "ctx_execute"}) ||
+		!slices.Equal(c.ExemptTools, []string{"ctx_session"}) || c.DefaultRole != "coder" || len(c.Files) != 0 {
+		t.Errorf("defaults %+v", c)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name          string
+		user, project string
+		want          []string
+	}{
+		{"unknown key", "[ledger]\nurl = \"memory:\"\nprefx = \"x\"\n", "", []string{`:3:1: unknown key "prefx" in [ledger] (did you mean "prefix"?)`}},
+		{"unknown section", "[costs]\n", "", []string{`:1:1: unknown section [costs] (did you mean [cost]?)`}},
+		{"bad mode", "[enforcement]\nmode = \"lenient\"\n", "", []string{`:2:1: enforcement.mode: string "lenient": want "enforce" or "shadow"`}},
+		{"bad ttl", "[ledger]\nttl = \"soon\"\n", "", []string{`:2:1: ledger.ttl: "soon": want a duration`}},
+		{"pattern as shell tool", "[tools]\nshell = [\"ctx_*\"]\n", "", []string{`tools.shell: item 1: string "ctx_*" is not a tool name`}},
+		{"unpriced default model", "[cost]\ndefault_model = \"gpt-9\"\n", "", []string{`cost.default_model: no price for model "gpt-9"; priced models: default`}},
+		{"model missing a price", "[cost.models.x]\ninput_usd_per_mtok = 1\n", "", []string{`cost.models: model "x": output_usd_per_mtok is missing`}},
+		{"negative price", "[cost.models.x]\ninput_usd_per_mtok = -1\noutput_usd_per_mtok = 1\n", "", []string{`-1 is out of range`}},
+		{"project may not shadow", "", "[enforcement]\nmode = \"shadow\"\n", []string{
+			`:2:1: enforcement.mode may only be set in the user's harness.toml: a project's file may only add shell tools`}},
+		{"project may not exempt or move the ledger", "", "[tools]\nexempt = [\"ctx_shell\"]\n[ledger]\nurl = \"memory:\"\n", []string{
+			`:2:1: tools.exempt may only be set in the user's harness.toml`,
+			`:4:1: ledger.url may only be set in the user's harness.toml`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(write(t, tt.user), write(t, tt.project))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) > 1 {
+				lines = lines[1:] // "N errors:" heading
+			}
+			if len(lines) != len(tt.want) {
+				t.Fatalf("got %d errors, want %d:\n%v", len(lines), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(lines[i], w) {
+					t.Errorf("error %d:\n got %s\nwant …%s…", i, lines[i], w)
+				}
+			}
+		})
+	}
+}
