@@ -1,0 +1,205 @@
+package govern
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/internal/testredis"
+	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/roles"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testredis.Stop()
+	os.Exit(code)
+}
+
+func engine(t testing.TB) *policy.Engine {
+	t.Helper()
+	set, err := roles.Load(roles.Dirs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func stores(t testing.TB) map[string]budget.Store {
+	t.Helper()
+	ctx := context.Background()
+	sq, err := budget.OpenSQLite(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := budget.OpenRedis(ctx, testredis.URL(t), budget.Options{Prefix: fmt.Sprintf("govern:%s:%d:", t.Name(), time.Now().UnixNano())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]budget.Store{"memory": budget.NewMemory(), "sqlite": sq, "redis": rd}
+	t.Cleanup(func() {
+		for _, s := range all {
+			s.Close()
+		}
+	})
+	return all
+}
+
+// 64 goroutines race for the last 5 shell slots of a coder session: exactly
+// 5 are allowed, whatever the store.
+func TestShellRaceExactlyAdmitted(t *testing.T) {
+	t.Parallel()
+	e := engine(t)
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := New(Options{Engine: e, Store: s})
+			k := budget.Key{Agent: "agent", Session: "race"}
+			if _, err := g.Session(ctx, k, "coder"); err != nil {
+				t.Fatal(err)
+			}
+			for range 95 {
+				if _, err := s.AddShell(ctx, k); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var allowed, denied atomic.Int64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range 64 {
+				wg.Go(func() {
+					<-start
+					o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Reserve: true})
+					switch {
+					case err != nil:
+						t.Error(err)
+					case o.Allowed && o.Reserved:
+						allowed.Add(1)
+					case !o.Allowed && !o.Reserved:
+						denied.Add(1)
+						if c := o.Decision.Reasons[0].Code; c != policy.CodeShellBudget && c != policy.CodeBudgetExhausted {
+							t.Errorf("denied for %s", c)
+						}
+					default:
+						t.Errorf("inconsistent outcome %+v", o)
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			c, _ := s.Get(ctx, k)
+			if allowed.Load() != 5 || denied.Load() != 59 || c.Shell != 100 {
+				t.Errorf("allowed %d, denied %d, shell count %d; want 5, 59, 100", allowed.Load(), denied.Load(), c.Shell)
+			}
+		})
+	}
+}
+
+func TestDeniedCallTakesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := budget.NewMemory()
+	g := New(Options{Engine: engine(t), Store: s})
+	k := budget.Key{Session: "s"}
+	o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "reviewer", Reserve: true})
+	if err != nil || o.Allowed || o.Reserved || o.Decision.Reasons[0].Code != policy.CodeToolDenied {
+		t.Fatalf("%+v, %v", o, err)
+	}
+	if c, _ := s.Get(ctx, k); c.Shell != 0 || c.Role != "reviewer" {
+		t.Errorf("counters after a denied call: %+v", c)
+	}
+	// A question without Reserve takes nothing either.
+	if o, _ := g.Decide(ctx, Call{Session: budget.Key{Session: "q"}, Tool: "ctx_shell"}); !o.Allowed || o.Reserved {
+		t.Errorf("question: %+v", o)
+	}
+	if o, _ := g.Decide(ctx, Call{Session: k, Tool: "ctx_read", Reserve: true}); o.Reserved {
+		t.Error("a non-shell call took a shell slot")
+	}
+}
+
+func TestSessionKeepsItsRole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := New(Options{Engine: engine(t), Store: budget.NewMemory(), DefaultRole: "debugger"})
+	k := budget.Key{Session: "s"}
+	o, _ := g.Decide(ctx, Call{Session: k, Tool: "ctx_edit", Role: "reviewer"})
+	if o.Decision.Role != "reviewer" || o.Allowed {
+		t.Fatalf("first call: %+v", o.Decision)
+	}
+	if o, _ = g.Decide(ctx, Call{Session: k, Tool: "ctx_edit", Role: "coder"}); o.Decision.Role != "reviewer" {
+		t.Errorf("a call's role replaced the session's: %s", o.Decision.Role)
+	}
+	if o, _ = g.Decide(ctx, Call{Session: budget.Key{Session: "new"}, Tool: "ctx_edit"}); o.Decision.Role != "debugger" {
+		t.Errorf("default role: %s", o.Decision.Role)
+	}
+}
+
+func TestRecordAndBudgetCrossings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := budget.NewMemory()
+	g := New(Options{Engine: engine(t), Store: s})
+	k := budget.Key{Session: "s"}
+	ch, err := g.Record(ctx, Result{Session: k, Tool: "ctx_read", Arguments: `{"path":"main.go"}`, Output: "hello world"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 output tokens at $10/M and the arguments' input tokens at $2.50/M.
+	wantCost, _ := budget.DefaultPrices().Cost("", ch.InputTokens, 2)
+	if ch.OutputTokens != 2 || ch.InputTokens < 3 || ch.CostMicros != wantCost || ch.After.Tokens != 2 || ch.Before.Tokens != 0 {
+		t.Errorf("charge %+v (want cost %d)", ch, wantCost)
+	}
+	// Cross 80% then 100% of the coder's 200000 tokens with real outputs.
+	big := strings.Repeat("hello world ", 10000) // 20001 tokens
+	var outcomes []string
+	for range 12 {
+		if _, err := g.Record(ctx, Result{Session: k, Tool: "ctx_read", Output: big}); err != nil {
+			t.Fatal(err)
+		}
+		o, _ := g.Decide(ctx, Call{Session: k, Tool: "ctx_read"})
+		outcomes = append(outcomes, o.Decision.Decision)
+	}
+	got := strings.Join(outcomes, " ")
+	if got != "allow allow allow allow allow allow allow warn warn deny deny deny" {
+		t.Errorf("outcomes while the tokens grow: %s", got)
+	}
+	st, _ := g.Status(ctx, k, "")
+	if st.Signal != policy.LevelExhausted || !strings.HasPrefix(st.StatusLine(), "Budget[coder]: tokens ") {
+		t.Errorf("status %s", st.StatusLine())
+	}
+	if err := g.Reset(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := g.Decide(ctx, Call{Session: k, Tool: "ctx_read"}); o.Decision.Decision != policy.Allow {
+		t.Errorf("after the operator's reset: %+v", o.Decision)
+	}
+}
+
+func TestShadowMode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := budget.NewMemory()
+	g := New(Options{Engine: engine(t), Store: s, Mode: config.Shadow})
+	k := budget.Key{Session: "s"}
+	o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "reviewer", Reserve: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Decision.Decision != policy.Deny || !o.Allowed || !o.Shadowed || !o.Reserved || o.Counters.Shell != 1 {
+		t.Errorf("shadow: %+v", o)
+	}
+}
