@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/internal/strict"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
 
-// check validates every role file and prepares the policy with them.
+// check validates every role file and configuration file, reports all their
+// errors together, and prepares the policy with them.
 func (c *cli) check(args []string) int {
 	fs, project := c.flags("check")
 	rest, err := parse(fs, args)
@@ -21,24 +23,37 @@ func (c *cli) check(args []string) int {
 	if len(rest) > 0 {
 		return c.fail("check: unexpected argument %q", rest[0])
 	}
-	d, err := c.dirs(*project)
+	root, dirs, err := c.locate(*project)
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	set, err := roles.Load(d)
-	if err != nil {
-		var list roles.ErrorList
-		if !errors.As(err, &list) {
+	cfg, cfgErr := config.Load(config.Files(c.env.home, root))
+	set, rolesErr := roles.Load(dirs)
+	var all strict.ErrorList
+	for _, err := range []error{cfgErr, rolesErr} {
+		var list strict.ErrorList
+		switch {
+		case err == nil:
+		case errors.As(err, &list):
+			all = append(all, list...)
+		default:
 			return c.fail("%v", err)
 		}
-		for _, e := range list {
+	}
+	if len(all) > 0 {
+		for _, e := range all.Sort() {
 			fmt.Fprintln(c.stdout, e)
 		}
-		fmt.Fprintf(c.stdout, "%d error(s) in role files\n", len(list))
+		fmt.Fprintf(c.stdout, "%d error(s) in role or configuration files\n", len(all))
 		return exitCheck
 	}
-	if _, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig())); err != nil {
+	w := &world{root: root, dirs: dirs, cfg: cfg, set: set}
+	if _, err := policy.New(context.Background(), compiler.Compile(set, w.compilerConfig())); err != nil {
 		fmt.Fprintf(c.stdout, "policy: %v\n", err)
+		return exitCheck
+	}
+	if _, ok := set.Get(cfg.DefaultRole); !ok {
+		fmt.Fprintf(c.stdout, "enforcement.default_role: %s\n", unknownRole(cfg.DefaultRole, set))
 		return exitCheck
 	}
 	count := map[roles.Source]int{}
@@ -47,12 +62,16 @@ func (c *cli) check(args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "ok: %d roles (%d built-in, %d user, %d project)\n",
 		set.Len(), count[roles.SourceBuiltin], count[roles.SourceUser], count[roles.SourceProject])
-	if d.Project != "" {
-		fmt.Fprintf(c.stdout, "project roles: %s\n", filepath.Clean(d.Project))
+	if dirs.Project != "" {
+		fmt.Fprintf(c.stdout, "project roles: %s\n", dirs.Project)
 	}
-	for _, u := range d.User {
+	for _, u := range dirs.User {
 		fmt.Fprintf(c.stdout, "user roles:    %s\n", u)
 	}
+	for _, f := range cfg.Files {
+		fmt.Fprintf(c.stdout, "configuration: %s\n", f)
+	}
+	fmt.Fprintf(c.stdout, "mode: %s\n", cfg.Mode)
 	return exitOK
 }
 
@@ -70,17 +89,17 @@ func (c *cli) compile(args []string) int {
 	if *out == "" {
 		return c.fail("compile: --out DIR is required")
 	}
-	set, ok := c.load(*project)
+	w, ok := c.load(*project)
 	if !ok {
 		return exitError
 	}
-	b, err := compiler.NewBundle(compiler.Compile(set, compiler.DefaultConfig()), append(policy.Modules(), policy.TestModules()...))
+	b, err := compiler.NewBundle(compiler.Compile(w.set, w.compilerConfig()), append(policy.Modules(), policy.TestModules()...))
 	if err != nil {
 		return c.fail("compile: %v", err)
 	}
 	if err := b.Write(*out); err != nil {
 		return c.fail("compile: %v", err)
 	}
-	fmt.Fprintf(c.stdout, "wrote %s: %d roles, %d Rego modules, data.json, .manifest\n", *out, set.Len(), len(b.Modules))
+	fmt.Fprintf(c.stdout, "wrote %s: %d roles, %d Rego modules, data.json, .manifest\n", *out, w.set.Len(), len(b.Modules))
 	return exitOK
 }

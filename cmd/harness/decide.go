@@ -7,21 +7,25 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/policy"
-	"github.com/agentharness/harness/roles"
 )
 
 func (c *cli) decide(args []string) int {
 	fs, project := c.flags("decide")
 	tool := fs.String("tool", "", "the tool to decide on (required)")
-	role := fs.String("role", "", "the role (default: $LEAN_CTX_ROLE, else coder)")
+	role := fs.String("role", "", "the role (default: the session's, else $LEAN_CTX_ROLE, else the configured default)")
 	argsJSON := fs.String("args", "", "the tool's arguments, a JSON object")
-	tokens := fs.String("tokens", "0", "context tokens used so far")
-	shell := fs.String("shell", "0", "shell invocations so far")
-	cost := fs.String("cost", "0", "estimated cost so far, in US dollars")
+	tokens := fs.String("tokens", "", "context tokens used so far (without --session)")
+	shell := fs.String("shell", "", "shell invocations so far (without --session)")
+	cost := fs.String("cost", "", "estimated cost so far, in US dollars (without --session)")
 	asJSON := fs.Bool("json", false, "print the decision as JSON")
-	session := fs.String("session", "", "session id, passed to the policy")
-	agent := fs.String("agent", "", "agent name, passed to the policy")
+	session := fs.String("session", "", "the session whose counters decide (default: $HARNESS_SESSION)")
+	agent := fs.String("agent", "", "the agent (default: $HARNESS_AGENT)")
+	record := fs.Bool("record", false, "charge an allowed call to the session (a shell slot for a shell tool)")
+	ledger := fs.String("ledger", "", "the counters' store `URL`")
 	rest, err := parse(fs, args)
 	if err != nil {
 		return exitError
@@ -32,70 +36,150 @@ func (c *cli) decide(args []string) int {
 	if *tool == "" {
 		return c.fail("decide: --tool is required")
 	}
-	in := policy.Input{Tool: *tool, Session: *session, Agent: *agent, Role: *role}
-	if in.Role == "" {
-		in.Role = c.env.getenv("LEAN_CTX_ROLE")
+	k := c.sessionKey(*session, *agent, "")
+	stateless := k.Session == ""
+	if stateless && *record {
+		return c.fail("decide: --record needs a session (--session S or $HARNESS_SESSION)")
 	}
-	if in.Role == "" {
-		in.Role = roles.DefaultRole
+	if !stateless && (*tokens != "" || *shell != "" || *cost != "") {
+		return c.fail("decide: with a session the counters come from the ledger; --tokens, --shell and --cost are for decisions without one")
 	}
+	startRole := *role
+	if startRole == "" {
+		startRole = c.env.getenv("LEAN_CTX_ROLE")
+	}
+	var usage policy.Usage
 	for _, n := range []struct {
-		flag string
-		text string
-		dst  *int64
-	}{{"--tokens", *tokens, &in.Budget.Tokens}, {"--shell", *shell, &in.Budget.Shell}} {
+		flag, text string
+		dst        *int64
+	}{{"--tokens", *tokens, &usage.Tokens}, {"--shell", *shell, &usage.Shell}} {
+		if n.text == "" {
+			continue
+		}
 		v, err := strconv.ParseInt(n.text, 10, 64)
 		if err != nil || v < 0 {
 			return c.fail("decide: %s %q: want a whole number >= 0", n.flag, n.text)
 		}
 		*n.dst = v
 	}
-	if in.Budget.CostMicros, err = policy.ParseUSD(*cost); err != nil {
-		return c.fail("decide: --cost: %v", err)
+	if *cost != "" {
+		if usage.CostMicros, err = policy.ParseUSD(*cost); err != nil {
+			return c.fail("decide: --cost: %v", err)
+		}
 	}
+	var arguments map[string]any
 	if *argsJSON != "" {
-		dec := json.NewDecoder(bytes.NewReader([]byte(*argsJSON)))
-		dec.UseNumber()
-		if err := dec.Decode(&in.Arguments); err != nil || in.Arguments == nil || dec.More() {
-			return c.fail("decide: --args must be a JSON object, like '{\"command\": \"ls\"}'")
+		if arguments, err = parseArgs(*argsJSON); err != nil {
+			return c.fail("decide: %v", err)
 		}
 	}
 
 	ctx := context.Background()
-	e, set, ok := c.engine(ctx, *project)
+	w, ok := c.load(*project)
 	if !ok {
 		return exitError
 	}
-	if _, ok := set.Get(in.Role); !ok {
-		return c.fail("%s", unknownRole(in.Role, set))
+	if startRole == "" {
+		startRole = w.cfg.DefaultRole
 	}
-	d, err := e.Decide(ctx, in)
-	if err != nil {
-		return c.fail("decide: %v", err)
+	if _, ok := w.set.Get(startRole); !ok {
+		return c.fail("%s", unknownRole(startRole, w.set))
+	}
+
+	var o govern.Outcome
+	status := "" // the status line after the call's charge, when it took one
+	if stateless {
+		e, ok := c.engine(ctx, w)
+		if !ok {
+			return exitError
+		}
+		d, err := e.Decide(ctx, policy.Input{Role: startRole, Tool: *tool, Arguments: arguments, Budget: usage, Agent: k.Agent})
+		if err != nil {
+			return c.fail("decide: %v", err)
+		}
+		o = govern.Outcome{Decision: d, Allowed: d.Allowed}
+		if !d.Allowed && w.cfg.Mode == config.Shadow {
+			o.Allowed, o.Shadowed = true, true
+		}
+	} else {
+		g, store, ok := c.governor(ctx, w, *ledger)
+		if !ok {
+			return exitError
+		}
+		defer store.Close()
+		cur, err := g.Session(ctx, k, startRole)
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		if *role != "" && cur.Role != *role {
+			return c.fail("session %s is in role %s; --role %s only names the role of a new session (the active role of a session changes only by a switch)", k, cur.Role, *role)
+		}
+		if _, ok := w.set.Get(cur.Role); !ok {
+			return c.fail("session %s: %s", k, unknownRole(cur.Role, w.set))
+		}
+		o, err = g.Decide(ctx, govern.Call{Session: k, Tool: *tool, Arguments: arguments, Role: startRole, Reserve: *record})
+		if err != nil {
+			return c.fail("decide: %v", err)
+		}
+		if o.Reserved {
+			st, err := statusAfter(ctx, g, k)
+			if err != nil {
+				return c.fail("decide: %v", err)
+			}
+			status = st.StatusLine()
+		}
+	}
+	if status == "" {
+		status = o.Decision.StatusLine()
 	}
 	if *asJSON {
 		out := struct {
 			policy.Decision
 			StatusLine string `json:"status_line"`
-		}{d, d.StatusLine()}
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
+			Shadowed   bool   `json:"shadowed,omitempty"`
+			Reserved   bool   `json:"reserved,omitempty"`
+			Session    string `json:"session,omitempty"`
+		}{o.Decision, status, o.Shadowed, o.Reserved, k.Session}
+		if err := c.writeJSON(out); err != nil {
 			return c.fail("%v", err)
 		}
 	} else {
-		printDecision(c, d)
+		c.printOutcome(o, status)
 	}
-	if !d.Allowed {
+	if !o.Allowed {
 		return exitDenied
 	}
 	return exitOK
 }
 
-// printDecision writes the readable summary of a decision.
-func printDecision(c *cli, d policy.Decision) {
-	fmt.Fprintf(c.stdout, "%s: role %s, tool %s\n", d.Decision, d.Role, d.Tool)
+// parseArgs reads a tool's arguments: a JSON object, numbers kept exact.
+func parseArgs(s string) (map[string]any, error) {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil || m == nil || dec.More() {
+		return nil, fmt.Errorf("--args must be a JSON object, like '{\"command\": \"ls\"}'")
+	}
+	return m, nil
+}
+
+func (c *cli) writeJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// printOutcome writes the readable summary of a decision.
+// The decision's own budget is the usage before the call; status is the
+// status line to show (after the call's charge, if any).
+func (c *cli) printOutcome(o govern.Outcome, status string) {
+	d := o.Decision
+	verdict := d.Decision
+	if o.Shadowed {
+		verdict += " (shadow mode: not enforced)"
+	}
+	fmt.Fprintf(c.stdout, "%s: role %s, tool %s\n", verdict, d.Role, d.Tool)
 	for _, r := range d.Reasons {
 		fmt.Fprintf(c.stdout, "  reason  %s: %s\n", r.Code, r.Message)
 	}
@@ -105,5 +189,14 @@ func printDecision(c *cli, d policy.Decision) {
 	if d.CompressOutput {
 		fmt.Fprintf(c.stdout, "  output will be compressed (shell_policy %s)\n", d.ShellPolicy)
 	}
-	fmt.Fprintln(c.stdout, d.StatusLine())
+	if o.Reserved {
+		fmt.Fprintf(c.stdout, "  recorded: shell invocation %d\n", o.Counters.Shell)
+	}
+	fmt.Fprintln(c.stdout, status)
+}
+
+// statusAfter is the status line of a session's counters, as the policy
+// sees them.
+func statusAfter(ctx context.Context, g *govern.Governor, k budget.Key) (policy.Decision, error) {
+	return g.Status(ctx, k, "")
 }

@@ -33,10 +33,11 @@ func (c *cli) rolesList(args []string) int {
 	if len(rest) > 0 {
 		return c.fail("roles list: unexpected argument %q", rest[0])
 	}
-	set, ok := c.load(*project)
+	wld, ok := c.load(*project)
 	if !ok {
 		return exitError
 	}
+	set := wld.set
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tSOURCE\tINHERITS\tDESCRIPTION")
 	for _, r := range set.All() {
@@ -68,19 +69,16 @@ func (c *cli) rolesShow(args []string) int {
 	if len(rest) != 1 {
 		return c.fail("roles show: want one role name")
 	}
-	set, ok := c.load(*project)
+	wld, ok := c.load(*project)
 	if !ok {
 		return exitError
 	}
-	r, ok := set.Get(rest[0])
+	r, ok := wld.set.Get(rest[0])
 	if !ok {
-		return c.fail("%s", unknownRole(rest[0], set))
+		return c.fail("%s", unknownRole(rest[0], wld.set))
 	}
 	if *asJSON {
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(r); err != nil {
+		if err := c.writeJSON(r); err != nil {
 			return c.fail("%v", err)
 		}
 		return exitOK

@@ -9,7 +9,11 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/internal/strict"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
@@ -40,6 +44,10 @@ const usage = `harness: governance for AI coding agents (roles, budgets, decisio
 
 Usage:
   harness decide --tool T [--role R] [--args JSON] [--tokens N] [--shell N] [--cost USD] [--json]
+  harness decide --session S --tool T [--record] [--role R] [--args JSON] [--json]
+  harness record --session S --tool T (--output-file F | --output-text TEXT) [--args JSON] [--model M]
+  harness budget [--session S]
+  harness budget reset --session S
   harness roles list
   harness roles show NAME [--json]
   harness check
@@ -47,12 +55,17 @@ Usage:
 
 Common flags:
   --project DIR   the project root (default: found by walking up from the working directory)
+  --ledger URL    the counters' store: memory:, sqlite:PATH or redis://host:port/db
+                  (default: [ledger] url of harness.toml, else an SQLite file in the
+                  user's state directory)
+  --session S     the session (default: $HARNESS_SESSION); --agent A (default: $HARNESS_AGENT)
 
 Roles come from the project's .lean-ctx/roles/, the user's ~/.lean-ctx/roles/ and
 $XDG_DATA_HOME/lean-ctx/roles/, and the five built-ins (coder, reviewer, debugger, ops, admin).
 The role of decide is --role, else $LEAN_CTX_ROLE, else coder.
 
-Exit codes: 0 allowed (or warned), 1 usage or load error, 2 denied, 3 role files have errors.
+Exit codes: 0 allowed (or warned), 1 usage or load error, 2 denied, 3 role or configuration
+files have errors. In shadow mode ([enforcement] mode = "shadow") a deny is reported but exits 0.
 `
 
 // run is the whole command.
@@ -75,6 +88,10 @@ func runEnv(args []string, stdout, stderr io.Writer, e env) int {
 		return c.check(args[1:])
 	case "compile":
 		return c.compile(args[1:])
+	case "record":
+		return c.record(args[1:])
+	case "budget":
+		return c.budget(args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -117,64 +134,123 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// dirs returns the role directories for --project (or the working directory).
-func (c *cli) dirs(project string) (roles.Dirs, error) {
-	if project != "" {
-		fi, err := os.Stat(project)
-		if err != nil {
-			return roles.Dirs{}, fmt.Errorf("--project: %w", err)
-		}
-		if !fi.IsDir() {
-			return roles.Dirs{}, fmt.Errorf("--project %s: not a directory", project)
-		}
-	}
-	return roles.FindDirs(roles.Locate{
-		Project:     project,
-		WorkDir:     c.env.workDir,
-		Home:        c.env.home,
-		XDGDataHome: c.env.getenv("XDG_DATA_HOME"),
-	}), nil
+// world is what a command loads: the project root, the role directories,
+// the configuration and the resolved roles.
+type world struct {
+	root string
+	dirs roles.Dirs
+	cfg  config.Config
+	set  *roles.Set
 }
 
-// load reads and resolves the roles; on error it prints every problem.
-func (c *cli) load(project string) (*roles.Set, bool) {
-	d, err := c.dirs(project)
+// locate finds the project root (--project, else found from the working
+// directory) and the role directories.
+func (c *cli) locate(project string) (root string, dirs roles.Dirs, err error) {
+	root = project
+	if root != "" {
+		fi, err := os.Stat(root)
+		if err != nil {
+			return "", dirs, fmt.Errorf("--project: %w", err)
+		}
+		if !fi.IsDir() {
+			return "", dirs, fmt.Errorf("--project %s: not a directory", root)
+		}
+	} else {
+		root = roles.FindProjectRoot(c.env.workDir, c.env.home)
+	}
+	dirs = roles.FindDirs(roles.Locate{Project: root, Home: c.env.home, XDGDataHome: c.env.getenv("XDG_DATA_HOME")})
+	if root == "" {
+		dirs.Project = ""
+	}
+	return root, dirs, nil
+}
+
+// load reads the configuration and the roles; on error it prints every
+// problem and returns false.
+func (c *cli) load(project string) (*world, bool) {
+	root, dirs, err := c.locate(project)
 	if err != nil {
 		c.fail("%v", err)
 		return nil, false
 	}
-	set, err := roles.Load(d)
+	cfg, err := config.Load(config.Files(c.env.home, root))
 	if err != nil {
-		c.printLoadError(err)
+		c.printErrors(err)
 		return nil, false
 	}
-	return set, true
+	set, err := roles.Load(dirs)
+	if err != nil {
+		c.printErrors(err)
+		return nil, false
+	}
+	return &world{root: root, dirs: dirs, cfg: cfg, set: set}, true
 }
 
-func (c *cli) printLoadError(err error) {
-	var list roles.ErrorList
+func (c *cli) printErrors(err error) {
+	var list strict.ErrorList
 	if errors.As(err, &list) {
 		for _, e := range list {
 			fmt.Fprintln(c.stderr, e)
 		}
-		fmt.Fprintf(c.stderr, "harness: %d error(s) in role files\n", len(list))
+		fmt.Fprintf(c.stderr, "harness: %d error(s) in role or configuration files\n", len(list))
 		return
 	}
 	c.fail("%v", err)
 }
 
-// engine loads the roles and prepares the policy.
-func (c *cli) engine(ctx context.Context, project string) (*policy.Engine, *roles.Set, bool) {
-	set, ok := c.load(project)
+// compilerConfig is the part of the configuration the compiler needs.
+func (w *world) compilerConfig() compiler.Config {
+	return compiler.Config{ShellTools: w.cfg.ShellTools, ExemptTools: w.cfg.ExemptTools}
+}
+
+// engine prepares the policy over the world's roles.
+func (c *cli) engine(ctx context.Context, w *world) (*policy.Engine, bool) {
+	e, err := policy.New(ctx, compiler.Compile(w.set, w.compilerConfig()))
+	if err != nil {
+		c.fail("%v", err)
+		return nil, false
+	}
+	return e, true
+}
+
+// governor opens the ledger (--ledger, else the configuration's, else the
+// embedded file in the user's state directory) and wires a Governor. The
+// caller closes the store.
+func (c *cli) governor(ctx context.Context, w *world, ledger string) (*govern.Governor, budget.Store, bool) {
+	e, ok := c.engine(ctx, w)
 	if !ok {
 		return nil, nil, false
 	}
-	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
+	if ledger == "" {
+		ledger = w.cfg.LedgerURL
+	}
+	if ledger == "" {
+		ledger = "sqlite:" + budget.DefaultPath(c.env.getenv, c.env.home)
+	}
+	store, err := budget.Open(ctx, ledger, budget.Options{Prefix: w.cfg.LedgerPrefix, TTL: w.cfg.LedgerTTL})
 	if err != nil {
 		c.fail("%v", err)
 		return nil, nil, false
 	}
-	return e, set, true
+	return govern.New(govern.Options{
+		Engine: e, Store: store, Prices: w.cfg.Prices, Mode: w.cfg.Mode, DefaultRole: w.cfg.DefaultRole,
+	}), store, true
+}
+
+// sessionKey is --session (else $HARNESS_SESSION, else fallback) and
+// --agent (else $HARNESS_AGENT).
+func (c *cli) sessionKey(session, agent, fallback string) budget.Key {
+	k := budget.Key{Session: session, Agent: agent}
+	if k.Session == "" {
+		k.Session = c.env.getenv("HARNESS_SESSION")
+	}
+	if k.Session == "" {
+		k.Session = fallback
+	}
+	if k.Agent == "" {
+		k.Agent = c.env.getenv("HARNESS_AGENT")
+	}
+	return k
 }
 
 // unknownRole explains a role name that is not defined.

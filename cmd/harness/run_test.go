@@ -23,7 +23,13 @@ const (
 // the given environment variables.
 func harness(t *testing.T, vars map[string]string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	home := t.TempDir()
+	return harnessIn(t, t.TempDir(), vars, args...)
+}
+
+// harnessIn runs the command with home as home and working directory, so
+// that several runs share the user's files and default ledger.
+func harnessIn(t *testing.T, home string, vars map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	e := env{
 		getenv:  func(k string) string { return vars[k] },
 		workDir: home,
@@ -137,7 +143,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad cost", []string{"decide", "--tool", "x", "--cost", "1e3"}, `--cost: invalid dollar amount "1e3"`},
 		{"bad args", []string{"decide", "--tool", "x", "--args", "[1]"}, "--args must be a JSON object"},
 		{"missing project", []string{"decide", "--tool", "x", "--project", "/nonexistent/dir"}, "--project: stat /nonexistent/dir"},
-		{"broken roles", []string{"decide", "--tool", "x", "--project", broken}, "error(s) in role files"},
+		{"broken roles", []string{"decide", "--tool", "x", "--project", broken}, "error(s) in role or configuration files"},
 		{"show unknown", []string{"roles", "show", "nobody"}, `unknown role "nobody"`},
 		{"compile without out", []string{"compile"}, "--out DIR is required"},
 	}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/policy"
+)
+
+// record charges a finished call.
+func (c *cli) record(args []string) int {
+	fs, project := c.flags("record")
+	session := fs.String("session", "", "the session (default: $HARNESS_SESSION, else \"default\")")
+	agent := fs.String("agent", "", "the agent (default: $HARNESS_AGENT)")
+	tool := fs.String("tool", "", "the tool that ran (required)")
+	outFile := fs.String("output-file", "", "a `FILE` holding the output that went back to the agent")
+	outText := fs.String("output-text", "", "the output that went back to the agent")
+	argsJSON := fs.String("args", "", "the tool's arguments, a JSON object (their tokens are input)")
+	model := fs.String("model", "", "the model whose price applies (default: [cost] default_model)")
+	ledger := fs.String("ledger", "", "the counters' store `URL`")
+	asJSON := fs.Bool("json", false, "print the charge as JSON")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return exitError
+	}
+	if len(rest) > 0 {
+		return c.fail("record: unexpected argument %q", rest[0])
+	}
+	if *tool == "" {
+		return c.fail("record: --tool is required")
+	}
+	outputGiven := 0
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "output-file" || f.Name == "output-text" {
+			outputGiven++
+		}
+	})
+	if outputGiven != 1 {
+		return c.fail("record: give the call's output with exactly one of --output-file F or --output-text TEXT")
+	}
+	output := *outText
+	if *outFile != "" {
+		b, err := os.ReadFile(*outFile)
+		if err != nil {
+			return c.fail("record: %v", err)
+		}
+		output = string(b)
+	}
+	if *argsJSON != "" {
+		if _, err := parseArgs(*argsJSON); err != nil {
+			return c.fail("record: %v", err)
+		}
+	}
+	ctx := context.Background()
+	w, ok := c.load(*project)
+	if !ok {
+		return exitError
+	}
+	g, store, ok := c.governor(ctx, w, *ledger)
+	if !ok {
+		return exitError
+	}
+	defer store.Close()
+	k := c.sessionKey(*session, *agent, "default")
+	ch, err := g.Record(ctx, govern.Result{Session: k, Tool: *tool, Arguments: *argsJSON, Output: output, Model: *model})
+	if err != nil {
+		return c.fail("record: %v", err)
+	}
+	st, err := statusAfter(ctx, g, k)
+	if err != nil {
+		return c.fail("record: %v", err)
+	}
+	if *asJSON {
+		out := struct {
+			govern.Charge
+			StatusLine string `json:"status_line"`
+		}{ch, st.StatusLine()}
+		if err := c.writeJSON(out); err != nil {
+			return c.fail("%v", err)
+		}
+		return exitOK
+	}
+	fmt.Fprintf(c.stdout, "recorded %s for session %s: %d output tokens, %d input tokens, %s\n",
+		*tool, k, ch.OutputTokens, ch.InputTokens, costText(ch.CostMicros))
+	fmt.Fprintln(c.stdout, st.StatusLine())
+	return exitOK
+}
+
+// costText shows micro-dollars exactly when under a cent.
+func costText(micros int64) string {
+	if micros < 10_000 {
+		return fmt.Sprintf("$%d.%06d", micros/1_000_000, micros%1_000_000)
+	}
+	return policy.FormatUSD(micros)
+}
+
+// budget prints a session's status line, or resets its usage.
+func (c *cli) budget(args []string) int {
+	reset := len(args) > 0 && args[0] == "reset"
+	if reset {
+		args = args[1:]
+	}
+	fs, project := c.flags("budget")
+	session := fs.String("session", "", "the session (default: $HARNESS_SESSION, else \"default\")")
+	agent := fs.String("agent", "", "the agent (default: $HARNESS_AGENT)")
+	ledger := fs.String("ledger", "", "the counters' store `URL`")
+	asJSON := fs.Bool("json", false, "print the budget as JSON")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return exitError
+	}
+	if len(rest) > 0 {
+		return c.fail("budget: unexpected argument %q (want: budget [--session S], or budget reset --session S)", rest[0])
+	}
+	if reset && *session == "" {
+		return c.fail("budget reset: name the session with --session S (a reset is the operator's act)")
+	}
+	ctx := context.Background()
+	w, ok := c.load(*project)
+	if !ok {
+		return exitError
+	}
+	g, store, ok := c.governor(ctx, w, *ledger)
+	if !ok {
+		return exitError
+	}
+	defer store.Close()
+	k := c.sessionKey(*session, *agent, "default")
+	if reset {
+		if err := g.Reset(ctx, k); err != nil {
+			return c.fail("budget reset: %v", err)
+		}
+		fmt.Fprintf(c.stdout, "reset the usage of session %s (its role is kept)\n", k)
+	}
+	d, err := statusAfter(ctx, g, k)
+	if err != nil {
+		return c.fail("budget: %v", err)
+	}
+	if *asJSON {
+		out := struct {
+			Session    string        `json:"session"`
+			Agent      string        `json:"agent,omitempty"`
+			Role       string        `json:"role"`
+			Signal     string        `json:"signal"`
+			Budget     policy.Budget `json:"budget"`
+			StatusLine string        `json:"status_line"`
+		}{k.Session, k.Agent, d.Role, d.Signal, d.Budget, d.StatusLine()}
+		if err := c.writeJSON(out); err != nil {
+			return c.fail("%v", err)
+		}
+		return exitOK
+	}
+	fmt.Fprintln(c.stdout, d.StatusLine())
+	return exitOK
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentharness/harness/internal/testredis"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testredis.Stop()
+	os.Exit(code)
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A session scripted through the CLI: counters persist between processes
+// in the default ledger (an SQLite file in the user's state directory).
+func TestScriptedSession(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	run := func(want int, args ...string) string {
+		t.Helper()
+		out, errOut, code := harnessIn(t, home, nil, args...)
+		if code != want {
+			t.Fatalf("harness %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out
+	}
+	s := []string{"--session", "s-1", "--agent", "claude-code"}
+	out := run(0, append([]string{"decide", "--tool", "ctx_shell", "--record"}, s...)...)
+	if !strings.Contains(out, "recorded: shell invocation 1") || !strings.Contains(out, "| shell 1/100 (1%) |") {
+		t.Errorf("decide --record:\n%s", out)
+	}
+	// Without --record the decision takes nothing.
+	run(0, append([]string{"decide", "--tool", "ctx_shell"}, s...)...)
+	logFile := filepath.Join(t.TempDir(), "build.log")
+	writeFile(t, logFile, strings.Repeat("hello world ", 10000)) // 20001 tokens
+	for range 7 {
+		run(0, append([]string{"record", "--tool", "ctx_read", "--output-file", logFile}, s...)...)
+	}
+	out = run(0, append([]string{"budget"}, s...)...)
+	if !strings.HasPrefix(out, "Budget[coder]: tokens 140007/200000 (70%) | shell 1/100 (1%) | cost $1.40/$5.00 (28%) → OK") {
+		t.Errorf("budget after 7 records:\n%s", out)
+	}
+	out = run(0, append([]string{"record", "--tool", "ctx_read", "--output-file", logFile, "--args", `{"path": "build.log"}`}, s...)...)
+	if !strings.Contains(out, "recorded ctx_read for session claude-code/s-1: 20001 output tokens, 7 input tokens") || !strings.Contains(out, "→ WARNING") {
+		t.Errorf("record:\n%s", out)
+	}
+	out = run(0, append([]string{"decide", "--tool", "ctx_read"}, s...)...)
+	if !strings.HasPrefix(out, "warn:") {
+		t.Errorf("at 80%%:\n%s", out)
+	}
+	for range 2 {
+		run(0, append([]string{"record", "--tool", "ctx_read", "--output-text", strings.Repeat("hello world ", 10000)}, s...)...)
+	}
+	out = run(2, append([]string{"decide", "--tool", "ctx_read"}, s...)...)
+	if !strings.Contains(out, "budget_exhausted") {
+		t.Errorf("at 100%%:\n%s", out)
+	}
+	run(0, append([]string{"decide", "--tool", "ctx_session"}, s...)...)
+	// Another session, or the same session id of another agent, is untouched.
+	if out := run(0, "budget", "--session", "s-1"); !strings.HasPrefix(out, "Budget[coder]: tokens 0/200000") {
+		t.Errorf("agent-less s-1 shares counters:\n%s", out)
+	}
+	// The operator's reset, and only it, lowers usage.
+	run(1, "budget", "reset")
+	out = run(0, append([]string{"budget", "reset"}, s...)...)
+	if !strings.Contains(out, "reset the usage of session claude-code/s-1 (its role is kept)") || !strings.Contains(out, "tokens 0/200000") {
+		t.Errorf("reset:\n%s", out)
+	}
+}
+
+func TestSessionRoleAndFlags(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	vars := map[string]string{"LEAN_CTX_ROLE": "reviewer", "HARNESS_SESSION": "env-session"}
+	out, _, code := harnessIn(t, home, vars, "decide", "--tool", "ctx_edit")
+	if code != 2 || !strings.Contains(out, "deny: role reviewer") {
+		t.Fatalf("a new session starts in $LEAN_CTX_ROLE: exit %d\n%s", code, out)
+	}
+	// The session keeps its role: the environment names only a new session's.
+	out, _, _ = harnessIn(t, home, map[string]string{"HARNESS_SESSION": "env-session"}, "decide", "--tool", "ctx_read")
+	if !strings.Contains(out, "allow: role reviewer") {
+		t.Errorf("the session's role was not kept:\n%s", out)
+	}
+	_, errOut, code := harnessIn(t, home, vars, "decide", "--tool", "ctx_edit", "--role", "coder")
+	if code != 1 || !strings.Contains(errOut, "session env-session is in role reviewer; --role coder only names the role of a new session") {
+		t.Errorf("--role against a session's role: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = harnessIn(t, home, vars, "decide", "--tool", "x", "--tokens", "5")
+	if code != 1 || !strings.Contains(errOut, "with a session the counters come from the ledger") {
+		t.Errorf("--tokens with a session: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = harness(t, nil, "decide", "--tool", "x", "--record")
+	if code != 1 || !strings.Contains(errOut, "--record needs a session") {
+		t.Errorf("--record without a session: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = harness(t, nil, "record", "--tool", "x")
+	if code != 1 || !strings.Contains(errOut, "exactly one of --output-file F or --output-text TEXT") {
+		t.Errorf("record without output: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestConfigurationFile(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), `
+[enforcement]
+mode = "shadow"
+default_role = "reviewer"
+
+[cost]
+default_model = "pricey"
+
+[cost.models.pricey]
+input_usd_per_mtok = 0
+output_usd_per_mtok = 100
+`)
+	out, _, code := harnessIn(t, home, nil, "decide", "--tool", "ctx_edit", "--session", "x")
+	if code != 0 || !strings.HasPrefix(out, "deny (shadow mode: not enforced): role reviewer, tool ctx_edit") {
+		t.Errorf("shadow mode: exit %d\n%s", code, out)
+	}
+	out, _, _ = harnessIn(t, home, nil, "record", "--tool", "ctx_read", "--session", "x", "--output-text", "hello world", "--json")
+	if !strings.Contains(out, `"cost_micros": 200`) { // 2 tokens at $100 per million
+		t.Errorf("configured price:\n%s", out)
+	}
+	out, _, code = harnessIn(t, home, nil, "check")
+	if code != 0 || !strings.Contains(out, "mode: shadow") {
+		t.Errorf("check: exit %d\n%s", code, out)
+	}
+
+	// A project's file may not loosen governance.
+	project := t.TempDir()
+	writeFile(t, filepath.Join(project, ".lean-ctx", "harness.toml"), "[enforcement]\nmode = \"shadow\"\n")
+	out, _, code = harnessIn(t, home, nil, "check", "--project", project)
+	if code != exitCheck || !strings.Contains(out, "enforcement.mode may only be set in the user's harness.toml") {
+		t.Errorf("project shadow mode: exit %d\n%s", code, out)
+	}
+}
+
+// Separate harness processes racing for a session's last 5 shell slots:
+// exactly 5 are allowed, on the embedded ledger and on Redis.
+func TestShellSlotsAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "harness")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, tt := range []struct{ name, ledger string }{
+		{"sqlite", "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")},
+		{"redis", testredis.URL(t)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			session := fmt.Sprintf("race-%d", time.Now().UnixNano())
+			cmd := func(args ...string) *exec.Cmd {
+				c := exec.Command(bin, append(args, "--ledger", tt.ledger, "--session", session)...)
+				c.Env = append(os.Environ(), "HOME="+home)
+				c.Dir = home
+				return c
+			}
+			// Use 95 of the coder's 100 shell slots.
+			for range 95 {
+				if out, err := cmd("decide", "--tool", "ctx_execute", "--record").CombinedOutput(); err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+			}
+			var mu sync.Mutex
+			codes := map[int]int{}
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Go(func() {
+					c := cmd("decide", "--tool", "ctx_shell", "--record")
+					out, err := c.CombinedOutput()
+					code := 0
+					if ee, ok := err.(*exec.ExitError); ok {
+						code = ee.ExitCode()
+					} else if err != nil {
+						t.Error(err)
+					}
+					if code != 0 && code != 2 {
+						t.Errorf("exit %d:\n%s", code, out)
+					}
+					mu.Lock()
+					codes[code]++
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			out, _ := cmd("budget").Output()
+			if codes[0] != 5 || codes[2] != 11 || !strings.Contains(string(out), "| shell 100/100 (100%) |") {
+				t.Errorf("allowed %d, denied %d (want 5 and 11); %s", codes[0], codes[2], out)
+			}
+		})
+	}
+}
