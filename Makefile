@@ -14,22 +14,29 @@ BENCHTIME   ?= 1s
 
 export OPA_BIN := $(OPA)
 
-.PHONY: all build tools test go-test opa-test bench lint fuzz clean
+.PHONY: all build tools redis test go-test opa-test bench lint fuzz clean
 
 all: build
 
 build:
 	go build -o $(HARNESS) ./cmd/harness
 
-# The real opa CLI, built from the Go module proxy at the pinned version.
-tools: $(OPA)
+# The real opa CLI, built from the Go module proxy at the pinned version, and
+# redis-server (Debian's package) for the ledger's Redis tests, which start
+# their own server on a free loopback port.
+tools: $(OPA) redis
+
+redis:
+	@command -v redis-server >/dev/null || { \
+		echo "installing redis-server from Debian's packages"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 
 $(OPA):
 	GOBIN=$(BIN) go install github.com/open-policy-agent/opa@$(OPA_VERSION)
 
 test: go-test opa-test
 
-go-test: $(OPA)
+go-test: $(OPA) redis
 	go vet ./...
 	go test -race -count=1 ./...
 
@@ -41,7 +48,7 @@ opa-test: $(OPA) build
 	$(OPA) test $(BIN)/bundle
 	$(OPA) build -b $(BIN)/bundle -o $(BIN)/bundle.tar.gz
 
-bench:
+bench: $(OPA) redis
 	go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
 lint: $(OPA)
@@ -53,6 +60,7 @@ lint: $(OPA)
 fuzz:
 	go test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./roles
 	go test -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME) ./policy
+	go test -run '^$$' -fuzz FuzzConfig -fuzztime $(FUZZTIME) ./config
 
 clean:
 	rm -rf $(BIN)

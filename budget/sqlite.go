@@ -18,9 +18,10 @@ import (
 // committed change survives the process being killed at any point (the OS
 // has it); it may be lost only if the machine itself loses power.
 type SQLite struct {
-	db   *sql.DB
-	path string
-	now  func() time.Time
+	db    *sql.DB
+	path  string
+	now   func() time.Time
+	stmts map[string]*sql.Stmt // prepared once: parsing is a large part of a small statement's cost
 }
 
 const schema = `
@@ -56,22 +57,55 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite ledger %s: %w", path, err)
 	}
-	return &SQLite{db: db, path: path, now: time.Now}, nil
+	s := &SQLite{db: db, path: path, now: time.Now, stmts: map[string]*sql.Stmt{}}
+	for name, query := range queries {
+		st, err := db.PrepareContext(ctx, query)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite ledger %s: preparing %s: %w", path, name, err)
+		}
+		s.stmts[name] = st
+	}
+	return s, nil
+}
+
+const returning = ` RETURNING tokens, shell, cost_micros, role`
+
+// queries are the ledger's statements, by name. Each is one atomic change.
+var queries = map[string]string{
+	"get": `SELECT tokens, shell, cost_micros, role FROM sessions WHERE agent = ? AND session = ?`,
+	"init_role": `INSERT INTO sessions (agent, session, role, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (agent, session) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at
+		WHERE role = ''` + returning,
+	"set_role": `INSERT INTO sessions (agent, session, role, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (agent, session) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at` + returning,
+	// A new session is in the expected state only if the decision saw zero
+	// shell calls and no role.
+	"reserve_new": `INSERT INTO sessions (agent, session, shell, updated_at) VALUES (?, ?, 1, ?)
+		ON CONFLICT (agent, session) DO UPDATE SET shell = shell + 1, updated_at = excluded.updated_at
+		WHERE shell = 0 AND role = ''` + returning,
+	"reserve": `UPDATE sessions SET shell = shell + 1, updated_at = ?
+		WHERE agent = ? AND session = ? AND shell = ? AND role = ?` + returning,
+	"add_shell": `INSERT INTO sessions (agent, session, shell, updated_at) VALUES (?, ?, 1, ?)
+		ON CONFLICT (agent, session) DO UPDATE SET shell = shell + 1, updated_at = excluded.updated_at` + returning,
+	"charge": `INSERT INTO sessions (agent, session, tokens, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (agent, session) DO UPDATE SET tokens = tokens + excluded.tokens,
+			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at` + returning,
+	"reset": `UPDATE sessions SET tokens = 0, shell = 0, cost_micros = 0, updated_at = ?
+		WHERE agent = ? AND session = ?`,
 }
 
 // Path is the ledger file.
 func (s *SQLite) Path() string { return s.path }
 
-const returning = ` RETURNING tokens, shell, cost_micros, role`
-
 // row runs a statement that returns one session's counters; ok is false
 // when it returned no row.
-func (s *SQLite) row(ctx context.Context, k Key, query string, args ...any) (Counters, bool, error) {
+func (s *SQLite) row(ctx context.Context, k Key, name string, args ...any) (Counters, bool, error) {
 	if err := k.Validate(); err != nil {
 		return Counters{}, false, err
 	}
 	var c Counters
-	err := s.db.QueryRowContext(ctx, query, args...).Scan(&c.Tokens, &c.Shell, &c.CostMicros, &c.Role)
+	err := s.stmts[name].QueryRowContext(ctx, args...).Scan(&c.Tokens, &c.Shell, &c.CostMicros, &c.Role)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Counters{}, false, nil
 	}
@@ -82,14 +116,12 @@ func (s *SQLite) row(ctx context.Context, k Key, query string, args ...any) (Cou
 }
 
 func (s *SQLite) Get(ctx context.Context, k Key) (Counters, error) {
-	c, _, err := s.row(ctx, k, `SELECT tokens, shell, cost_micros, role FROM sessions WHERE agent = ? AND session = ?`, k.Agent, k.Session)
+	c, _, err := s.row(ctx, k, "get", k.Agent, k.Session)
 	return c, err
 }
 
 func (s *SQLite) InitRole(ctx context.Context, k Key, role string) (Counters, error) {
-	c, ok, err := s.row(ctx, k, `INSERT INTO sessions (agent, session, role, updated_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (agent, session) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at
-		WHERE role = ''`+returning, k.Agent, k.Session, role, s.now().Unix())
+	c, ok, err := s.row(ctx, k, "init_role", k.Agent, k.Session, role, s.now().Unix())
 	if err != nil || ok {
 		return c, err
 	}
@@ -97,9 +129,7 @@ func (s *SQLite) InitRole(ctx context.Context, k Key, role string) (Counters, er
 }
 
 func (s *SQLite) SetRole(ctx context.Context, k Key, role string) (Counters, error) {
-	c, _, err := s.row(ctx, k, `INSERT INTO sessions (agent, session, role, updated_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (agent, session) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at`+returning,
-		k.Agent, k.Session, role, s.now().Unix())
+	c, _, err := s.row(ctx, k, "set_role", k.Agent, k.Session, role, s.now().Unix())
 	return c, err
 }
 
@@ -108,14 +138,9 @@ func (s *SQLite) ReserveShell(ctx context.Context, k Key, expected Counters) (Co
 	var ok bool
 	var err error
 	if expected.Shell == 0 && expected.Role == "" {
-		// The session may not exist yet: a new row is the expected state.
-		c, ok, err = s.row(ctx, k, `INSERT INTO sessions (agent, session, shell, updated_at) VALUES (?, ?, 1, ?)
-			ON CONFLICT (agent, session) DO UPDATE SET shell = shell + 1, updated_at = excluded.updated_at
-			WHERE shell = 0 AND role = ''`+returning, k.Agent, k.Session, s.now().Unix())
+		c, ok, err = s.row(ctx, k, "reserve_new", k.Agent, k.Session, s.now().Unix())
 	} else {
-		c, ok, err = s.row(ctx, k, `UPDATE sessions SET shell = shell + 1, updated_at = ?
-			WHERE agent = ? AND session = ? AND shell = ? AND role = ?`+returning,
-			s.now().Unix(), k.Agent, k.Session, expected.Shell, expected.Role)
+		c, ok, err = s.row(ctx, k, "reserve", s.now().Unix(), k.Agent, k.Session, expected.Shell, expected.Role)
 	}
 	if err != nil || ok {
 		return c, ok, err
@@ -125,9 +150,7 @@ func (s *SQLite) ReserveShell(ctx context.Context, k Key, expected Counters) (Co
 }
 
 func (s *SQLite) AddShell(ctx context.Context, k Key) (Counters, error) {
-	c, _, err := s.row(ctx, k, `INSERT INTO sessions (agent, session, shell, updated_at) VALUES (?, ?, 1, ?)
-		ON CONFLICT (agent, session) DO UPDATE SET shell = shell + 1, updated_at = excluded.updated_at`+returning,
-		k.Agent, k.Session, s.now().Unix())
+	c, _, err := s.row(ctx, k, "add_shell", k.Agent, k.Session, s.now().Unix())
 	return c, err
 }
 
@@ -135,10 +158,7 @@ func (s *SQLite) Charge(ctx context.Context, k Key, tokens, cost int64) (Counter
 	if err := checkCharge(tokens, cost); err != nil {
 		return Counters{}, err
 	}
-	c, _, err := s.row(ctx, k, `INSERT INTO sessions (agent, session, tokens, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (agent, session) DO UPDATE SET tokens = tokens + excluded.tokens,
-			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at`+returning,
-		k.Agent, k.Session, tokens, cost, s.now().Unix())
+	c, _, err := s.row(ctx, k, "charge", k.Agent, k.Session, tokens, cost, s.now().Unix())
 	return c, err
 }
 
@@ -146,8 +166,7 @@ func (s *SQLite) Reset(ctx context.Context, k Key) error {
 	if err := k.Validate(); err != nil {
 		return err
 	}
-	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET tokens = 0, shell = 0, cost_micros = 0, updated_at = ?
-		WHERE agent = ? AND session = ?`, s.now().Unix(), k.Agent, k.Session)
+	_, err := s.stmts["reset"].ExecContext(ctx, s.now().Unix(), k.Agent, k.Session)
 	if err != nil {
 		return fmt.Errorf("sqlite ledger: %w", err)
 	}

@@ -189,7 +189,8 @@ func TestOpen(t *testing.T) {
 func TestRedisTTL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := OpenRedis(ctx, redisURL(t), Options{Prefix: "ttl-test:", TTL: 100 * time.Second})
+	prefix := fmt.Sprintf("ttl-test:%d:", time.Now().UnixNano())
+	s, err := OpenRedis(ctx, redisURL(t), Options{Prefix: prefix, TTL: 100 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestRedisTTL(t *testing.T) {
 	if err != nil || ttl <= 90*time.Second || ttl > 100*time.Second {
 		t.Errorf("TTL %v, %v; want about 100s", ttl, err)
 	}
-	if keys, _ := s.client.Keys(ctx, "ttl-test:session:*").Result(); len(keys) != 1 {
+	if keys, _ := s.client.Keys(ctx, prefix+"session:*").Result(); len(keys) != 1 {
 		t.Errorf("keys under the prefix: %v", keys)
 	}
 }

@@ -1,0 +1,135 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// openBench opens a fresh store of the named kind for a benchmark.
+func openBench(b *testing.B, name string) Store {
+	b.Helper()
+	ctx := context.Background()
+	var s Store
+	var err error
+	switch name {
+	case "memory":
+		s = NewMemory()
+	case "sqlite":
+		s, err = OpenSQLite(ctx, filepath.Join(b.TempDir(), "ledger.db"))
+	case "redis":
+		s, err = OpenRedis(ctx, redisURL(b), Options{Prefix: fmt.Sprintf("bench:%d:", time.Now().UnixNano())})
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// BenchmarkReserve measures one shell reservation: the compare-and-swap a
+// shell call's decision makes (one statement, or one Redis round trip).
+func BenchmarkReserve(b *testing.B) {
+	ctx := context.Background()
+	for _, name := range []string{"memory", "sqlite", "redis"} {
+		b.Run(name, func(b *testing.B) {
+			s := openBench(b, name)
+			k := Key{Agent: "bench", Session: "s"}
+			cur, err := s.InitRole(ctx, k, "coder")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				var ok bool
+				if cur, ok, err = s.ReserveShell(ctx, k, cur); err != nil || !ok {
+					b.Fatalf("reserve: ok=%v %v", ok, err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reservations/s")
+		})
+	}
+}
+
+// BenchmarkReserveCommit measures a shell call's two ledger operations,
+// the reservation and the commit of its tokens and cost, from one caller.
+func BenchmarkReserveCommit(b *testing.B) {
+	ctx := context.Background()
+	for _, name := range []string{"memory", "sqlite", "redis"} {
+		b.Run(name, func(b *testing.B) {
+			s := openBench(b, name)
+			k := Key{Agent: "bench", Session: "s"}
+			cur, err := s.InitRole(ctx, k, "coder")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, ok, err := s.ReserveShell(ctx, k, cur); err != nil || !ok {
+					b.Fatalf("reserve: ok=%v %v", ok, err)
+				}
+				if cur, err = s.Charge(ctx, k, 120, 1200); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+		})
+	}
+}
+
+// BenchmarkReserveParallel is reserve+commit from several goroutines of
+// one process, each with its own session, as a gateway serving many agents.
+func BenchmarkReserveParallel(b *testing.B) {
+	ctx := context.Background()
+	for _, name := range []string{"sqlite", "redis"} {
+		b.Run(name, func(b *testing.B) {
+			s := openBench(b, name)
+			var n atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				k := Key{Agent: "bench", Session: fmt.Sprint("p-", n.Add(1))}
+				cur := Counters{}
+				for pb.Next() {
+					if _, ok, err := s.ReserveShell(ctx, k, cur); err != nil || !ok {
+						b.Errorf("reserve: ok=%v %v", ok, err)
+						return
+					}
+					var err error
+					if cur, err = s.Charge(ctx, k, 120, 1200); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+		})
+	}
+}
+
+// BenchmarkTokenCount counts the o200k_base tokens of a 100 KB tool output
+// (a build log: prose, paths, numbers); b.SetBytes makes it report MB/s.
+func BenchmarkTokenCount(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 100*1024; i++ {
+		fmt.Fprintf(&sb, "[%04d] compiling src/pkg%d/file_%d.go: ok (%d ms), warnings: unused variable 'x%d'\n", i, i%17, i, i*7%300, i)
+	}
+	text := sb.String()[:100*1024]
+	tk := NewTokenizer()
+	n, err := tk.Count(text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(n), "tokens")
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tk.Count(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
