@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -236,7 +235,7 @@ func (c *Config) setModels(v any) error {
 				}
 				return errors.New(msg)
 			}
-			micros, err := usd(m[key])
+			micros, err := strict.Micros(m[key], "a price in US dollars", 1e6)
 			if err != nil {
 				return fmt.Errorf("model %q: %s: %w", name, key, err)
 			}
@@ -250,24 +249,6 @@ func (c *Config) setModels(v any) error {
 		c.Prices.Models[name] = p
 	}
 	return nil
-}
-
-// usd converts a price in dollars to micro-dollars, exactly to the
-// micro-dollar.
-func usd(v any) (int64, error) {
-	var f float64
-	switch x := v.(type) {
-	case int64:
-		f = float64(x)
-	case float64:
-		f = x
-	default:
-		return 0, strict.WantType("a price in US dollars", v)
-	}
-	if math.IsNaN(f) || f < 0 || f > 1e6 {
-		return 0, fmt.Errorf("%v is out of range: want 0 to 1000000 dollars per million tokens", f)
-	}
-	return int64(math.Round(f * 1e6)), nil
 }
 
 func nonEmpty(v any) (string, error) {

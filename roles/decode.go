@@ -2,7 +2,6 @@ package roles
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 
@@ -188,20 +187,11 @@ func convert(k kind, v any) (any, error) {
 		}
 		return n, nil
 	case kUSD:
-		var f float64
-		switch x := v.(type) {
-		case int64:
-			f = float64(x)
-		case float64:
-			f = x
-		default:
-			return nil, strict.WantType("an amount in US dollars", v)
+		micros, err := strict.Micros(v, "an amount in US dollars", 1e9)
+		if err != nil {
+			return nil, err
 		}
-		const maxUSD = 1e9
-		if math.IsNaN(f) || f < 0 || f > maxUSD {
-			return nil, fmt.Errorf("%v is out of range: want 0 to %g dollars", f, float64(maxUSD))
-		}
-		return int64(math.Round(f * MicrosPerUSD)), nil
+		return micros, nil
 	case kWarnPercent:
 		n, ok := v.(int64)
 		if !ok {

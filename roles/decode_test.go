@@ -39,7 +39,7 @@ func TestParseErrors(t *testing.T) {
 			want: []string{
 				`a.toml:2:3: limits.warn_at_percent: 120 is out of range: want 0 to 100`,
 				`a.toml:3:3: limits.block_at_percent: 0 is out of range: want 1 to 100, or 255 to never block`,
-				`a.toml:4:3: limits.max_cost_usd: -1.5 is out of range: want 0 to 1e+09 dollars`,
+				`a.toml:4:3: limits.max_cost_usd: -1.5 is out of range: want 0 to 1e+09`,
 			},
 		},
 		{

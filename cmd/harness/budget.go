@@ -55,21 +55,17 @@ func (c *cli) record(args []string) int {
 		}
 	}
 	ctx := context.Background()
-	w, ok := c.load(*project)
+	_, g, closeLedger, ok := c.open(ctx, *project, *ledger)
 	if !ok {
 		return exitError
 	}
-	g, store, ok := c.governor(ctx, w, *ledger)
-	if !ok {
-		return exitError
-	}
-	defer store.Close()
+	defer closeLedger()
 	k := c.sessionKey(*session, *agent, "default")
 	ch, err := g.Record(ctx, govern.Result{Session: k, Tool: *tool, Arguments: *argsJSON, Output: output, Model: *model})
 	if err != nil {
 		return c.fail("record: %v", err)
 	}
-	st, err := statusAfter(ctx, g, k)
+	st, err := g.Status(ctx, k, "")
 	if err != nil {
 		return c.fail("record: %v", err)
 	}
@@ -119,15 +115,11 @@ func (c *cli) budget(args []string) int {
 		return c.fail("budget reset: name the session with --session S (a reset is the operator's act)")
 	}
 	ctx := context.Background()
-	w, ok := c.load(*project)
+	_, g, closeLedger, ok := c.open(ctx, *project, *ledger)
 	if !ok {
 		return exitError
 	}
-	g, store, ok := c.governor(ctx, w, *ledger)
-	if !ok {
-		return exitError
-	}
-	defer store.Close()
+	defer closeLedger()
 	k := c.sessionKey(*session, *agent, "default")
 	if reset {
 		if err := g.Reset(ctx, k); err != nil {
@@ -135,7 +127,7 @@ func (c *cli) budget(args []string) int {
 		}
 		fmt.Fprintf(c.stdout, "reset the usage of session %s (its role is kept)\n", k)
 	}
-	d, err := statusAfter(ctx, g, k)
+	d, err := g.Status(ctx, k, "")
 	if err != nil {
 		return c.fail("budget: %v", err)
 	}

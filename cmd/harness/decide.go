@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/config"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/policy"
@@ -122,7 +121,7 @@ func (c *cli) decide(args []string) int {
 			return c.fail("decide: %v", err)
 		}
 		if o.Reserved {
-			st, err := statusAfter(ctx, g, k)
+			st, err := g.Status(ctx, k, "")
 			if err != nil {
 				return c.fail("decide: %v", err)
 			}
@@ -193,10 +192,4 @@ func (c *cli) printOutcome(o govern.Outcome, status string) {
 		fmt.Fprintf(c.stdout, "  recorded: shell invocation %d\n", o.Counters.Shell)
 	}
 	fmt.Fprintln(c.stdout, status)
-}
-
-// statusAfter is the status line of a session's counters, as the policy
-// sees them.
-func statusAfter(ctx context.Context, g *govern.Governor, k budget.Key) (policy.Decision, error) {
-	return g.Status(ctx, k, "")
 }

@@ -237,6 +237,19 @@ func (c *cli) governor(ctx context.Context, w *world, ledger string) (*govern.Go
 	}), store, true
 }
 
+// open loads the world and opens its governor: the common start of the
+// commands that use the ledger. The caller runs close when done.
+func (c *cli) open(ctx context.Context, project, ledger string) (w *world, g *govern.Governor, close func(), ok bool) {
+	if w, ok = c.load(project); !ok {
+		return nil, nil, nil, false
+	}
+	g, store, ok := c.governor(ctx, w, ledger)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	return w, g, func() { store.Close() }, true
+}
+
 // sessionKey is --session (else $HARNESS_SESSION, else fallback) and
 // --agent (else $HARNESS_AGENT).
 func (c *cli) sessionKey(session, agent, fallback string) budget.Key {

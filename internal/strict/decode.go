@@ -3,6 +3,7 @@ package strict
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/BurntSushi/toml"
@@ -85,4 +86,22 @@ func SortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// Micros reads an amount of US dollars (a TOML integer or float) as integer
+// micro-dollars, rounded to the nearest; want names the amount in errors.
+func Micros(v any, want string, max float64) (int64, error) {
+	var f float64
+	switch x := v.(type) {
+	case int64:
+		f = float64(x)
+	case float64:
+		f = x
+	default:
+		return 0, WantType(want, v)
+	}
+	if math.IsNaN(f) || f < 0 || f > max {
+		return 0, fmt.Errorf("%v is out of range: want 0 to %g", f, max)
+	}
+	return int64(math.Round(f * 1e6)), nil
 }
