@@ -114,7 +114,7 @@ func TestThresholds(t *testing.T) {
 		}
 		// The thresholds must give the contract's levels for every usage.
 		for used := int64(0); used <= tt.limit*3+3; used++ {
-			if got, want := thresholdLevel(got, used), contractLevel(tt.limit, tt.warn, tt.block, used); got != want {
+			if got, want := got.Level(used), contractLevel(tt.limit, tt.warn, tt.block, used); got != want {
 				t.Errorf("limit %d warn %d block %d used %d: %s, contract says %s", tt.limit, tt.warn, tt.block, used, got, want)
 			}
 			admitted := got.Admits == nil || used+1 <= *got.Admits
@@ -131,17 +131,6 @@ func contractLevel(limit, warn, block, used int64) string {
 	case limit > 0 && block <= 100 && used*100 >= limit*block:
 		return "EXHAUSTED"
 	case limit > 0 && used*100 >= limit*warn, limit == 0 && used > 0:
-		return "WARNING"
-	}
-	return "OK"
-}
-
-// thresholdLevel is rule 5 as the policy computes it from thresholds.
-func thresholdLevel(t Threshold, used int64) string {
-	switch {
-	case t.ExhaustedAt != nil && used >= *t.ExhaustedAt:
-		return "EXHAUSTED"
-	case used >= t.WarnAt:
 		return "WARNING"
 	}
 	return "OK"

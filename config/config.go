@@ -50,9 +50,20 @@ type Config struct {
 	ShellTools   []string
 	ExemptTools  []string
 	Prices       budget.Prices
+	// EventsFile and DecisionsFile are the JSONL logs; "" for the default
+	// path in the user's state directory, Off to write none.
+	EventsFile    string
+	DecisionsFile string
+	LogMaxBytes   int64
+	LogMaxFiles   int
+	// Mask lists decision-log input paths (JSON pointers) to erase.
+	Mask []string
 	// Files are the configuration files that were read, in order.
 	Files []string
 }
+
+// Off as a log path turns that log off.
+const Off = "off"
 
 // Default is the configuration without any file.
 func Default() Config {
@@ -63,6 +74,9 @@ func Default() Config {
 		ShellTools:   []string{"ctx_shell", "ctx_execute"},
 		ExemptTools:  []string{"ctx_session"},
 		Prices:       budget.DefaultPrices(),
+		LogMaxBytes:  10 << 20,
+		LogMaxFiles:  5,
+		Mask:         []string{},
 	}
 }
 
@@ -105,10 +119,11 @@ var schema = map[string][]string{
 	"enforcement": {"mode", "default_role"},
 	"tools":       {"shell", "exempt"},
 	"cost":        {"default_model", "models"},
+	"log":         {"events", "decisions", "max_size_mb", "max_files", "mask"},
 }
 
-// projectKeys are the keys a project's file may set.
-var projectKeys = []string{"tools.shell"}
+// projectKeys are the keys a project's file may set: they can only tighten.
+var projectKeys = []string{"tools.shell", "log.mask"}
 
 func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 	doc, perr := strict.Decode(file, src)
@@ -136,7 +151,7 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 				continue
 			}
 			if project && !slices.Contains(projectKeys, path) {
-				fail(path, "%s may only be set in the user's %s: a project's file may only add shell tools (an agent that edits its repository must not loosen its own governance)", path, FileName)
+				fail(path, "%s may only be set in the user's %s: a project's file may only add shell tools and log masks (an agent that edits its repository must not loosen its own governance)", path, FileName)
 				continue
 			}
 			if err := c.set(path, v, project); err != nil {
@@ -199,6 +214,40 @@ func (c *Config) set(path string, v any, project bool) error {
 			}
 		default:
 			c.ShellTools = names
+		}
+	case "log.events", "log.decisions":
+		p, err := nonEmpty(v)
+		if err != nil {
+			return err
+		}
+		if path == "log.events" {
+			c.EventsFile = p
+		} else {
+			c.DecisionsFile = p
+		}
+	case "log.max_size_mb", "log.max_files":
+		n, ok := v.(int64)
+		if !ok || n < 1 || n > 1<<20 {
+			return fmt.Errorf("%s: want a whole number from 1 to %d", strict.TypeName(v), 1<<20)
+		}
+		if path == "log.max_size_mb" {
+			c.LogMaxBytes = n << 20
+		} else {
+			c.LogMaxFiles = int(n)
+		}
+	case "log.mask":
+		list, ok := v.([]any)
+		if !ok {
+			return strict.WantType("an array of JSON pointers such as \"/arguments/password\"", v)
+		}
+		for i, item := range list {
+			p, ok := item.(string)
+			if !ok || !strings.HasPrefix(p, "/") || len(p) < 2 || strings.Contains(p, "//") || strings.HasSuffix(p, "/") {
+				return fmt.Errorf("item %d: %s is not a JSON pointer such as \"/arguments/password\"", i+1, strict.TypeName(item))
+			}
+			if !slices.Contains(c.Mask, p) {
+				c.Mask = append(c.Mask, p)
+			}
 		}
 	case "cost.default_model":
 		s, err := nonEmpty(v)

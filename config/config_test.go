@@ -45,8 +45,15 @@ default_model = "sonnet"
 [cost.models.sonnet]
 input_usd_per_mtok = 3
 output_usd_per_mtok = 15.0
+
+[log]
+events = "/var/log/harness/events.jsonl"
+decisions = "off"
+max_size_mb = 50
+max_files = 2
+mask = ["/arguments/password"]
 `)
-	project := write(t, "[tools]\nshell = [\"mcp__exec__run\", \"bash\"]\n")
+	project := write(t, "[tools]\nshell = [\"mcp__exec__run\", \"bash\"]\n[log]\nmask = [\"/arguments/token\", \"/arguments/password\"]\n")
 	c, err := Load(user, project)
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +73,10 @@ output_usd_per_mtok = 15.0
 	}
 	if len(c.Files) != 2 {
 		t.Errorf("files %v", c.Files)
+	}
+	if c.EventsFile != "/var/log/harness/events.jsonl" || c.DecisionsFile != Off || c.LogMaxBytes != 50<<20 || c.LogMaxFiles != 2 ||
+		!slices.Equal(c.Mask, []string{"/arguments/password", "/arguments/token"}) {
+		t.Errorf("log: %+v", c)
 	}
 }
 
@@ -97,7 +108,9 @@ func TestErrors(t *testing.T) {
 		{"model missing a price", "[cost.models.x]\ninput_usd_per_mtok = 1\n", "", []string{`cost.models: model "x": output_usd_per_mtok is missing`}},
 		{"negative price", "[cost.models.x]\ninput_usd_per_mtok = -1\noutput_usd_per_mtok = 1\n", "", []string{`-1 is out of range`}},
 		{"project may not shadow", "", "[enforcement]\nmode = \"shadow\"\n", []string{
-			`:2:1: enforcement.mode may only be set in the user's harness.toml: a project's file may only add shell tools`}},
+			`:2:1: enforcement.mode may only be set in the user's harness.toml: a project's file may only add shell tools and log masks`}},
+		{"project may not turn logs off", "", "[log]\ndecisions = \"off\"\n", []string{`log.decisions may only be set in the user's harness.toml`}},
+		{"bad mask", "[log]\nmask = [\"arguments.password\"]\n", "", []string{`log.mask: item 1: string "arguments.password" is not a JSON pointer`}},
 		{"project may not exempt or move the ledger", "", "[tools]\nexempt = [\"ctx_shell\"]\n[ledger]\nurl = \"memory:\"\n", []string{
 			`:2:1: tools.exempt may only be set in the user's harness.toml`,
 			`:4:1: ledger.url may only be set in the user's harness.toml`}},

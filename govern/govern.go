@@ -13,9 +13,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/policy"
 )
 
@@ -33,6 +37,10 @@ type Governor struct {
 	prices      budget.Prices
 	mode        config.Mode
 	defaultRole string
+	sinks       []events.Sink
+	decisions   *events.DecisionLog
+	now         func() time.Time
+	onError     func(error)
 }
 
 // Options are a Governor's parts.
@@ -43,11 +51,27 @@ type Options struct {
 	Prices      budget.Prices     // zero: the default price table
 	Mode        config.Mode       // "": enforce
 	DefaultRole string            // role of a new session when the call names none
+	// Sinks receive the harness events (a Bus, an EventLog).
+	Sinks []events.Sink
+	// Decisions, if set, records every decision.
+	Decisions *events.DecisionLog
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// OnError hears of events and log entries that could not be written;
+	// the call itself goes on. Default: ignored.
+	OnError func(error)
 }
 
 // New returns a Governor.
 func New(o Options) *Governor {
-	g := &Governor{engine: o.Engine, store: o.Store, tokens: o.Tokenizer, prices: o.Prices, mode: o.Mode, defaultRole: o.DefaultRole}
+	g := &Governor{engine: o.Engine, store: o.Store, tokens: o.Tokenizer, prices: o.Prices, mode: o.Mode,
+		defaultRole: o.DefaultRole, sinks: o.Sinks, decisions: o.Decisions, now: o.Now, onError: o.OnError}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.onError == nil {
+		g.onError = func(error) {}
+	}
 	if g.tokens == nil {
 		g.tokens = budget.NewTokenizer()
 	}
@@ -94,6 +118,8 @@ type Outcome struct {
 	Reserved bool
 	// Counters are the session's counters after the reservation.
 	Counters budget.Counters
+	// DecisionID names the decision in the decision log and events.
+	DecisionID string
 }
 
 // Session returns the session's counters, giving a new session its
@@ -121,14 +147,17 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 	}
 	shellTool := g.engine.Document().Config.ShellTools[call.Tool]
 	for range maxAttempts {
-		d, err := g.engine.Decide(ctx, policy.Input{
+		in := policy.Input{
 			Role:      cur.Role,
 			Tool:      call.Tool,
 			Arguments: call.Arguments,
 			Budget:    policy.Usage{Tokens: cur.Tokens, Shell: cur.Shell, CostMicros: cur.CostMicros},
 			Session:   call.Session.Session,
 			Agent:     call.Session.Agent,
-		})
+		}
+		start := g.now()
+		d, err := g.engine.Decide(ctx, in)
+		elapsed := g.now().Sub(start)
 		if err != nil {
 			return Outcome{Decision: d}, err
 		}
@@ -136,25 +165,130 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 		if !d.Allowed && g.mode == config.Shadow {
 			o.Allowed, o.Shadowed = true, true
 		}
-		if !call.Reserve || !shellTool || !o.Allowed {
-			return o, nil
-		}
-		if o.Shadowed { // the call runs although the policy refused it: count it
+		switch {
+		case !call.Reserve || !shellTool || !o.Allowed:
+		case o.Shadowed: // the call runs although the policy refused it: count it
 			o.Counters, err = g.store.AddShell(ctx, call.Session)
-			o.Reserved = err == nil
-			return o, err
-		}
-		next, ok, err := g.store.ReserveShell(ctx, call.Session, cur)
-		if err != nil {
-			return o, fmt.Errorf("ledger: %w", err)
-		}
-		if ok {
+			if err != nil {
+				return o, fmt.Errorf("ledger: %w", err)
+			}
+			o.Reserved = true
+		default:
+			next, ok, err := g.store.ReserveShell(ctx, call.Session, cur)
+			if err != nil {
+				return o, fmt.Errorf("ledger: %w", err)
+			}
+			if !ok {
+				cur = next
+				continue // another call changed the counters: decide again
+			}
 			o.Reserved, o.Counters = true, next
-			return o, nil
 		}
-		cur = next
+		g.recordDecision(&o, in, elapsed)
+		if o.Reserved {
+			before := o.Counters
+			before.Shell--
+			g.crossings(call.Session, before, o.Counters)
+		}
+		return o, nil
 	}
 	return Outcome{}, errors.New("ledger: could not reserve a shell slot: the counters kept changing")
+}
+
+// loggedInput is the input as the policy saw it, with the shell policy the
+// engine filled in.
+type loggedInput struct {
+	policy.Input
+	ShellPolicy string `json:"shell_policy"`
+}
+
+// recordDecision writes the decision log entry and, for a deny, the
+// PolicyViolation event.
+func (g *Governor) recordDecision(o *Outcome, in policy.Input, elapsed time.Duration) {
+	now := g.now()
+	o.DecisionID = events.NewID(now)
+	d := o.Decision
+	if g.decisions != nil {
+		err := g.decisions.Log(events.Entry{
+			DecisionID: o.DecisionID,
+			Path:       "harness/decision",
+			Timestamp:  now.UTC(),
+			Metrics:    map[string]int64{"timer_rego_query_eval_ns": elapsed.Nanoseconds()},
+			Shadow:     g.mode == config.Shadow,
+		}, loggedInput{in, d.ShellPolicy}, d)
+		if err != nil {
+			g.onError(fmt.Errorf("decision log: %w", err))
+		}
+	}
+	if d.Allowed {
+		return
+	}
+	var parts []string
+	for _, r := range d.Reasons {
+		parts = append(parts, r.Code+": "+r.Message)
+	}
+	g.emit(events.Event{
+		Type: events.PolicyViolation, Session: in.Session, Agent: in.Agent, Role: d.Role, Shadow: o.Shadowed,
+		Violation: &events.Violation{Tool: d.Tool, Reason: strings.Join(parts, "; "), Reasons: d.Reasons, DecisionID: o.DecisionID},
+	})
+}
+
+func (g *Governor) emit(e events.Event) {
+	e.Stamp(g.now())
+	for _, s := range g.sinks {
+		if err := s.Emit(e); err != nil {
+			g.onError(fmt.Errorf("event %s: %w", e.Type, err))
+		}
+	}
+}
+
+var levelRank = map[string]int{compiler.LevelOK: 0, compiler.LevelWarning: 1, compiler.LevelExhausted: 2}
+
+// crossings emits BudgetWarning and BudgetExhausted for every dimension
+// that one atomic change of the counters (before → after) carried into
+// those levels. Counters only grow and every change is atomic, so exactly
+// one change crosses each threshold: each crossing is reported once, however
+// many calls run at the same moment.
+func (g *Governor) crossings(k budget.Key, before, after budget.Counters) {
+	r, ok := g.engine.Document().Roles[after.Role]
+	if !ok || before.Role != after.Role {
+		return
+	}
+	for _, dim := range []struct {
+		name          string
+		before, after int64
+		limit         int64
+	}{
+		{"tokens", before.Tokens, after.Tokens, r.Limits.Tokens},
+		{"shell", before.Shell, after.Shell, r.Limits.Shell},
+		{"cost", before.CostMicros, after.CostMicros, r.Limits.CostMicros},
+	} {
+		t := r.Thresholds[dim.name]
+		from, to := levelRank[t.Level(dim.before)], levelRank[t.Level(dim.after)]
+		if to <= from {
+			continue
+		}
+		if from < 1 {
+			p := percent(dim.after, dim.limit)
+			g.emit(events.Event{Type: events.BudgetWarning, Session: k.Session, Agent: k.Agent, Role: after.Role,
+				Budget: &events.Budget{Dimension: dim.name, Used: dim.after, Limit: dim.limit, Percent: &p}})
+		}
+		if to == 2 {
+			g.emit(events.Event{Type: events.BudgetExhausted, Session: k.Session, Agent: k.Agent, Role: after.Role,
+				Budget: &events.Budget{Dimension: dim.name, Used: dim.after, Limit: dim.limit}})
+		}
+	}
+}
+
+// percent is rule 4 of the contract, for event fields.
+func percent(used, limit int64) int64 {
+	switch {
+	case limit > 0:
+		return used * 100 / limit
+	case used > 0:
+		return 100
+	}
+	return 0
 }
 
 // Result is a finished tool call, to charge.
@@ -208,6 +342,7 @@ func (g *Governor) Record(ctx context.Context, r Result) (Charge, error) {
 	before := after
 	before.Tokens -= out
 	before.CostMicros -= cost
+	g.crossings(r.Session, before, after)
 	return Charge{InputTokens: in, OutputTokens: out, CostMicros: cost, Before: before, After: after}, nil
 }
 

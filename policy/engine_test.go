@@ -312,3 +312,40 @@ decision := {"decision": "allow", "allowed": false, "role": "", "tool": "", "she
 		}
 	})
 }
+
+// The Go levels of the compiled thresholds agree with the policy's, for
+// every role and a spread of usages.
+func TestThresholdLevelsAgreeWithPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testEngine(t)
+	for name, r := range e.Document().Roles {
+		for _, used := range []int64{0, 1, 2, 79, 80, 99, 100, 101, 119999, 120000, 149999, 150000, 159999, 160000, 199999, 200000, 4_000_000, 5_000_000, 1 << 40} {
+			d, _ := e.Decide(ctx, Input{Role: name, Tool: "ctx_session", Budget: Usage{Tokens: used, Shell: used, CostMicros: used}})
+			for dim, got := range map[string]string{"tokens": d.Budget.Tokens.Level, "shell": d.Budget.Shell.Level, "cost": d.Budget.Cost.Level} {
+				if want := r.Thresholds[dim].Level(used); got != want {
+					t.Errorf("%s %s at %d: policy %s, Go %s", name, dim, used, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestTrace(t *testing.T) {
+	t.Parallel()
+	e := testEngine(t)
+	var full, fails strings.Builder
+	d, err := e.Trace(context.Background(), Input{Role: "reviewer", Tool: "ctx_edit"}, "full", &full)
+	if err != nil || d.Decision != Deny {
+		t.Fatalf("%+v, %v", d, err)
+	}
+	if !strings.Contains(full.String(), "harness.rego:") || !strings.Contains(full.String(), "data.harness.decision") {
+		t.Errorf("full trace lacks locations or the query:\n%.500s", full.String())
+	}
+	if _, err := e.Trace(context.Background(), Input{Role: "reviewer", Tool: "ctx_edit"}, "fails", &fails); err != nil || fails.Len() >= full.Len() {
+		t.Errorf("fails trace (%d bytes) is not a filter of the full one (%d bytes): %v", fails.Len(), full.Len(), err)
+	}
+	if _, err := e.Trace(context.Background(), Input{Role: "coder", Tool: "x"}, "everything", &fails); err == nil {
+		t.Error("an unknown trace mode was accepted")
+	}
+}

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/explain"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/policy"
 )
@@ -25,6 +28,9 @@ func (c *cli) decide(args []string) int {
 	agent := fs.String("agent", "", "the agent (default: $HARNESS_AGENT)")
 	record := fs.Bool("record", false, "charge an allowed call to the session (a shell slot for a shell tool)")
 	ledger := fs.String("ledger", "", "the counters' store `URL`")
+	explainIt := fs.Bool("explain", false, "say which rules, role fields and budget arithmetic produced the decision")
+	var trace traceFlag
+	fs.Var(&trace, "trace", "print OPA's trace of the evaluation: full (alone: --trace), notes, fails or debug")
 	rest, err := parse(fs, args)
 	if err != nil {
 		return exitError
@@ -86,10 +92,10 @@ func (c *cli) decide(args []string) int {
 	}
 
 	var o govern.Outcome
+	var e *policy.Engine
 	status := "" // the status line after the call's charge, when it took one
 	if stateless {
-		e, ok := c.engine(ctx, w)
-		if !ok {
+		if e, ok = c.engine(ctx, w); !ok {
 			return exitError
 		}
 		d, err := e.Decide(ctx, policy.Input{Role: startRole, Tool: *tool, Arguments: arguments, Budget: usage, Agent: k.Agent})
@@ -101,11 +107,12 @@ func (c *cli) decide(args []string) int {
 			o.Allowed, o.Shadowed = true, true
 		}
 	} else {
-		g, store, ok := c.governor(ctx, w, *ledger)
+		g, closeAll, ok := c.governor(ctx, w, *ledger)
 		if !ok {
 			return exitError
 		}
-		defer store.Close()
+		defer closeAll()
+		e = g.Engine()
 		cur, err := g.Session(ctx, k, startRole)
 		if err != nil {
 			return c.fail("%v", err)
@@ -131,6 +138,15 @@ func (c *cli) decide(args []string) int {
 	if status == "" {
 		status = o.Decision.StatusLine()
 	}
+	if trace.mode != "" {
+		d := o.Decision
+		in := policy.Input{Role: d.Role, Tool: *tool, Arguments: arguments, Session: k.Session, Agent: k.Agent,
+			Budget: policy.Usage{Tokens: d.Budget.Tokens.Used, Shell: d.Budget.Shell.Used, CostMicros: d.Budget.Cost.Used}}
+		fmt.Fprintf(c.stdout, "trace (%s):\n", trace.mode)
+		if _, err := e.Trace(ctx, in, trace.mode, c.stdout); err != nil {
+			return c.fail("decide: %v", err)
+		}
+	}
 	if *asJSON {
 		out := struct {
 			policy.Decision
@@ -144,6 +160,10 @@ func (c *cli) decide(args []string) int {
 		}
 	} else {
 		c.printOutcome(o, status)
+	}
+	if *explainIt {
+		r, _ := w.set.Get(o.Decision.Role)
+		explain.Write(c.stdout, o.Decision, r, e.Document())
 	}
 	if !o.Allowed {
 		return exitDenied
@@ -192,4 +212,24 @@ func (c *cli) printOutcome(o govern.Outcome, status string) {
 		fmt.Fprintf(c.stdout, "  recorded: shell invocation %d\n", o.Counters.Shell)
 	}
 	fmt.Fprintln(c.stdout, status)
+}
+
+// traceFlag is --trace: alone it means full; --trace=MODE picks a filter.
+type traceFlag struct{ mode string }
+
+func (t *traceFlag) String() string   { return t.mode }
+func (t *traceFlag) IsBoolFlag() bool { return true }
+
+func (t *traceFlag) Set(s string) error {
+	if s == "true" {
+		s = "full"
+	}
+	if s == "false" {
+		s = ""
+	}
+	if s != "" && !slices.Contains(policy.TraceModes, s) {
+		return fmt.Errorf("want one of %s", strings.Join(policy.TraceModes, ", "))
+	}
+	t.mode = s
+	return nil
 }

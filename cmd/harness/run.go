@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/internal/strict"
 	"github.com/agentharness/harness/policy"
@@ -29,25 +34,32 @@ const (
 // env is what the command reads of its surroundings, so that tests can give
 // their own.
 type env struct {
+	ctx     context.Context // ends on an interrupt (events --follow)
 	getenv  func(string) string
 	workDir string
 	home    string
 }
 
-func osEnv() env {
+func osEnv(ctx context.Context) env {
 	wd, _ := os.Getwd()
 	home, _ := os.UserHomeDir()
-	return env{getenv: os.Getenv, workDir: wd, home: home}
+	return env{ctx: ctx, getenv: os.Getenv, workDir: wd, home: home}
 }
+
+// version is the harness's version, in decision-log labels.
+const version = "0.1.0"
 
 const usage = `harness: governance for AI coding agents (roles, budgets, decisions)
 
 Usage:
   harness decide --tool T [--role R] [--args JSON] [--tokens N] [--shell N] [--cost USD] [--json]
   harness decide --session S --tool T [--record] [--role R] [--args JSON] [--json]
+                 [--explain] [--trace[=full|notes|fails|debug]]
   harness record --session S --tool T (--output-file F | --output-text TEXT) [--args JSON] [--model M]
   harness budget [--session S]
   harness budget reset --session S
+  harness events [--follow] [--type T] [--session S] [--json]
+  harness log [--decision ID] [--session S] [--limit N] [--json]
   harness roles list
   harness roles show NAME [--json]
   harness check
@@ -70,13 +82,18 @@ files have errors. In shadow mode ([enforcement] mode = "shadow") a deny is repo
 
 // run is the whole command.
 func run(args []string, stdout, stderr io.Writer) int {
-	return runEnv(args, stdout, stderr, osEnv())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runEnv(args, stdout, stderr, osEnv(ctx))
 }
 
 func runEnv(args []string, stdout, stderr io.Writer, e env) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitError
+	}
+	if e.ctx == nil {
+		e.ctx = context.Background()
 	}
 	c := &cli{stdout: stdout, stderr: stderr, env: e}
 	switch args[0] {
@@ -92,6 +109,10 @@ func runEnv(args []string, stdout, stderr io.Writer, e env) int {
 		return c.record(args[1:])
 	case "budget":
 		return c.budget(args[1:])
+	case "events":
+		return c.events(args[1:])
+	case "log":
+		return c.log(args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -214,9 +235,9 @@ func (c *cli) engine(ctx context.Context, w *world) (*policy.Engine, bool) {
 }
 
 // governor opens the ledger (--ledger, else the configuration's, else the
-// embedded file in the user's state directory) and wires a Governor. The
-// caller closes the store.
-func (c *cli) governor(ctx context.Context, w *world, ledger string) (*govern.Governor, budget.Store, bool) {
+// embedded file in the user's state directory) and the event and decision
+// logs, and wires a Governor. close releases them.
+func (c *cli) governor(ctx context.Context, w *world, ledger string) (g *govern.Governor, close func(), ok bool) {
 	e, ok := c.engine(ctx, w)
 	if !ok {
 		return nil, nil, false
@@ -232,9 +253,56 @@ func (c *cli) governor(ctx context.Context, w *world, ledger string) (*govern.Go
 		c.fail("%v", err)
 		return nil, nil, false
 	}
-	return govern.New(govern.Options{
+	closers := []func() error{store.Close}
+	close = func() {
+		for _, f := range closers {
+			f()
+		}
+	}
+	opts := govern.Options{
 		Engine: e, Store: store, Prices: w.cfg.Prices, Mode: w.cfg.Mode, DefaultRole: w.cfg.DefaultRole,
-	}), store, true
+		OnError: func(err error) { fmt.Fprintf(c.stderr, "harness: warning: %v\n", err) },
+	}
+	rot := events.Rotation{MaxBytes: w.cfg.LogMaxBytes, MaxFiles: w.cfg.LogMaxFiles}
+	if p := c.logPath(w, w.cfg.EventsFile, "events.jsonl"); p != "" {
+		l, err := events.OpenEventLog(p, rot)
+		if err != nil {
+			close()
+			c.fail("events log: %v", err)
+			return nil, nil, false
+		}
+		closers = append(closers, l.Close)
+		opts.Sinks = append(opts.Sinks, l)
+	}
+	if p := c.logPath(w, w.cfg.DecisionsFile, "decisions.jsonl"); p != "" {
+		l, err := events.OpenDecisionLog(p, events.DecisionLogOptions{
+			Rotation: rot, Mask: w.cfg.Mask,
+			Labels: map[string]string{"app": "agent-harness", "version": version, "id": instanceID},
+		})
+		if err != nil {
+			close()
+			c.fail("decision log: %v", err)
+			return nil, nil, false
+		}
+		closers = append(closers, l.Close)
+		opts.Decisions = l
+	}
+	return govern.New(opts), close, true
+}
+
+// instanceID names this process in decision-log labels, as OPA's do.
+var instanceID = events.NewID(time.Now())
+
+// logPath is a log's file: the configured one, else name in the user's state
+// directory; "" when the configuration turns it off.
+func (c *cli) logPath(w *world, configured, name string) string {
+	switch configured {
+	case config.Off:
+		return ""
+	case "":
+		return filepath.Join(filepath.Dir(budget.DefaultPath(c.env.getenv, c.env.home)), name)
+	}
+	return configured
 }
 
 // open loads the world and opens its governor: the common start of the
@@ -243,11 +311,11 @@ func (c *cli) open(ctx context.Context, project, ledger string) (w *world, g *go
 	if w, ok = c.load(project); !ok {
 		return nil, nil, nil, false
 	}
-	g, store, ok := c.governor(ctx, w, ledger)
+	g, close, ok = c.governor(ctx, w, ledger)
 	if !ok {
 		return nil, nil, nil, false
 	}
-	return w, g, func() { store.Close() }, true
+	return w, g, close, true
 }
 
 // sessionKey is --session (else $HARNESS_SESSION, else fallback) and

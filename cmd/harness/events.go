@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentharness/harness/events"
+	"github.com/agentharness/harness/policy"
+)
+
+// events prints the harness events, or follows them.
+func (c *cli) events(args []string) int {
+	fs, project := c.flags("events")
+	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
+	typ := fs.String("type", "", "only events of this `TYPE`: BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged")
+	session := fs.String("session", "", "only this session's events")
+	agent := fs.String("agent", "", "only this agent's events")
+	asJSON := fs.Bool("json", false, "print the events as they are stored, one JSON object a line")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return exitError
+	}
+	if len(rest) > 0 {
+		return c.fail("events: unexpected argument %q", rest[0])
+	}
+	if *typ != "" && !slices.Contains(events.Types, events.Type(*typ)) {
+		return c.fail("events: unknown --type %q; want one of %v", *typ, events.Types)
+	}
+	w, ok := c.load(*project)
+	if !ok {
+		return exitError
+	}
+	path := c.logPath(w, w.cfg.EventsFile, "events.jsonl")
+	if path == "" {
+		return c.fail("events: the events log is off ([log] events = \"off\")")
+	}
+	show := func(line []byte) error {
+		var e events.Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			fmt.Fprintf(c.stderr, "harness: skipping a line that is not an event: %v\n", err)
+			return nil
+		}
+		if (*typ != "" && string(e.Type) != *typ) || (*session != "" && e.Session != *session) || (*agent != "" && e.Agent != *agent) {
+			return nil
+		}
+		if *asJSON {
+			_, err := fmt.Fprintf(c.stdout, "%s\n", line)
+			return err
+		}
+		_, err := fmt.Fprintln(c.stdout, formatEvent(e))
+		return err
+	}
+	if *follow {
+		if err := events.Follow(c.env.ctx, path, w.cfg.LogMaxFiles, 200*time.Millisecond, show); err != nil {
+			return c.fail("events: %v", err)
+		}
+		return exitOK
+	}
+	if err := events.ReadLines(path, w.cfg.LogMaxFiles, show); err != nil {
+		return c.fail("events: %v", err)
+	}
+	return exitOK
+}
+
+// formatEvent is one readable line for an event.
+func formatEvent(e events.Event) string {
+	who := e.Session
+	if e.Agent != "" {
+		who = e.Agent + "/" + e.Session
+	}
+	var what string
+	switch {
+	case e.Budget != nil && e.Percent != nil:
+		what = fmt.Sprintf("role %s: %s %s/%s (%d%%)", e.Role, e.Dimension, amount(e.Dimension, e.Used), amount(e.Dimension, e.Limit), *e.Percent)
+	case e.Budget != nil:
+		what = fmt.Sprintf("role %s: %s %s/%s", e.Role, e.Dimension, amount(e.Dimension, e.Used), amount(e.Dimension, e.Limit))
+	case e.Violation != nil:
+		what = fmt.Sprintf("role %s, tool %s: %s", e.Role, e.Tool, e.Reason)
+	case e.Switch != nil:
+		what = fmt.Sprintf("%s → %s", e.From, e.To)
+		if e.By != "" {
+			what += " (by " + e.By + ")"
+		}
+	}
+	if e.Shadow {
+		what += " [shadow: not enforced]"
+	}
+	return fmt.Sprintf("%s  %-16s %s  %s", e.Time.Format(time.RFC3339), e.Type, who, what)
+}
+
+func amount(dim string, n int64) string {
+	if dim == "cost" {
+		return policy.FormatUSD(n)
+	}
+	return fmt.Sprint(n)
+}
+
+// log finds decisions in the decision log.
+func (c *cli) log(args []string) int {
+	fs, project := c.flags("log")
+	id := fs.String("decision", "", "print the decision with this `ID` in full")
+	session := fs.String("session", "", "only this session's decisions")
+	limit := fs.Int("limit", 20, "print at most the last `N` decisions (0: all)")
+	asJSON := fs.Bool("json", false, "print entries as they are stored, one JSON object a line")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return exitError
+	}
+	if len(rest) > 0 {
+		return c.fail("log: unexpected argument %q", rest[0])
+	}
+	w, ok := c.load(*project)
+	if !ok {
+		return exitError
+	}
+	path := c.logPath(w, w.cfg.DecisionsFile, "decisions.jsonl")
+	if path == "" {
+		return c.fail("log: the decision log is off ([log] decisions = \"off\")")
+	}
+	type entry struct {
+		events.Entry
+		in  policy.Input
+		out policy.Decision
+		raw []byte
+	}
+	var found []entry
+	err = events.ReadLines(path, w.cfg.LogMaxFiles, func(line []byte) error {
+		var e entry
+		if json.Unmarshal(line, &e.Entry) != nil || json.Unmarshal(e.Input, &e.in) != nil || json.Unmarshal(e.Result, &e.out) != nil {
+			return nil
+		}
+		if (*id != "" && e.DecisionID != *id) || (*session != "" && e.in.Session != *session) {
+			return nil
+		}
+		e.raw = bytes.Clone(line)
+		found = append(found, e)
+		return nil
+	})
+	if err != nil {
+		return c.fail("log: %v", err)
+	}
+	if *id != "" {
+		if len(found) == 0 {
+			return c.fail("log: no decision %s in %s (or its rotated files)", *id, path)
+		}
+		var pretty bytes.Buffer
+		json.Indent(&pretty, found[0].raw, "", "  ")
+		fmt.Fprintln(c.stdout, pretty.String())
+		return exitOK
+	}
+	if *limit > 0 && len(found) > *limit {
+		found = found[len(found)-*limit:]
+	}
+	for _, e := range found {
+		if *asJSON {
+			fmt.Fprintf(c.stdout, "%s\n", e.raw)
+			continue
+		}
+		var codes []string
+		for _, r := range append(e.out.Reasons, e.out.Warnings...) {
+			codes = append(codes, r.Code)
+		}
+		who := e.in.Session
+		if e.in.Agent != "" {
+			who = e.in.Agent + "/" + e.in.Session
+		}
+		shadow := ""
+		if e.Shadow {
+			shadow = " [shadow]"
+		}
+		fmt.Fprintf(c.stdout, "%s  %s  %s  %s %s → %s%s %s\n", e.Timestamp.Format(time.RFC3339), e.DecisionID, who,
+			e.out.Role, e.out.Tool, e.out.Decision, shadow, strings.Join(codes, ","))
+	}
+	return exitOK
+}

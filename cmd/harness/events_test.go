@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type loggedEvent struct {
+	Type       string `json:"type"`
+	Time       string `json:"time"`
+	ID         string `json:"id"`
+	Session    string `json:"session"`
+	Agent      string `json:"agent"`
+	Role       string `json:"role"`
+	Dimension  string `json:"dimension"`
+	Used       int64  `json:"used"`
+	Tool       string `json:"tool"`
+	Reason     string `json:"reason"`
+	DecisionID string `json:"decision_id"`
+}
+
+func eventsOf(t *testing.T, home string, args ...string) []loggedEvent {
+	t.Helper()
+	out, errOut, code := harnessIn(t, home, nil, append([]string{"events", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("events: exit %d: %s", code, errOut)
+	}
+	var list []loggedEvent
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var e loggedEvent
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("not an event: %q", line)
+		}
+		list = append(list, e)
+	}
+	return list
+}
+
+// A session scripted through the CLI crosses 80% then 100% of its tokens:
+// exactly one BudgetWarning, then one BudgetExhausted, for that dimension.
+func TestBudgetEventsOncePerCrossing(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	s := []string{"--session", "s-1", "--agent", "claude-code"}
+	output := strings.Repeat("hello world ", 10000) // 20001 tokens
+	for i := range 12 {
+		if _, errOut, code := harnessIn(t, home, nil, append([]string{"record", "--tool", "ctx_read", "--output-text", output}, s...)...); code != 0 {
+			t.Fatalf("record %d: %s", i, errOut)
+		}
+		harnessIn(t, home, nil, append([]string{"decide", "--tool", "ctx_read", "--record"}, s...)...)
+	}
+	var budget []string
+	for _, e := range eventsOf(t, home, "--session", "s-1") {
+		if strings.HasPrefix(e.Type, "Budget") {
+			budget = append(budget, e.Type+"/"+e.Dimension)
+			if e.Agent != "claude-code" || e.Role != "coder" || !strings.HasSuffix(e.Time, "Z") || len(e.ID) != 36 {
+				t.Errorf("event fields: %+v", e)
+			}
+		}
+	}
+	// tokens cross 80% at the 8th record and 100% at the 10th; cost (at
+	// $10/M output tokens) crosses 80% ($4) at the 20th: not reached.
+	if got := strings.Join(budget, " "); got != "BudgetWarning/tokens BudgetExhausted/tokens" {
+		t.Errorf("budget events: %s", got)
+	}
+	out, _, _ := harnessIn(t, home, nil, "events", "--type", "BudgetWarning")
+	if !regexp.MustCompile(`^\S+Z  BudgetWarning    claude-code/s-1  role coder: tokens 160008/200000 \(80%\)\n$`).MatchString(out) {
+		t.Errorf("readable events:\n%s", out)
+	}
+}
+
+// Crossings are reported once even when many calls cross at the same moment.
+func TestCrossingOnceUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	// Use 79 of the coder's 100 shell slots, then race past 80% and 100%.
+	for range 79 {
+		if _, errOut, code := harnessIn(t, home, nil, "decide", "--tool", "ctx_shell", "--record", "--session", "c"); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 24 {
+		wg.Go(func() { harnessIn(t, home, nil, "decide", "--tool", "ctx_shell", "--record", "--session", "c") })
+	}
+	wg.Wait()
+	var got []string
+	for _, e := range eventsOf(t, home, "--session", "c") {
+		if strings.HasPrefix(e.Type, "Budget") {
+			got = append(got, e.Type+"/"+e.Dimension)
+		}
+	}
+	if strings.Join(got, " ") != "BudgetWarning/shell BudgetExhausted/shell" {
+		t.Errorf("budget events under concurrency: %v", got)
+	}
+}
+
+func TestPolicyViolationAndDecisionLog(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), "[log]\nmask = [\"/arguments/password\"]\n")
+	_, _, code := harnessIn(t, home, map[string]string{"LEAN_CTX_ROLE": "reviewer"},
+		"decide", "--tool", "ctx_edit", "--session", "v", "--args", `{"path": "a.go", "password": "hunter2"}`)
+	if code != exitDenied {
+		t.Fatalf("exit %d", code)
+	}
+	list := eventsOf(t, home, "--type", "PolicyViolation")
+	if len(list) != 1 || list[0].Tool != "ctx_edit" || list[0].Role != "reviewer" ||
+		list[0].Reason != "tool_denied: tool 'ctx_edit' is denied for role 'reviewer'" || list[0].DecisionID == "" {
+		t.Fatalf("violations: %+v", list)
+	}
+	out, errOut, code := harnessIn(t, home, nil, "log", "--decision", list[0].DecisionID)
+	if code != 0 {
+		t.Fatalf("log: %s", errOut)
+	}
+	for _, want := range []string{`"path": "harness/decision"`, `"decision": "deny"`, `"erased": [`, `"/arguments/password"`, `"timer_rego_query_eval_ns"`, `"version": "0.1.0"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("decision entry lacks %s:\n%s", want, out)
+		}
+	}
+	raw, _ := os.ReadFile(filepath.Join(home, ".local", "state", "lean-ctx", "harness", "decisions.jsonl"))
+	if len(raw) == 0 || bytes.Contains(raw, []byte("hunter2")) {
+		t.Errorf("the masked password reached the decision log (or nothing was logged):\n%s", raw)
+	}
+	out, _, _ = harnessIn(t, home, nil, "log", "--session", "v")
+	if !strings.Contains(out, "  v  reviewer ctx_edit → deny tool_denied\n") {
+		t.Errorf("log listing:\n%s", out)
+	}
+}
+
+func TestExplainAndTrace(t *testing.T) {
+	t.Parallel()
+	out, _, code := harness(t, nil, "decide", "--project", auditor, "--role", "tight-reviewer", "--tool", "ctx_shell", "--tokens", "17000", "--explain")
+	if code != exitDenied {
+		t.Fatalf("exit %d", code)
+	}
+	golden(t, "explain-tight-reviewer-shell.txt", out)
+	out, _, _ = harness(t, nil, "decide", "--tool", "ctx_read", "--trace=fails")
+	if !strings.Contains(out, "trace (fails):") {
+		t.Errorf("trace:\n%.300s", out)
+	}
+	out, _, _ = harness(t, nil, "decide", "--tool", "ctx_read", "--trace")
+	if !strings.Contains(out, "trace (full):") || !strings.Contains(out, "harness.rego:") {
+		t.Errorf("full trace:\n%.300s", out)
+	}
+	if _, errOut, code := harness(t, nil, "decide", "--tool", "ctx_read", "--trace=everything"); code != exitError || !strings.Contains(errOut, "want one of full, notes, fails, debug") {
+		t.Errorf("bad trace mode: %d %s", code, errOut)
+	}
+}
+
+func TestEventsFollow(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- runEnv([]string{"events", "--follow", "--type", "PolicyViolation"}, &out, &out,
+			env{ctx: ctx, getenv: func(string) string { return "" }, workDir: home, home: home})
+	}()
+	for i := range 3 {
+		harnessIn(t, home, nil, "decide", "--tool", "ctx_edit", "--role", "reviewer", "--session", "f"+string(rune('0'+i)))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(out.String(), "PolicyViolation") < 3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != 0 || strings.Count(out.String(), "PolicyViolation") != 3 {
+		t.Errorf("follow: exit %d\n%s", code, out.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -1,0 +1,89 @@
+package events
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"time"
+
+	"github.com/agentharness/harness/policy"
+)
+
+// Type is the kind of an event.
+type Type string
+
+// The harness events of the contract.
+const (
+	BudgetWarning   Type = "BudgetWarning"
+	BudgetExhausted Type = "BudgetExhausted"
+	PolicyViolation Type = "PolicyViolation"
+	RoleChanged     Type = "RoleChanged"
+)
+
+// Types are all event types, for validation and help.
+var Types = []Type{BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged}
+
+// Event is one harness event. The fields of its type are flat in the JSON
+// object, as in the contract: BudgetWarning{role, dimension, used, limit,
+// percent}, BudgetExhausted{role, dimension, used, limit},
+// PolicyViolation{role, tool, reason}, RoleChanged{from, to}.
+type Event struct {
+	ID      string    `json:"id"`
+	Type    Type      `json:"type"`
+	Time    time.Time `json:"time"` // UTC, RFC 3339 with nanoseconds
+	Session string    `json:"session"`
+	Agent   string    `json:"agent"`
+	Role    string    `json:"role,omitempty"`
+	// Shadow is true when the enforcement mode is shadow: a violation was
+	// recorded, not enforced.
+	Shadow bool `json:"shadow,omitempty"`
+	*Budget
+	*Violation
+	*Switch
+}
+
+// Budget are the fields of BudgetWarning and BudgetExhausted.
+type Budget struct {
+	Dimension string `json:"dimension"`
+	Used      int64  `json:"used"`
+	Limit     int64  `json:"limit"`
+	Percent   *int64 `json:"percent,omitempty"` // BudgetWarning only
+}
+
+// Violation are the fields of PolicyViolation.
+type Violation struct {
+	Tool string `json:"tool"`
+	// Reason is the reasons' codes and messages in one line.
+	Reason  string          `json:"reason"`
+	Reasons []policy.Reason `json:"reasons"`
+	// DecisionID links to the decision-log entry.
+	DecisionID string `json:"decision_id,omitempty"`
+}
+
+// Switch are the fields of RoleChanged.
+type Switch struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// By is who switched: "agent" or "operator".
+	By string `json:"by,omitempty"`
+}
+
+// NewID returns a UUID version 7: time-ordered, random below the
+// millisecond.
+func NewID(now time.Time) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16)
+	if _, err := rand.Read(b[6:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	b[6] = b[6]&0x0f | 0x70 // version 7
+	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Stamp fills an event's id and time (UTC).
+func (e *Event) Stamp(now time.Time) {
+	e.ID = NewID(now)
+	e.Time = now.UTC()
+}

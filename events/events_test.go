@@ -1,0 +1,291 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentharness/harness/policy"
+)
+
+const childEnv = "HARNESS_EVENTS_CHILD"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(childEnv); spec != "" {
+		writerChild(spec)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func TestEventJSON(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.FixedZone("CET", 3600))
+	p := int64(85)
+	tests := []struct {
+		e    Event
+		want string
+	}{
+		{Event{Type: BudgetWarning, Session: "s", Agent: "a", Role: "coder", Budget: &Budget{Dimension: "tokens", Used: 170000, Limit: 200000, Percent: &p}},
+			`{"type":"BudgetWarning","time":"2026-11-30T11:00:00Z","session":"s","agent":"a","role":"coder","dimension":"tokens","used":170000,"limit":200000,"percent":85}`},
+		{Event{Type: BudgetExhausted, Session: "s", Agent: "a", Role: "coder", Budget: &Budget{Dimension: "shell", Used: 0, Limit: 0}},
+			`{"type":"BudgetExhausted","time":"2026-11-30T11:00:00Z","session":"s","agent":"a","role":"coder","dimension":"shell","used":0,"limit":0}`},
+		{Event{Type: PolicyViolation, Session: "s", Agent: "a", Role: "reviewer", Violation: &Violation{Tool: "ctx_edit", Reason: "tool_denied: no",
+			Reasons: []policy.Reason{{Code: "tool_denied", Message: "no"}}}},
+			`{"type":"PolicyViolation","time":"2026-11-30T11:00:00Z","session":"s","agent":"a","role":"reviewer","tool":"ctx_edit","reason":"tool_denied: no","reasons":[{"code":"tool_denied","message":"no"}]}`},
+		{Event{Type: RoleChanged, Session: "s", Agent: "a", Switch: &Switch{From: "coder", To: "reviewer", By: "agent"}},
+			`{"type":"RoleChanged","time":"2026-11-30T11:00:00Z","session":"s","agent":"a","from":"coder","to":"reviewer","by":"agent"}`},
+	}
+	for _, tt := range tests {
+		tt.e.Stamp(now)
+		if !strings.HasPrefix(tt.e.ID, "0") || len(tt.e.ID) != 36 || tt.e.ID[14] != '7' {
+			t.Errorf("id %q is not a UUIDv7", tt.e.ID)
+		}
+		b, _ := json.Marshal(tt.e)
+		got := strings.Replace(string(b), `"id":"`+tt.e.ID+`",`, "", 1)
+		if got != tt.want {
+			t.Errorf("\n got %s\nwant %s", got, tt.want)
+		}
+		var back Event
+		if err := json.Unmarshal(b, &back); err != nil || back.Type != tt.e.Type || !back.Time.Equal(tt.e.Time) {
+			t.Errorf("round trip: %+v, %v", back, err)
+		}
+	}
+	if a, b := NewID(now), NewID(now.Add(time.Millisecond)); a >= b {
+		t.Errorf("ids are not time-ordered: %s, %s", a, b)
+	}
+}
+
+func TestBus(t *testing.T) {
+	t.Parallel()
+	bus := NewBus()
+	fast := bus.Subscribe(10)
+	slow := bus.Subscribe(1)
+	for i := range 3 {
+		bus.Emit(Event{Type: RoleChanged, Session: strconv.Itoa(i)})
+	}
+	for i := range 3 {
+		if e := <-fast.C; e.Session != strconv.Itoa(i) {
+			t.Errorf("event %d: %+v", i, e)
+		}
+	}
+	if slow.Dropped() != 2 || (<-slow.C).Session != "0" {
+		t.Errorf("slow subscriber: dropped %d", slow.Dropped())
+	}
+	fast.Close()
+	fast.Close() // twice is fine
+	if _, open := <-fast.C; open {
+		t.Error("closed subscription still open")
+	}
+	bus.Emit(Event{}) // no panic on a closed subscriber
+}
+
+// writerChild appends lines to a file until told count, as one of several
+// processes: spec is "path|writer|count|maxbytes|maxfiles".
+func writerChild(spec string) {
+	f := strings.Split(spec, "|")
+	count, _ := strconv.Atoi(f[2])
+	maxBytes, _ := strconv.ParseInt(f[3], 10, 64)
+	maxFiles, _ := strconv.Atoi(f[4])
+	w, err := OpenFile(f[0], Rotation{MaxBytes: maxBytes, MaxFiles: maxFiles})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for i := range count {
+		// Lines of varied length, some well above PIPE_BUF (4096 bytes).
+		pad := strings.Repeat(string(rune('a'+i%26)), (i*997)%9000)
+		line, _ := json.Marshal(map[string]any{"writer": f[1], "n": i, "pad": pad})
+		if err := w.WriteLine(line); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	w.Close()
+	os.Exit(0)
+}
+
+// Several processes appending (and rotating) at once never interleave or
+// tear lines, and lose none while the rotation keeps them all.
+func TestConcurrentProcessesAppend(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	const writers, each = 4, 300
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|w%d|%d|%d|%d", childEnv, path, w, each, 256<<10, 100))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("writer %d: %v\n%s", w, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	files := Files(path, 100)
+	if len(files) < 3 {
+		t.Errorf("expected rotation under load, got files %v", files)
+	}
+	err := ReadLines(path, 100, func(line []byte) error {
+		var v struct {
+			Writer string `json:"writer"`
+			N      int    `json:"n"`
+			Pad    string `json:"pad"`
+		}
+		if err := json.Unmarshal(line, &v); err != nil {
+			return fmt.Errorf("torn or interleaved line (%d bytes): %v: %.80q", len(line), err, line)
+		}
+		if want := (v.N * 997) % 9000; len(v.Pad) != want {
+			return fmt.Errorf("line %s/%d has %d bytes of padding, want %d", v.Writer, v.N, len(v.Pad), want)
+		}
+		key := v.Writer + "/" + strconv.Itoa(v.N)
+		if seen[key] {
+			return fmt.Errorf("line %s twice", key)
+		}
+		seen[key] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != writers*each {
+		t.Errorf("read %d lines, want %d", len(seen), writers*each)
+	}
+}
+
+func TestRotationKeepsMaxFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "decisions.jsonl")
+	w, err := OpenFile(path, Rotation{MaxBytes: 1000, MaxFiles: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := bytes.Repeat([]byte("x"), 99)
+	for range 100 { // 10 KB through files of 1 KB
+		if err := w.WriteLine(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+		if fi, _ := e.Info(); strings.HasPrefix(e.Name(), "decisions.jsonl") && !strings.HasSuffix(e.Name(), ".lock") && fi.Size() > 1000 {
+			t.Errorf("%s is %d bytes, over the 1000 allowed", e.Name(), fi.Size())
+		}
+	}
+	want := "decisions.jsonl decisions.jsonl.1 decisions.jsonl.2 decisions.jsonl.3 decisions.jsonl.lock"
+	if strings.Join(names, " ") != want {
+		t.Errorf("files %v, want %s", names, want)
+	}
+	n := 0
+	ReadLines(path, 3, func([]byte) error { n++; return nil })
+	if n != 40 { // 4 files of 10 lines
+		t.Errorf("%d lines kept, want 40", n)
+	}
+}
+
+func TestDecisionLogMasks(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "decisions.jsonl")
+	l, err := OpenDecisionLog(path, DecisionLogOptions{
+		Mask:   []string{"/arguments/password", "/arguments/env/*", "/arguments/missing"},
+		Labels: map[string]string{"app": "agent-harness"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := map[string]any{
+		"role": "ops", "tool": "deploy",
+		"arguments": map[string]any{"password": "hunter2", "host": "db1", "env": map[string]any{"TOKEN": "s3cr3t", "KEY": "k3y"}},
+	}
+	err = l.Log(Entry{DecisionID: "d-1", Path: "harness/decision", Timestamp: time.Unix(0, 0).UTC(), Metrics: map[string]int64{"timer_rego_query_eval_ns": 5}, Shadow: true},
+		input, map[string]any{"decision": "allow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	raw, _ := os.ReadFile(path)
+	for _, secret := range []string{"hunter2", "s3cr3t", "k3y"} {
+		if bytes.Contains(raw, []byte(secret)) {
+			t.Errorf("masked value %q reached the file: %s", secret, raw)
+		}
+	}
+	var e map[string]any
+	if err := json.Unmarshal(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"decision_id", "path", "input", "result", "timestamp", "metrics", "labels", "erased", "shadow"} {
+		if _, ok := e[key]; !ok {
+			t.Errorf("entry lacks %q: %s", key, raw)
+		}
+	}
+	if fmt.Sprint(e["erased"]) != "[/arguments/env/KEY /arguments/env/TOKEN /arguments/password]" {
+		t.Errorf("erased %v", e["erased"])
+	}
+	if e["input"].(map[string]any)["arguments"].(map[string]any)["host"] != "db1" {
+		t.Errorf("unmasked input lost: %s", raw)
+	}
+	if _, err := OpenDecisionLog(path, DecisionLogOptions{Mask: []string{"arguments.password"}}); err == nil {
+		t.Error("a mask that is not a JSON pointer was accepted")
+	}
+}
+
+func TestFollowAcrossRotation(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	w, err := OpenFile(path, Rotation{MaxBytes: 200, MaxFiles: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 5 {
+		w.WriteLine([]byte(fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("x", 40))))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan int, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- Follow(ctx, path, 10, 5*time.Millisecond, func(line []byte) error {
+			var v struct{ N int }
+			if err := json.Unmarshal(line, &v); err != nil {
+				return err
+			}
+			got <- v.N
+			return nil
+		})
+	}()
+	for i := 5; i < 40; i++ { // rotates every few lines while followed
+		w.WriteLine([]byte(fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("x", 40))))
+		if i%7 == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for want := range 40 {
+		select {
+		case n := <-got:
+			if n != want {
+				t.Fatalf("line %d, want %d", n, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("line %d never came", want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,117 @@
+// Package explain says in words why a decision came out as it did: which
+// role and files were involved, which patterns matched the tool, and the
+// budget arithmetic. It reads a decision and the data it was made on; it
+// decides nothing (the policy does).
+package explain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/roles"
+)
+
+// Write writes the explanation of d, made on the compiled document doc for
+// the resolved role r (nil when the role is unknown).
+func Write(w io.Writer, d policy.Decision, r *roles.Role, doc *compiler.Document) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	p("explain:")
+	rd, ok := doc.Roles[d.Role]
+	if r == nil || !ok {
+		p("  role %q is not defined: every call is denied (unknown_role)", d.Role)
+		return
+	}
+	p("  role %s (%s, %s); chain %s", r.Name, r.Source, r.File, strings.Join(r.Chain, " → "))
+	origin := func(key string) string {
+		if o := r.Origin[key]; o != "" {
+			return o
+		}
+		return "default"
+	}
+
+	exempt := doc.Config.ExemptTools[d.Tool]
+	shell := doc.Config.ShellTools[d.Tool]
+	kind := "a tool"
+	switch {
+	case exempt:
+		kind = "an exempt tool: tool lists and budgets do not apply to it (rule 1)"
+	case shell:
+		kind = "a shell tool: shell_policy and the shell budget apply (rules 3, 7)"
+	}
+	p("  tool %s: %s", d.Tool, kind)
+	if !exempt {
+		denied := false
+		if pat, ok := rd.Denied.Matching(d.Tool); ok {
+			denied = true
+			p("    denied: pattern %q of tools.denied (%s) matches → tool_denied (rule 2: denied beats allowed)", pat, origin("tools.denied"))
+		} else {
+			p("    denied: no pattern of tools.denied matches (%s)", patterns(rd.Denied))
+		}
+		switch pat, ok := rd.Allowed.Matching(d.Tool); {
+		case ok:
+			p("    allowed: pattern %q of tools.allowed (%s) matches", pat, origin("tools.allowed"))
+		case denied:
+			p("    allowed: no pattern of tools.allowed matches either (%s)", patterns(rd.Allowed))
+		default:
+			p("    allowed: no pattern of tools.allowed matches (%s) → tool_not_allowed", patterns(rd.Allowed))
+		}
+	}
+	p("  shell_policy %s (%s)", rd.ShellPolicy, origin("role.shell_policy"))
+
+	block := "blocking at " + fmt.Sprint(rd.Limits.BlockPercent) + "%"
+	if rd.Limits.BlockPercent > 100 {
+		block = "blocking off (block_at_percent 255)"
+	}
+	p("  budget: warning at %d%% (%s), %s (%s)", rd.Limits.WarnPercent, origin("limits.warn_at_percent"), block, origin("limits.block_at_percent"))
+	for _, dim := range []struct {
+		name, key string
+		d         policy.Dimension
+		format    func(int64) string
+	}{
+		{"tokens", "limits.max_context_tokens", d.Budget.Tokens, plain},
+		{"shell", "limits.max_shell_invocations", d.Budget.Shell, plain},
+		{"cost", "limits.max_cost_usd", d.Budget.Cost, policy.FormatUSD},
+	} {
+		t := rd.Thresholds[dim.name]
+		line := fmt.Sprintf("    %-6s %s of %s (%s)", dim.name, dim.format(dim.d.Used), dim.format(dim.d.Limit), origin(dim.key))
+		if dim.d.Limit > 0 {
+			line += fmt.Sprintf(": floor(%d*100/%d) = %d%%; WARNING from %s", dim.d.Used, dim.d.Limit, dim.d.Percent, dim.format(t.WarnAt))
+			if t.ExhaustedAt != nil {
+				line += ", EXHAUSTED from " + dim.format(*t.ExhaustedAt)
+			}
+		} else {
+			line += ": a limit of 0 is WARNING from the first use and never EXHAUSTED"
+		}
+		p("%s → %s", line, dim.d.Level)
+	}
+	if t := rd.Thresholds["shell"]; shell && !exempt {
+		if t.Admits != nil {
+			p("    shell admission: this would be call %d of the %d admitted (floor(%d*%d/100)) (rule 7)", d.Budget.Shell.Used+1, *t.Admits, rd.Limits.Shell, rd.Limits.BlockPercent)
+		} else {
+			p("    shell admission: blocking is off, every shell call is admitted")
+		}
+	}
+	var codes []string
+	for _, r := range d.Reasons {
+		codes = append(codes, r.Code)
+	}
+	for _, r := range d.Warnings {
+		codes = append(codes, r.Code)
+	}
+	if len(codes) == 0 {
+		codes = []string{"no reasons, no warnings"}
+	}
+	p("  → %s (%s); signal %s", d.Decision, strings.Join(codes, ", "), d.Signal)
+}
+
+func plain(n int64) string { return fmt.Sprint(n) }
+
+func patterns(m compiler.Matcher) string {
+	if len(m.Patterns) == 0 {
+		return "the list is empty"
+	}
+	return "list: " + strings.Join(m.Patterns, ", ")
+}

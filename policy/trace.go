@@ -1,0 +1,46 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/open-policy-agent/opa/v1/topdown/lineage"
+)
+
+// TraceModes are the trace filters of Trace, as `opa eval --explain` has
+// them: full, notes (the trace() calls of policies), fails, debug.
+var TraceModes = []string{"full", "notes", "fails", "debug"}
+
+// Trace decides like Decide and writes OPA's trace of the evaluation,
+// filtered by mode, to w. Tracing costs about ten times a decision: only
+// explain paths call it.
+func (e *Engine) Trace(ctx context.Context, in Input, mode string, w io.Writer) (Decision, error) {
+	filter := map[string]func([]*topdown.Event) []*topdown.Event{
+		"full": lineage.Full, "notes": lineage.Notes, "fails": lineage.Fails, "debug": lineage.Debug,
+	}[mode]
+	if filter == nil {
+		return Decision{}, fmt.Errorf("trace mode %q: want one of %v", mode, TraceModes)
+	}
+	l := e.cur.Load()
+	var shellPolicy string
+	if r, ok := l.doc.Roles[in.Role]; ok {
+		shellPolicy = r.ShellPolicy
+	}
+	value, err := inputValue(in, shellPolicy)
+	if err != nil {
+		return denied(in, CodeInvalidInput, err.Error()), nil
+	}
+	buf := topdown.NewBufferTracer()
+	rs, err := l.query.Eval(ctx, rego.EvalParsedInput(value), rego.EvalQueryTracer(buf))
+	topdown.PrettyTraceWithLocation(w, filter(*buf))
+	if err != nil {
+		return denied(in, CodeEvalError, "policy evaluation failed: "+err.Error()), nil
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return denied(in, CodeEvalError, "policy evaluation failed: "+Query+" is undefined"), nil
+	}
+	return decisionFrom(rs[0].Expressions[0].Value)
+}
