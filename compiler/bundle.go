@@ -14,8 +14,21 @@ import (
 
 // Module is one Rego source file of a bundle.
 type Module struct {
-	Name   string // file name, e.g. "harness.rego"
+	// Name is the module's path inside a bundle: "harness.rego",
+	// "policies/project/no_force_push.rego".
+	Name string
+	// File is where the module was read from, for messages; "" for the
+	// harness's own modules.
+	File   string
 	Source []byte
+}
+
+// Location is the module's file for messages: File, else Name.
+func (m Module) Location() string {
+	if m.File != "" {
+		return m.File
+	}
+	return m.Name
 }
 
 // Manifest is the .manifest file of an OPA bundle.
@@ -67,13 +80,17 @@ func (b *Bundle) Write(dir string) error {
 	}
 	files := map[string][]byte{"data.json": b.Data, ".manifest": b.Manifest}
 	for _, m := range b.Modules {
-		if m.Name != filepath.Base(m.Name) || !strings.HasSuffix(m.Name, ".rego") {
-			return fmt.Errorf("module name %q: want a plain *.rego file name", m.Name)
+		if !filepath.IsLocal(m.Name) || filepath.Clean(m.Name) != m.Name || !strings.HasSuffix(m.Name, ".rego") {
+			return fmt.Errorf("module name %q: want a relative *.rego path inside the bundle", m.Name)
 		}
 		files[m.Name] = m.Source
 	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if err := writeFileAtomic(filepath.Join(dir, name), files[name]); err != nil {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := writeFileAtomic(path, files[name]); err != nil {
 			return err
 		}
 	}

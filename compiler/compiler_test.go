@@ -167,8 +167,17 @@ func TestBundleWrite(t *testing.T) {
 	if !slices.Equal(names, []string{".manifest", "b.rego", "data.json"}) {
 		t.Errorf("bundle files %v", names)
 	}
-	bad := &Bundle{Modules: []Module{{Name: "../escape.rego"}}}
-	if err := bad.Write(dir); err == nil {
-		t.Error("a module name with a path was written")
+	for _, name := range []string{"../escape.rego", "/abs.rego", "a/../../b.rego", "x.txt"} {
+		bad := &Bundle{Modules: []Module{{Name: name}}}
+		if err := bad.Write(dir); err == nil {
+			t.Errorf("module name %q was written", name)
+		}
+	}
+	sub := &Bundle{Modules: []Module{{Name: "policies/project/p.rego", Source: []byte("package harness.custom.p\n")}}}
+	if err := sub.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "policies", "project", "p.rego")); err != nil {
+		t.Error(err)
 	}
 }

@@ -57,6 +57,9 @@ const (
 type Reason struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Policy names the custom policy (harness.custom.<name>) of a "policy"
+	// reason.
+	Policy string `json:"policy,omitempty"`
 }
 
 // Dimension is one budget dimension of a decision.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -29,6 +30,7 @@ type loaded struct {
 	query  rego.PreparedEvalQuery
 	doc    *compiler.Document
 	bundle *compiler.Bundle
+	custom []compiler.Module
 }
 
 // Modules returns the harness's own Rego policy modules (without tests).
@@ -49,10 +51,12 @@ func TestModules() []compiler.Module {
 	return out
 }
 
-// New prepares the policy over doc. An error means the policy or the data
-// could not be compiled; nothing is running then.
-func New(ctx context.Context, doc *compiler.Document) (*Engine, error) {
-	l, err := prepare(ctx, doc, Modules())
+// New prepares the policy over doc, with the custom policies (packages
+// harness.custom.<name>; *_test.rego files are carried into bundles, not
+// evaluated). An error means something could not be compiled, and is a
+// strict.ErrorList naming every file and line when it can.
+func New(ctx context.Context, doc *compiler.Document, custom ...compiler.Module) (*Engine, error) {
+	l, err := prepareAll(ctx, doc, custom)
 	if err != nil {
 		return nil, err
 	}
@@ -61,16 +65,47 @@ func New(ctx context.Context, doc *compiler.Document) (*Engine, error) {
 	return e, nil
 }
 
-// Reload prepares doc and swaps it in atomically: decisions already running
-// finish on the old data, later ones see the new. If doc cannot be prepared
-// the engine keeps the last good one and the error is returned.
-func (e *Engine) Reload(ctx context.Context, doc *compiler.Document) error {
-	l, err := prepare(ctx, doc, Modules())
+// Reload prepares doc and custom and swaps them in atomically: decisions
+// already running finish on the old generation, later ones see the new. If
+// they cannot be prepared the engine keeps the last good generation and the
+// error is returned.
+func (e *Engine) Reload(ctx context.Context, doc *compiler.Document, custom ...compiler.Module) error {
+	l, err := prepareAll(ctx, doc, custom)
 	if err != nil {
 		return err
 	}
 	e.cur.Store(l)
 	return nil
+}
+
+// Custom returns the custom modules in use (policies and their tests).
+func (e *Engine) Custom() []compiler.Module { return e.cur.Load().custom }
+
+// prepareAll checks the custom modules and prepares them with the harness's
+// own policy; the tests among them go into the bundle only.
+func prepareAll(ctx context.Context, doc *compiler.Document, custom []compiler.Module) (*loaded, error) {
+	if errs := checkPackages(custom); len(errs) > 0 {
+		return nil, errs.Sort()
+	}
+	var policies, tests []compiler.Module
+	for _, m := range custom {
+		if strings.HasSuffix(m.Name, "_test.rego") {
+			tests = append(tests, m)
+		} else {
+			policies = append(policies, m)
+		}
+	}
+	l, err := prepare(ctx, doc, append(Modules(), policies...))
+	if err != nil {
+		return nil, err
+	}
+	l.custom = custom
+	if len(tests) > 0 {
+		if l.bundle, err = compiler.NewBundle(doc, append(l.bundle.Modules, tests...)); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
 }
 
 // Document returns the data document in use.
@@ -93,13 +128,14 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.StrictBuiltinErrors(true),
 		rego.Strict(true),
+		rego.Capabilities(Capabilities()),
 	}
 	for _, m := range b.Modules {
-		opts = append(opts, rego.Module(m.Name, string(m.Source)))
+		opts = append(opts, rego.Module(m.Location(), string(m.Source)))
 	}
 	pq, err := rego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("preparing the policy: %w", err)
+		return nil, regoErrors(err)
 	}
 	return &loaded{query: pq, doc: doc, bundle: b}, nil
 }
@@ -254,7 +290,11 @@ func (r *reader) reasons(m map[string]any, key string) []Reason {
 	out := make([]Reason, 0, len(list))
 	for _, item := range list {
 		o := r.object(item, key)
-		out = append(out, Reason{Code: r.str(o, "code"), Message: r.str(o, "message")})
+		reason := Reason{Code: r.str(o, "code"), Message: r.str(o, "message")}
+		if p, ok := o["policy"]; ok {
+			reason.Policy, _ = p.(string)
+		}
+		out = append(out, reason)
 	}
 	return out
 }

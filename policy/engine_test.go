@@ -135,14 +135,14 @@ func TestRegoSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := RunTests(context.Background(), b)
+	run, err := RunTests(context.Background(), b, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) < 30 {
-		t.Fatalf("only %d Rego tests ran", len(results))
+	if len(run.Results) < 30 {
+		t.Fatalf("only %d Rego tests ran", len(run.Results))
 	}
-	for _, r := range results {
+	for _, r := range run.Results {
 		if r.Fail || r.Error != nil || r.Skip {
 			t.Errorf("%s.%s: fail=%v skip=%v error=%v", r.Package, r.Name, r.Fail, r.Skip, r.Error)
 		}

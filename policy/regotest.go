@@ -6,37 +6,56 @@ import (
 	"fmt"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 
 	"github.com/agentharness/harness/compiler"
 )
 
+// TestRun is what RunTests found.
+type TestRun struct {
+	Results []*tester.Result
+	// Coverage, when asked for, covers every module, by file.
+	Coverage *cover.Report
+	// Modules are the parsed modules, by file, as the tester saw them.
+	Modules map[string]*ast.Module
+}
+
 // RunTests runs the test_ rules of the bundle's *_test.rego modules with the
-// bundle's data, through OPA's tester: the same results `opa test DIR` gives
-// on the bundle written to DIR.
-func RunTests(ctx context.Context, b *compiler.Bundle) ([]*tester.Result, error) {
-	modules := map[string]*ast.Module{}
+// bundle's data, through OPA's tester and with the harness's capabilities:
+// the results `opa test DIR` gives on the bundle written to DIR.
+func RunTests(ctx context.Context, b *compiler.Bundle, coverage bool) (*TestRun, error) {
+	run := &TestRun{Modules: map[string]*ast.Module{}}
 	for _, m := range b.Modules {
-		parsed, err := ast.ParseModuleWithOpts(m.Name, string(m.Source), ast.ParserOptions{RegoVersion: ast.RegoV1})
+		parsed, err := ast.ParseModuleWithOpts(m.Location(), string(m.Source), ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
-			return nil, err
+			return nil, regoErrors(err)
 		}
-		modules[m.Name] = parsed
+		run.Modules[m.Location()] = parsed
 	}
-	store := inmem.NewFromReader(bytes.NewReader(b.Data))
-	ch, err := tester.NewRunner().
+	runner := tester.NewRunner().
 		SetDefaultRegoVersion(ast.RegoV1).
-		SetStore(store).
-		SetModules(modules).
-		RaiseBuiltinErrors(true).
-		RunTests(ctx, nil)
+		SetCompiler(ast.NewCompiler().WithCapabilities(Capabilities()).WithEnablePrintStatements(true)).
+		SetStore(inmem.NewFromReader(bytes.NewReader(b.Data))).
+		SetModules(run.Modules).
+		CapturePrintOutput(true).
+		RaiseBuiltinErrors(true)
+	var cov *cover.Cover
+	if coverage {
+		cov = cover.New()
+		runner.SetCoverageQueryTracer(cov)
+	}
+	ch, err := runner.RunTests(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("running Rego tests: %w", err)
 	}
-	var results []*tester.Result
 	for r := range ch {
-		results = append(results, r)
+		run.Results = append(run.Results, r)
 	}
-	return results, nil
+	if cov != nil {
+		report := cov.Report(run.Modules)
+		run.Coverage = &report
+	}
+	return run, nil
 }

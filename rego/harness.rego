@@ -205,13 +205,59 @@ budget_reasons contains r if {
 	r := _reason("shell_budget", sprintf("shell budget of role '%s' admits %d invocations and %d are used", [role_name, thresholds.shell.admits, usage.shell]))
 }
 
+# -- Custom policies -----------------------------------------------------------
+
+# Packages harness.custom.<name> add `deny contains msg if {...}` and
+# `warn contains msg if {...}`. Their messages join the decision with code
+# "policy" and the package's name. They can only add: nothing they define
+# is read but these two sets. A deny or warn that is not a set refuses the
+# call (fail closed).
+custom_denies contains r if {
+	some name
+	d := data.harness.custom[name].deny
+	is_set(d)
+	some msg in d
+	r := _policy_reason(name, msg)
+}
+
+custom_denies contains r if {
+	some name
+	d := data.harness.custom[name].deny
+	not is_set(d)
+	r := _policy_reason(name, "deny must be a set of messages: write `deny contains msg if { ... }`")
+}
+
+custom_denies contains r if {
+	some name
+	w := data.harness.custom[name].warn
+	not is_set(w)
+	r := _policy_reason(name, "warn must be a set of messages: write `warn contains msg if { ... }`")
+}
+
+custom_warnings contains r if {
+	some name
+	w := data.harness.custom[name].warn
+	is_set(w)
+	some msg in w
+	r := _policy_reason(name, msg)
+}
+
+_policy_reason(name, msg) := {"code": "policy", "message": _text(msg), "policy": concat(".", ["harness.custom", name])}
+
+_text(msg) := msg if is_string(msg)
+
+else := sprintf("%v", [msg])
+
 # -- Reasons, in order of precedence -------------------------------------------
 
 reasons := {_reason("invalid_input", msg) | some msg in invalid} if count(invalid) > 0
 
 else := {_reason("unknown_role", sprintf("role '%s' is not defined; known roles: %s", [role_name, concat(", ", sort(object.keys(data.harness.roles)))]))} if not role
 
-else := set() if exempt
+else := harness_reasons | custom_denies
+
+# The harness's own rules; custom policies apply to exempt tools too.
+harness_reasons := set() if exempt
 
 else := access_reasons if count(access_reasons) > 0
 
@@ -224,6 +270,10 @@ else := budget_reasons
 warnings contains w if {
 	some dim in warning
 	w := _warning(sprintf("%s at %d%% of the budget of role '%s' (%s of %s)", [dim, budget[dim].percent, role_name, _amount(dim, usage[dim]), _amount(dim, limits[dim])]))
+}
+
+warnings contains w if {
+	some w in custom_warnings
 }
 
 # An exempt tool still runs when a budget is exhausted: say so.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/custom"
 	"github.com/agentharness/harness/internal/strict"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
@@ -29,8 +30,9 @@ func (c *cli) check(args []string) int {
 	}
 	cfg, cfgErr := config.Load(config.Files(c.env.home, root))
 	set, rolesErr := roles.Load(dirs)
+	mods, modsErr := custom.Load(c.policyDirs(root))
 	var all strict.ErrorList
-	for _, err := range []error{cfgErr, rolesErr} {
+	for _, err := range []error{cfgErr, rolesErr, modsErr} {
 		var list strict.ErrorList
 		switch {
 		case err == nil:
@@ -44,12 +46,19 @@ func (c *cli) check(args []string) int {
 		for _, e := range all.Sort() {
 			fmt.Fprintln(c.stdout, e)
 		}
-		fmt.Fprintf(c.stdout, "%d error(s) in role or configuration files\n", len(all))
+		fmt.Fprintf(c.stdout, "%d error(s) in role, configuration or policy files\n", len(all))
 		return exitCheck
 	}
-	w := &world{root: root, dirs: dirs, cfg: cfg, set: set}
-	if _, err := policy.New(context.Background(), compiler.Compile(set, w.compilerConfig())); err != nil {
-		fmt.Fprintf(c.stdout, "policy: %v\n", err)
+	w := &world{root: root, dirs: dirs, cfg: cfg, set: set, custom: mods}
+	if _, err := policy.New(context.Background(), compiler.Compile(set, w.compilerConfig()), mods...); err != nil {
+		var list strict.ErrorList
+		if !errors.As(err, &list) {
+			list = strict.ErrorList{{Msg: err.Error()}}
+		}
+		for _, e := range list {
+			fmt.Fprintln(c.stdout, e)
+		}
+		fmt.Fprintf(c.stdout, "%d error(s) in role, configuration or policy files\n", len(list))
 		return exitCheck
 	}
 	if _, ok := set.Get(cfg.DefaultRole); !ok {
@@ -71,6 +80,15 @@ func (c *cli) check(args []string) int {
 	for _, f := range cfg.Files {
 		fmt.Fprintf(c.stdout, "configuration: %s\n", f)
 	}
+	policies, tests := 0, 0
+	for _, m := range mods {
+		if custom.IsTest(m) {
+			tests++
+		} else {
+			policies++
+		}
+	}
+	fmt.Fprintf(c.stdout, "custom policies: %d (%d test files)\n", policies, tests)
 	fmt.Fprintf(c.stdout, "mode: %s\n", cfg.Mode)
 	return exitOK
 }
@@ -93,13 +111,17 @@ func (c *cli) compile(args []string) int {
 	if !ok {
 		return exitError
 	}
-	b, err := compiler.NewBundle(compiler.Compile(w.set, w.compilerConfig()), append(policy.Modules(), policy.TestModules()...))
+	e, ok := c.engine(context.Background(), w)
+	if !ok {
+		return exitError
+	}
+	b, err := compiler.NewBundle(e.Document(), append(e.Bundle().Modules, policy.TestModules()...))
 	if err != nil {
 		return c.fail("compile: %v", err)
 	}
 	if err := b.Write(*out); err != nil {
 		return c.fail("compile: %v", err)
 	}
-	fmt.Fprintf(c.stdout, "wrote %s: %d roles, %d Rego modules, data.json, .manifest\n", *out, w.set.Len(), len(b.Modules))
+	fmt.Fprintf(c.stdout, "wrote %s: %d roles, %d Rego modules (%d custom), data.json, .manifest\n", *out, w.set.Len(), len(b.Modules), len(w.custom))
 	return exitOK
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/custom"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/internal/strict"
@@ -64,6 +65,7 @@ Usage:
   harness roles show NAME [--json]
   harness check
   harness compile --out DIR
+  harness test [PATH...] [-v] [--coverage] [--format pretty|json]
 
 Common flags:
   --project DIR   the project root (default: found by walking up from the working directory)
@@ -72,12 +74,14 @@ Common flags:
                   user's state directory)
   --session S     the session (default: $HARNESS_SESSION); --agent A (default: $HARNESS_AGENT)
 
+Custom Rego policies (package harness.custom.<name>, with deny and warn rules) come from
+the project's .lean-ctx/policies/ and the user's ~/.lean-ctx/policies/.
 Roles come from the project's .lean-ctx/roles/, the user's ~/.lean-ctx/roles/ and
 $XDG_DATA_HOME/lean-ctx/roles/, and the five built-ins (coder, reviewer, debugger, ops, admin).
 The role of decide is --role, else $LEAN_CTX_ROLE, else coder.
 
-Exit codes: 0 allowed (or warned), 1 usage or load error, 2 denied, 3 role or configuration
-files have errors. In shadow mode ([enforcement] mode = "shadow") a deny is reported but exits 0.
+Exit codes: 0 allowed (or warned), 1 usage or load error, 2 denied (test: a test failed),
+3 role, configuration or policy files have errors. In shadow mode ([enforcement] mode = "shadow") a deny is reported but exits 0.
 `
 
 // run is the whole command.
@@ -113,6 +117,8 @@ func runEnv(args []string, stdout, stderr io.Writer, e env) int {
 		return c.events(args[1:])
 	case "log":
 		return c.log(args[1:])
+	case "test":
+		return c.test(args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -158,10 +164,11 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 // world is what a command loads: the project root, the role directories,
 // the configuration and the resolved roles.
 type world struct {
-	root string
-	dirs roles.Dirs
-	cfg  config.Config
-	set  *roles.Set
+	root   string
+	dirs   roles.Dirs
+	cfg    config.Config
+	set    *roles.Set
+	custom []compiler.Module // custom policies and their tests
 }
 
 // locate finds the project root (--project, else found from the working
@@ -204,7 +211,17 @@ func (c *cli) load(project string) (*world, bool) {
 		c.printErrors(err)
 		return nil, false
 	}
-	return &world{root: root, dirs: dirs, cfg: cfg, set: set}, true
+	mods, err := custom.Load(c.policyDirs(root))
+	if err != nil {
+		c.printErrors(err)
+		return nil, false
+	}
+	return &world{root: root, dirs: dirs, cfg: cfg, set: set, custom: mods}, true
+}
+
+// policyDirs are the directories of custom policies.
+func (c *cli) policyDirs(root string) []custom.Dir {
+	return custom.FindDirs(root, c.env.home, c.env.getenv("XDG_DATA_HOME"))
 }
 
 func (c *cli) printErrors(err error) {
@@ -213,7 +230,7 @@ func (c *cli) printErrors(err error) {
 		for _, e := range list {
 			fmt.Fprintln(c.stderr, e)
 		}
-		fmt.Fprintf(c.stderr, "harness: %d error(s) in role or configuration files\n", len(list))
+		fmt.Fprintf(c.stderr, "harness: %d error(s) in role, configuration or policy files\n", len(list))
 		return
 	}
 	c.fail("%v", err)
@@ -224,11 +241,11 @@ func (w *world) compilerConfig() compiler.Config {
 	return compiler.Config{ShellTools: w.cfg.ShellTools, ExemptTools: w.cfg.ExemptTools}
 }
 
-// engine prepares the policy over the world's roles.
+// engine prepares the policy over the world's roles and custom policies.
 func (c *cli) engine(ctx context.Context, w *world) (*policy.Engine, bool) {
-	e, err := policy.New(ctx, compiler.Compile(w.set, w.compilerConfig()))
+	e, err := policy.New(ctx, compiler.Compile(w.set, w.compilerConfig()), w.custom...)
 	if err != nil {
-		c.fail("%v", err)
+		c.printErrors(err)
 		return nil, false
 	}
 	return e, true

@@ -143,7 +143,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad cost", []string{"decide", "--tool", "x", "--cost", "1e3"}, `--cost: invalid dollar amount "1e3"`},
 		{"bad args", []string{"decide", "--tool", "x", "--args", "[1]"}, "--args must be a JSON object"},
 		{"missing project", []string{"decide", "--tool", "x", "--project", "/nonexistent/dir"}, "--project: stat /nonexistent/dir"},
-		{"broken roles", []string{"decide", "--tool", "x", "--project", broken}, "error(s) in role or configuration files"},
+		{"broken roles", []string{"decide", "--tool", "x", "--project", broken}, "error(s) in role, configuration or policy files"},
 		{"show unknown", []string{"roles", "show", "nobody"}, `unknown role "nobody"`},
 		{"compile without out", []string{"compile"}, "--out DIR is required"},
 	}

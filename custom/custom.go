@@ -1,0 +1,117 @@
+// Package custom finds the custom Rego policies of a project and of the
+// user: the *.rego files (policies, and their *_test.rego tests) in the
+// project's .lean-ctx/policies/ and the user's ~/.lean-ctx/policies/ and
+// $XDG_DATA_HOME/lean-ctx/policies/. It only reads files; the policy
+// package checks and compiles them.
+package custom
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/internal/strict"
+)
+
+// Dir is one directory of policies and the bundle folder its files go to.
+type Dir struct {
+	Path   string
+	Bundle string // e.g. "policies/project"
+}
+
+// FindDirs returns the policy directories for a project root and a home
+// directory (either may be ""), project first.
+func FindDirs(root, home, xdgDataHome string) []Dir {
+	var dirs []Dir
+	if root != "" {
+		dirs = append(dirs, Dir{filepath.Join(root, ".lean-ctx", "policies"), "policies/project"})
+	}
+	if home != "" {
+		dirs = append(dirs, Dir{filepath.Join(home, ".lean-ctx", "policies"), "policies/user"})
+		if xdgDataHome == "" {
+			xdgDataHome = filepath.Join(home, ".local", "share")
+		}
+	}
+	if xdgDataHome != "" {
+		dirs = append(dirs, Dir{filepath.Join(xdgDataHome, "lean-ctx", "policies"), "policies/user-data"})
+	}
+	return dirs
+}
+
+// Load reads the *.rego files of the directories (missing ones are fine).
+func Load(dirs []Dir) ([]compiler.Module, error) {
+	var mods []compiler.Module
+	var errs strict.ErrorList
+	for _, d := range dirs {
+		entries, err := os.ReadDir(d.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, &strict.Error{File: d.Path, Msg: fmt.Sprintf("cannot read policy directory: %v", err)})
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".rego") {
+				continue
+			}
+			m, err := read(filepath.Join(d.Path, e.Name()), d.Bundle+"/"+e.Name())
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			mods = append(mods, m)
+		}
+	}
+	return mods, errs.Err()
+}
+
+// LoadPaths reads the *.rego files named, or found in the directories
+// named (not recursively), as `harness test PATH...` takes them.
+func LoadPaths(paths []string) ([]compiler.Module, error) {
+	var mods []compiler.Module
+	var errs strict.ErrorList
+	for i, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			errs = append(errs, &strict.Error{File: p, Msg: err.Error()})
+			continue
+		}
+		bundle := fmt.Sprintf("policies/arg%d", i+1)
+		if !fi.IsDir() {
+			m, err := read(p, bundle+"/"+filepath.Base(p))
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				mods = append(mods, m)
+			}
+			continue
+		}
+		found, err := Load([]Dir{{Path: p, Bundle: bundle}})
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, found...)
+	}
+	slices.SortFunc(mods, func(a, b compiler.Module) int { return strings.Compare(a.Name, b.Name) })
+	return mods, errs.Err()
+}
+
+func read(path, name string) (compiler.Module, *strict.Error) {
+	if !strings.HasSuffix(path, ".rego") {
+		return compiler.Module{}, &strict.Error{File: path, Msg: "not a .rego file"}
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return compiler.Module{}, &strict.Error{File: path, Msg: fmt.Sprintf("cannot read: %v", err)}
+	}
+	return compiler.Module{Name: name, File: path, Source: src}, nil
+}
+
+// IsTest reports whether m is a test module.
+func IsTest(m compiler.Module) bool { return strings.HasSuffix(m.Name, "_test.rego") }

@@ -1,0 +1,158 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/internal/strict"
+)
+
+const noForcePush = `package harness.custom.no_force_push
+
+deny contains msg if {
+	input.tool in {"ctx_shell", "ctx_execute"}
+	regex.match(` + "`" + `git\s+push\s+.*(--force|-f\b)` + "`" + `, input.arguments.command)
+	msg := sprintf("force pushes are not allowed (%s)", [input.arguments.command])
+}
+`
+
+const warnBigReads = `package harness.custom.big_reads
+
+warn contains "reading more than 2000 lines at once" if {
+	input.tool == "ctx_read"
+	input.arguments.lines > 2000
+}
+
+# Custom policies see the compiled roles and the shell policy.
+warn contains msg if {
+	input.tool == "ctx_session"
+	data.harness.roles[input.role].shell_policy == input.shell_policy
+	msg := "session tool used"
+}
+`
+
+func customEngine(t *testing.T, mods ...compiler.Module) (*Engine, error) {
+	t.Helper()
+	return New(context.Background(), compiler.Compile(testSet(t), compiler.DefaultConfig()), mods...)
+}
+
+func TestCustomPolicies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, err := customEngine(t,
+		compiler.Module{Name: "policies/project/no_force_push.rego", File: ".lean-ctx/policies/no_force_push.rego", Source: []byte(noForcePush)},
+		compiler.Module{Name: "policies/user/big_reads.rego", Source: []byte(warnBigReads)},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		in     Input
+		want   string
+		reason Reason // the first reason (deny) or warning (warn)
+	}{
+		{"force push denied", Input{Role: "coder", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push --force origin main"}}, Deny,
+			Reason{Code: "policy", Message: "force pushes are not allowed (git push --force origin main)", Policy: "harness.custom.no_force_push"}},
+		{"plain push allowed", Input{Role: "coder", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push origin main"}}, Allow, Reason{}},
+		{"big read warns", Input{Role: "reviewer", Tool: "ctx_read", Arguments: map[string]any{"lines": 5000}}, Warn,
+			Reason{Code: "policy", Message: "reading more than 2000 lines at once", Policy: "harness.custom.big_reads"}},
+		{"custom policies apply to exempt tools", Input{Role: "coder", Tool: "ctx_session"}, Warn,
+			Reason{Code: "policy", Message: "session tool used", Policy: "harness.custom.big_reads"}},
+		{"harness and custom reasons together", Input{Role: "reviewer", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push -f"}}, Deny,
+			Reason{Code: "policy", Message: "force pushes are not allowed (git push -f)", Policy: "harness.custom.no_force_push"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := e.Decide(ctx, tt.in)
+			if err != nil || d.Decision != tt.want {
+				t.Fatalf("%+v, %v; want %s", d, err, tt.want)
+			}
+			list := d.Warnings
+			if d.Decision == Deny {
+				list = d.Reasons
+			}
+			if tt.reason.Code != "" && (len(list) == 0 || list[0] != tt.reason) {
+				t.Errorf("reasons %+v, want first %+v", list, tt.reason)
+			}
+		})
+	}
+	if d, _ := e.Decide(ctx, Input{Role: "reviewer", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push -f"}}); len(d.Reasons) != 2 || d.Reasons[1].Code != CodeToolDenied {
+		t.Errorf("the harness's reason is kept beside the policy's: %+v", d.Reasons)
+	}
+}
+
+func TestCustomPolicyErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, file, src string
+		want            string
+	}{
+		{"outside harness.custom", "p.rego", "package harness\n\ndecision := {}\n",
+			"p.rego:1:1: package harness: a custom policy must be package harness.custom.<name>"},
+		{"nested package", "p.rego", "package harness.custom.a.b\n", "p.rego:1:1: package harness.custom.a.b: a custom policy must be"},
+		{"syntax", "bad.rego", "package harness.custom.bad\n\ndeny contains msg if {\n", "bad.rego:4: rego_parse_error: unexpected eof token"},
+		{"strict: unused variable", "u.rego", "package harness.custom.u\n\ndeny contains \"x\" if {\n\tsome y\n\tinput.tool == \"a\"\n}\n",
+			"u.rego:4:"},
+		{"network is forbidden", "net.rego", "package harness.custom.net\n\ndeny contains \"x\" if {\n\thttp.send({\"method\": \"GET\", \"url\": \"http://x\"})\n}\n",
+			"net.rego:4:"},
+		{"environment is forbidden", "env.rego", "package harness.custom.env\n\ndeny contains \"x\" if {\n\topa.runtime().env.HOME\n}\n",
+			"env.rego:4:"},
+		{"test outside harness", "x_test.rego", "package tests\n\ntest_x if true\n", "x_test.rego:1:1: package tests: a test must be in a package under harness"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := customEngine(t, compiler.Module{Name: "policies/project/" + tt.file, File: tt.file, Source: []byte(tt.src)})
+			var list strict.ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("want an error list, got %v", err)
+			}
+			if !strings.HasPrefix(list[0].Error(), tt.want) {
+				t.Errorf("error:\n got %v\nwant %s…", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMalformedCustomRulesDeny(t *testing.T) {
+	t.Parallel()
+	e, err := customEngine(t, compiler.Module{Name: "m.rego", Source: []byte("package harness.custom.m\n\ndeny := \"not a set\"\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := e.Decide(context.Background(), Input{Role: "coder", Tool: "ctx_read"})
+	if d.Decision != Deny || d.Reasons[0].Policy != "harness.custom.m" || !strings.Contains(d.Reasons[0].Message, "deny must be a set") {
+		t.Errorf("%+v", d)
+	}
+}
+
+func TestReloadKeepsLastGoodCustomPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	good := compiler.Module{Name: "p.rego", Source: []byte(noForcePush)}
+	e, err := customEngine(t, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := e.Document()
+	broken := compiler.Module{Name: "p.rego", File: "p.rego", Source: []byte("package harness.custom.no_force_push\n\ndeny contains if\n")}
+	var list strict.ErrorList
+	if err := e.Reload(ctx, doc, broken); !errors.As(err, &list) || !strings.HasPrefix(list[0].Error(), "p.rego:3:15: rego_parse_error: unexpected if keyword") {
+		t.Fatalf("broken reload: %v", err)
+	}
+	in := Input{Role: "coder", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push --force"}}
+	if d, _ := e.Decide(ctx, in); d.Decision != Deny {
+		t.Errorf("the last good policy is gone: %+v", d)
+	}
+	if err := e.Reload(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := e.Decide(ctx, in); d.Decision != Allow {
+		t.Errorf("after removing the policy: %+v", d)
+	}
+}

@@ -1,0 +1,6 @@
+package harness.custom.typo
+
+deny contains msg if {
+	input.tool == "ctx_shell"
+	msg := sprintf("no shell: %s", [input.arguments.comand]
+}
