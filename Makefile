@@ -54,8 +54,8 @@ bench: $(OPA) redis
 lint: $(OPA)
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above need formatting"; exit 1; }
 	go vet ./...
-	$(OPA) fmt --list --fail rego/
-	$(OPA) check --strict rego/
+	$(OPA) fmt --list --fail rego/ examples/policies/
+	$(OPA) check --strict rego/ examples/policies/
 
 fuzz:
 	go test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./roles

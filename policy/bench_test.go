@@ -89,3 +89,51 @@ func BenchmarkDecideParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDecideCustom measures a decision with 0, 1 and 10 custom
+// policies loaded, each with a deny rule on shell commands (a regex) and a
+// warn rule on arguments, as real ones have.
+func BenchmarkDecideCustom(b *testing.B) {
+	ctx := context.Background()
+	set, err := roles.LoadDefs()
+	if err != nil {
+		b.Fatal(err)
+	}
+	doc := compiler.Compile(set, compiler.DefaultConfig())
+	for _, n := range []int{0, 1, 10} {
+		var mods []compiler.Module
+		for i := range n {
+			src := fmt.Sprintf(`package harness.custom.p%d
+
+deny contains msg if {
+	data.harness.config.shell_tools[input.tool]
+	regex.match(`+"`"+`\bforbidden%d\b`+"`"+`, input.arguments.command)
+	msg := "forbidden %d"
+}
+
+warn contains "big" if {
+	input.tool == "ctx_read"
+	input.arguments.lines > %d
+}
+`, i, i, i, 1000+i)
+			mods = append(mods, compiler.Module{Name: fmt.Sprintf("p%d.rego", i), Source: []byte(src)})
+		}
+		e, err := New(ctx, doc, mods...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, in := range []Input{
+			{Role: "coder", Tool: "ctx_shell", Arguments: map[string]any{"command": "go test ./..."}},
+			{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "main.go", "lines": 200}},
+		} {
+			b.Run(fmt.Sprintf("policies=%d/%s", n, in.Tool), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if d, err := e.Decide(ctx, in); err != nil || d.Decision != Allow {
+						b.Fatalf("%+v %v", d, err)
+					}
+				}
+			})
+		}
+	}
+}

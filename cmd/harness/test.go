@@ -119,4 +119,3 @@ func dirPaths(dirs []custom.Dir) []string {
 	}
 	return out
 }
-

@@ -1,0 +1,47 @@
+package custom
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFindAndLoad(t *testing.T) {
+	t.Parallel()
+	root, home := t.TempDir(), t.TempDir()
+	for path, src := range map[string]string{
+		filepath.Join(root, ".lean-ctx", "policies", "a.rego"):      "package harness.custom.a\n",
+		filepath.Join(root, ".lean-ctx", "policies", "a_test.rego"): "package harness.custom.a_test\n",
+		filepath.Join(root, ".lean-ctx", "policies", "notes.md"):    "not a policy",
+		filepath.Join(home, ".lean-ctx", "policies", "b.rego"):      "package harness.custom.b\n",
+	} {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		os.WriteFile(path, []byte(src), 0o644)
+	}
+	dirs := FindDirs(root, home, "")
+	if len(dirs) != 3 || dirs[2].Path != filepath.Join(home, ".local", "share", "lean-ctx", "policies") {
+		t.Fatalf("dirs %+v", dirs)
+	}
+	mods, err := Load(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range mods {
+		names = append(names, m.Name)
+	}
+	if strings.Join(names, " ") != "policies/project/a.rego policies/project/a_test.rego policies/user/b.rego" {
+		t.Errorf("modules %v", names)
+	}
+	if !IsTest(mods[1]) || IsTest(mods[0]) || mods[0].File != filepath.Join(root, ".lean-ctx", "policies", "a.rego") {
+		t.Errorf("module fields %+v", mods[0])
+	}
+	paths, err := LoadPaths([]string{filepath.Join(home, ".lean-ctx", "policies", "b.rego"), filepath.Join(root, ".lean-ctx", "policies")})
+	if err != nil || len(paths) != 3 {
+		t.Errorf("LoadPaths: %d modules, %v", len(paths), err)
+	}
+	if _, err := LoadPaths([]string{filepath.Join(root, "missing")}); err == nil {
+		t.Error("a missing path was accepted")
+	}
+}
