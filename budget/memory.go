@@ -50,6 +50,16 @@ func (m *Memory) SetRole(_ context.Context, k Key, role string) (Counters, error
 	return c, err
 }
 
+func (m *Memory) SwitchRole(_ context.Context, k Key, from, to string) (Counters, bool, error) {
+	return m.update(k, func(c *Counters) bool {
+		if c.Role != from {
+			return false
+		}
+		c.Role = to
+		return true
+	})
+}
+
 func (m *Memory) ReserveShell(_ context.Context, k Key, expected Counters) (Counters, bool, error) {
 	return m.update(k, func(c *Counters) bool {
 		if c.Shell != expected.Shell || c.Role != expected.Role {

@@ -68,6 +68,16 @@ if tonumber(v[1] or '0') ~= tonumber(ARGV[2]) or (v[2] or '') ~= ARGV[3] then
 end
 redis.call('HINCRBY', KEYS[1], 'shell', 1)` + luaTail)
 
+	// ARGV[2], ARGV[3]: the expected role and the new one.
+	scriptSwitchRole = redis.NewScript(`
+local role = redis.call('HGET', KEYS[1], 'role') or ''
+if role ~= ARGV[2] then
+	local cur = redis.call('HMGET', KEYS[1], 'tokens', 'shell', 'cost', 'role')
+	table.insert(cur, 'conflict')
+	return cur
+end
+redis.call('HSET', KEYS[1], 'role', ARGV[3])` + luaTail)
+
 	scriptAddShell = redis.NewScript(`redis.call('HINCRBY', KEYS[1], 'shell', 1)` + luaTail)
 
 	scriptCharge = redis.NewScript(`
@@ -130,6 +140,10 @@ func (r *Redis) InitRole(ctx context.Context, k Key, role string) (Counters, err
 func (r *Redis) SetRole(ctx context.Context, k Key, role string) (Counters, error) {
 	c, _, err := r.run(ctx, k, scriptSetRole, role)
 	return c, err
+}
+
+func (r *Redis) SwitchRole(ctx context.Context, k Key, from, to string) (Counters, bool, error) {
+	return r.run(ctx, k, scriptSwitchRole, from, to)
 }
 
 func (r *Redis) ReserveShell(ctx context.Context, k Key, expected Counters) (Counters, bool, error) {

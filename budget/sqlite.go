@@ -79,6 +79,7 @@ var queries = map[string]string{
 		WHERE role = ''` + returning,
 	"set_role": `INSERT INTO sessions (agent, session, role, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (agent, session) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at` + returning,
+	"switch_role": `UPDATE sessions SET role = ?, updated_at = ? WHERE agent = ? AND session = ? AND role = ?` + returning,
 	// A new session is in the expected state only if the decision saw zero
 	// shell calls and no role.
 	"reserve_new": `INSERT INTO sessions (agent, session, shell, updated_at) VALUES (?, ?, 1, ?)
@@ -131,6 +132,15 @@ func (s *SQLite) InitRole(ctx context.Context, k Key, role string) (Counters, er
 func (s *SQLite) SetRole(ctx context.Context, k Key, role string) (Counters, error) {
 	c, _, err := s.row(ctx, k, "set_role", k.Agent, k.Session, role, s.now().Unix())
 	return c, err
+}
+
+func (s *SQLite) SwitchRole(ctx context.Context, k Key, from, to string) (Counters, bool, error) {
+	c, ok, err := s.row(ctx, k, "switch_role", to, s.now().Unix(), k.Agent, k.Session, from)
+	if err != nil || ok {
+		return c, ok, err
+	}
+	c, err = s.Get(ctx, k)
+	return c, false, err
 }
 
 func (s *SQLite) ReserveShell(ctx context.Context, k Key, expected Counters) (Counters, bool, error) {

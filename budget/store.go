@@ -56,6 +56,10 @@ type Store interface {
 	InitRole(ctx context.Context, k Key, role string) (Counters, error)
 	// SetRole sets the session's role, keeping its usage.
 	SetRole(ctx context.Context, k Key, role string) (Counters, error)
+	// SwitchRole sets the session's role to to if it is still from (the
+	// role a switch was decided on), keeping its usage. With ok false it
+	// returns the current counters: another switch came first.
+	SwitchRole(ctx context.Context, k Key, from, to string) (cur Counters, ok bool, err error)
 	// ReserveShell takes one shell slot if the session's counters still have
 	// the shell count and role of expected (those a decision was made on).
 	// It returns the counters after the slot was taken, or, with ok false,

@@ -81,6 +81,18 @@ func TestStoreContract(t *testing.T) {
 			if c, err = s.SetRole(ctx, k, "coder"); err != nil || c.Role != "coder" || c.Tokens != 1501 {
 				t.Errorf("SetRole must keep usage: %+v, %v", c, err)
 			}
+			if c, ok, err := s.SwitchRole(ctx, k, "reviewer", "debugger"); err != nil || ok || c.Role != "coder" {
+				t.Errorf("a switch from a stale role: %+v ok=%v %v", c, ok, err)
+			}
+			if c, ok, err := s.SwitchRole(ctx, k, "coder", "debugger"); err != nil || !ok || c.Role != "debugger" || c.Tokens != 1501 || c.Shell != 2 {
+				t.Errorf("a switch must keep usage: %+v ok=%v %v", c, ok, err)
+			}
+			if c, ok, _ := s.SwitchRole(ctx, Key{Session: "nobody-yet"}, "coder", "reviewer"); ok || c.Role != "" {
+				t.Errorf("a switch of a session without a role: %+v", c)
+			}
+			if _, err = s.SetRole(ctx, k, "coder"); err != nil {
+				t.Fatal(err)
+			}
 			if err := s.Reset(ctx, k); err != nil {
 				t.Fatal(err)
 			}

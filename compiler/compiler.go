@@ -51,6 +51,8 @@ type ConfigDoc struct {
 
 // RoleDoc is one role as the policy sees it.
 type RoleDoc struct {
+	// Source is where the role was defined: "built-in", "user" or "project".
+	Source      string `json:"source"`
 	Description string `json:"description"`
 	ShellPolicy string `json:"shell_policy"`
 	Privileged  bool   `json:"privileged"`
@@ -160,6 +162,7 @@ func Compile(set *roles.Set, cfg Config) *Document {
 			io = map[string]any{}
 		}
 		doc.Roles[r.Name] = RoleDoc{
+			Source:       string(r.Source),
 			Description:  r.Description,
 			ShellPolicy:  string(r.ShellPolicy),
 			Privileged:   r.Privileged,

@@ -58,6 +58,8 @@ type Config struct {
 	LogMaxFiles   int
 	// Mask lists decision-log input paths (JSON pointers) to erase.
 	Mask []string
+	// AgentRoles are the starting roles of agents, by agent name.
+	AgentRoles map[string]string
 	// Files are the configuration files that were read, in order.
 	Files []string
 }
@@ -77,6 +79,7 @@ func Default() Config {
 		LogMaxBytes:  10 << 20,
 		LogMaxFiles:  5,
 		Mask:         []string{},
+		AgentRoles:   map[string]string{},
 	}
 }
 
@@ -120,6 +123,7 @@ var schema = map[string][]string{
 	"tools":       {"shell", "exempt"},
 	"cost":        {"default_model", "models"},
 	"log":         {"events", "decisions", "max_size_mb", "max_files", "mask"},
+	"agents":      nil, // [agents.NAME] tables, checked on their own
 }
 
 // projectKeys are the keys a project's file may set: they can only tighten.
@@ -141,6 +145,18 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 		table, ok := doc.Values[section].(map[string]any)
 		if !ok {
 			fail(section, "%q must be a table ([%s]), not %s", section, section, strict.TypeName(doc.Values[section]))
+			continue
+		}
+		if section == "agents" {
+			if project {
+				fail(section, "[agents] may only be set in the user's %s: a project must not choose the roles its agents start in", FileName)
+				continue
+			}
+			for _, name := range strict.SortedKeys(table) {
+				if err := c.setAgent(name, table[name]); err != nil {
+					fail("agents."+name, "agents.%s: %v", name, err)
+				}
+			}
 			continue
 		}
 		for _, key := range strict.SortedKeys(table) {
@@ -256,6 +272,26 @@ func (c *Config) set(path string, v any, project bool) error {
 	case "cost.models":
 		return c.setModels(v)
 	}
+	return nil
+}
+
+// setAgent reads [agents.NAME]: role = "reviewer".
+func (c *Config) setAgent(name string, v any) error {
+	t, ok := v.(map[string]any)
+	if !ok {
+		return strict.WantType("a table ([agents.NAME] with role = \"...\")", v)
+	}
+	for _, key := range strict.SortedKeys(t) {
+		if key != "role" {
+			msg := fmt.Sprintf("unknown key %q (want role)", key)
+			return errors.New(msg)
+		}
+	}
+	role, ok := t["role"].(string)
+	if !ok || !roles.ValidName(role) {
+		return fmt.Errorf("role: want a role name, got %s", strict.TypeName(t["role"]))
+	}
+	c.AgentRoles[name] = role
 	return nil
 }
 

@@ -46,6 +46,12 @@ default_model = "sonnet"
 input_usd_per_mtok = 3
 output_usd_per_mtok = 15.0
 
+[agents.claude-code]
+role = "reviewer"
+
+[agents."cursor"]
+role = "debugger"
+
 [log]
 events = "/var/log/harness/events.jsonl"
 decisions = "off"
@@ -77,6 +83,9 @@ mask = ["/arguments/password"]
 	if c.EventsFile != "/var/log/harness/events.jsonl" || c.DecisionsFile != Off || c.LogMaxBytes != 50<<20 || c.LogMaxFiles != 2 ||
 		!slices.Equal(c.Mask, []string{"/arguments/password", "/arguments/token"}) {
 		t.Errorf("log: %+v", c)
+	}
+	if c.AgentRoles["claude-code"] != "reviewer" || c.AgentRoles["cursor"] != "debugger" || len(c.AgentRoles) != 2 {
+		t.Errorf("agents: %v", c.AgentRoles)
 	}
 }
 
@@ -110,6 +119,8 @@ func TestErrors(t *testing.T) {
 		{"project may not shadow", "", "[enforcement]\nmode = \"shadow\"\n", []string{
 			`:2:1: enforcement.mode may only be set in the user's harness.toml: a project's file may only add shell tools and log masks`}},
 		{"project may not turn logs off", "", "[log]\ndecisions = \"off\"\n", []string{`log.decisions may only be set in the user's harness.toml`}},
+		{"project may not choose agent roles", "", "[agents.x]\nrole = \"admin\"\n", []string{`[agents] may only be set in the user's harness.toml`}},
+		{"agent without role", "[agents.x]\nrol = \"coder\"\n", "", []string{`agents.x: unknown key "rol" (want role)`}},
 		{"bad mask", "[log]\nmask = [\"arguments.password\"]\n", "", []string{`log.mask: item 1: string "arguments.password" is not a JSON pointer`}},
 		{"project may not exempt or move the ledger", "", "[tools]\nexempt = [\"ctx_shell\"]\n[ledger]\nurl = \"memory:\"\n", []string{
 			`:2:1: tools.exempt may only be set in the user's harness.toml`,

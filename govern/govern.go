@@ -41,6 +41,8 @@ type Governor struct {
 	decisions   *events.DecisionLog
 	now         func() time.Time
 	onError     func(error)
+	agentRoles  map[string]string
+	envRole     string
 }
 
 // Options are a Governor's parts.
@@ -50,7 +52,13 @@ type Options struct {
 	Tokenizer   *budget.Tokenizer // nil: a new one
 	Prices      budget.Prices     // zero: the default price table
 	Mode        config.Mode       // "": enforce
-	DefaultRole string            // role of a new session when the call names none
+	DefaultRole string            // role of a new session when nothing else names one
+	// AgentRoles are the starting roles of agents by name ([agents.NAME]
+	// role in harness.toml).
+	AgentRoles map[string]string
+	// EnvRole is $LEAN_CTX_ROLE: the operator's starting role for new
+	// sessions of agents without one of their own.
+	EnvRole string
 	// Sinks receive the harness events (a Bus, an EventLog).
 	Sinks []events.Sink
 	// Decisions, if set, records every decision.
@@ -65,7 +73,8 @@ type Options struct {
 // New returns a Governor.
 func New(o Options) *Governor {
 	g := &Governor{engine: o.Engine, store: o.Store, tokens: o.Tokenizer, prices: o.Prices, mode: o.Mode,
-		defaultRole: o.DefaultRole, sinks: o.Sinks, decisions: o.Decisions, now: o.Now, onError: o.OnError}
+		defaultRole: o.DefaultRole, sinks: o.Sinks, decisions: o.Decisions, now: o.Now, onError: o.OnError,
+		agentRoles: o.AgentRoles, envRole: o.EnvRole}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -122,17 +131,33 @@ type Outcome struct {
 	DecisionID string
 }
 
+// StartRole is the role a new session of agent starts in: role if given
+// (the operator's choice), else the agent's configured role, else
+// $LEAN_CTX_ROLE, else the configured default.
+func (g *Governor) StartRole(agent, role string) string {
+	return PickRole(role, g.agentRoles[agent], g.envRole, g.defaultRole)
+}
+
+// PickRole returns the first role named, else coder: the order of
+// precedence of a new session's role.
+func PickRole(candidates ...string) string {
+	for _, r := range candidates {
+		if r != "" {
+			return r
+		}
+	}
+	return "coder"
+}
+
 // Session returns the session's counters, giving a new session its
-// starting role (role, else the default role).
+// starting role (see StartRole). A session that has a role keeps it: only
+// a switch changes it.
 func (g *Governor) Session(ctx context.Context, k budget.Key, role string) (budget.Counters, error) {
 	c, err := g.store.Get(ctx, k)
 	if err != nil || c.Role != "" {
 		return c, err
 	}
-	if role == "" {
-		role = g.defaultRole
-	}
-	return g.store.InitRole(ctx, k, role)
+	return g.store.InitRole(ctx, k, g.StartRole(k.Agent, role))
 }
 
 // Decide decides a call with the session's live counters. With Reserve, an
@@ -202,24 +227,30 @@ type loggedInput struct {
 	ShellPolicy string `json:"shell_policy"`
 }
 
-// recordDecision writes the decision log entry and, for a deny, the
-// PolicyViolation event.
-func (g *Governor) recordDecision(o *Outcome, in policy.Input, elapsed time.Duration) {
+// logEntry writes a decision-log entry and returns its decision id.
+func (g *Governor) logEntry(path string, input, result any, elapsed time.Duration, shadow bool) string {
 	now := g.now()
-	o.DecisionID = events.NewID(now)
-	d := o.Decision
+	id := events.NewID(now)
 	if g.decisions != nil {
 		err := g.decisions.Log(events.Entry{
-			DecisionID: o.DecisionID,
-			Path:       "harness/decision",
+			DecisionID: id,
+			Path:       path,
 			Timestamp:  now.UTC(),
 			Metrics:    map[string]int64{"timer_rego_query_eval_ns": elapsed.Nanoseconds()},
-			Shadow:     g.mode == config.Shadow,
-		}, loggedInput{in, d.ShellPolicy}, d)
+			Shadow:     shadow,
+		}, input, result)
 		if err != nil {
 			g.onError(fmt.Errorf("decision log: %w", err))
 		}
 	}
+	return id
+}
+
+// recordDecision writes the decision log entry and, for a deny, the
+// PolicyViolation event.
+func (g *Governor) recordDecision(o *Outcome, in policy.Input, elapsed time.Duration) {
+	d := o.Decision
+	o.DecisionID = g.logEntry("harness/decision", loggedInput{in, d.ShellPolicy}, d, elapsed, g.mode == config.Shadow)
 	if d.Allowed {
 		return
 	}
@@ -248,11 +279,17 @@ var levelRank = map[string]int{compiler.LevelOK: 0, compiler.LevelWarning: 1, co
 // that one atomic change of the counters (before → after) carried into
 // those levels. Counters only grow and every change is atomic, so exactly
 // one change crosses each threshold: each crossing is reported once, however
-// many calls run at the same moment.
+// many calls run at the same moment. A role switch is such a change too:
+// the same usage measured against the new role's limits.
 func (g *Governor) crossings(k budget.Key, before, after budget.Counters) {
-	r, ok := g.engine.Document().Roles[after.Role]
-	if !ok || before.Role != after.Role {
+	doc := g.engine.Document()
+	r, ok := doc.Roles[after.Role]
+	if !ok {
 		return
+	}
+	old, known := doc.Roles[before.Role]
+	if !known {
+		old = r
 	}
 	for _, dim := range []struct {
 		name          string
@@ -263,8 +300,8 @@ func (g *Governor) crossings(k budget.Key, before, after budget.Counters) {
 		{"shell", before.Shell, after.Shell, r.Limits.Shell},
 		{"cost", before.CostMicros, after.CostMicros, r.Limits.CostMicros},
 	} {
-		t := r.Thresholds[dim.name]
-		from, to := levelRank[t.Level(dim.before)], levelRank[t.Level(dim.after)]
+		from := levelRank[old.Thresholds[dim.name].Level(dim.before)]
+		to := levelRank[r.Thresholds[dim.name].Level(dim.after)]
 		if to <= from {
 			continue
 		}
@@ -361,6 +398,69 @@ func (g *Governor) Status(ctx context.Context, k budget.Key, role string) (polic
 		Role: c.Role, Tool: tool, Session: k.Session, Agent: k.Agent,
 		Budget: policy.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros},
 	})
+}
+
+// SwitchOutcome is what came of a role switch.
+type SwitchOutcome struct {
+	Decision policy.SwitchDecision
+	// Switched is true when the role changed (false when refused, or when
+	// the session was already in the role).
+	Switched bool
+	// Counters are the session's counters afterwards: usage unchanged.
+	Counters   budget.Counters
+	DecisionID string
+}
+
+// Switch changes a session's active role, by an agent (under the switch
+// rules) or by the operator. The role changes by a compare-and-swap on the
+// role the switch was decided on; usage is never touched, and the new
+// role's limits apply to it at once. Every switch, made or refused, is an
+// event (RoleChanged, or PolicyViolation with code switch_denied) and a
+// decision-log entry.
+func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (SwitchOutcome, error) {
+	cur, err := g.Session(ctx, k, "")
+	if err != nil {
+		return SwitchOutcome{}, fmt.Errorf("ledger: %w", err)
+	}
+	for range maxAttempts {
+		if cur.Role == to {
+			return SwitchOutcome{Decision: policy.SwitchDecision{Allowed: true, From: to, To: to, By: by, Reasons: []policy.Reason{}}, Counters: cur}, nil
+		}
+		in := policy.SwitchInput{From: cur.Role, To: to, By: by, Session: k.Session, Agent: k.Agent}
+		start := g.now()
+		d, err := g.engine.Switch(ctx, in)
+		elapsed := g.now().Sub(start)
+		if err != nil {
+			return SwitchOutcome{Decision: d}, err
+		}
+		o := SwitchOutcome{Decision: d, Counters: cur}
+		if d.Allowed {
+			next, ok, err := g.store.SwitchRole(ctx, k, cur.Role, to)
+			if err != nil {
+				return o, fmt.Errorf("ledger: %w", err)
+			}
+			if !ok {
+				cur = next // another switch came first: decide again from its role
+				continue
+			}
+			o.Switched, o.Counters = true, next
+		}
+		o.DecisionID = g.logEntry("harness/switch", in, d, elapsed, false)
+		if !o.Switched {
+			var parts []string
+			for _, r := range d.Reasons {
+				parts = append(parts, r.Code+": "+r.Rule+": "+r.Message)
+			}
+			g.emit(events.Event{Type: events.PolicyViolation, Session: k.Session, Agent: k.Agent, Role: cur.Role,
+				Violation: &events.Violation{Tool: "ctx_session", Reason: strings.Join(parts, "; "), Reasons: d.Reasons, DecisionID: o.DecisionID}})
+			return o, nil
+		}
+		g.emit(events.Event{Type: events.RoleChanged, Session: k.Session, Agent: k.Agent,
+			Switch: &events.Switch{From: cur.Role, To: to, By: by}})
+		g.crossings(k, cur, o.Counters)
+		return o, nil
+	}
+	return SwitchOutcome{}, errors.New("ledger: could not switch: the role kept changing")
 }
 
 // Reset is the operator's reset of a session's usage (its role stays).

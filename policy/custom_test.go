@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/internal/strict"
+	"github.com/agentharness/harness/roles"
 )
 
 const noForcePush = `package harness.custom.no_force_push
@@ -154,5 +155,61 @@ func TestReloadKeepsLastGoodCustomPolicy(t *testing.T) {
 	}
 	if d, _ := e.Decide(ctx, in); d.Decision != Allow {
 		t.Errorf("after removing the policy: %+v", d)
+	}
+}
+
+func TestSwitch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	onlyCoder := compiler.Module{Name: "only_coder.rego", Source: []byte(`package harness.custom.only_coder
+
+switch_deny contains msg if {
+	input.by == "agent"
+	input.from == "reviewer"
+	input.to != "coder"
+	msg := sprintf("reviewer may only switch to coder, not %s", [input.to])
+}
+`)}
+	// A project role that allows everything: as powerful as admin.
+	d, errs := roles.Parse("anything.toml", []byte("[tools]\nallowed = [\"*\"]\n"), roles.SourceProject)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	set, err := roles.LoadDefs(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(ctx, compiler.Compile(set, compiler.DefaultConfig()), onlyCoder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		from, to, by string
+		rule         string // "" when allowed
+	}{
+		{"coder", "reviewer", ByAgent, ""},
+		{"reviewer", "coder", ByAgent, ""},
+		{"coder", "debugger", ByAgent, ""},
+		{"coder", "admin", ByAgent, "privileged_role"},
+		{"coder", "ops", ByAgent, "privileged_role"},
+		{"coder", "anything", ByAgent, "unrestricted_role"},
+		{"coder", "admin", ByOperator, ""},
+		{"coder", "anything", ByOperator, ""},
+		{"reviewer", "debugger", ByAgent, "harness.custom.only_coder"},
+		{"reviewer", "debugger", ByOperator, ""},
+		{"coder", "nobody", ByOperator, "unknown_role"},
+	}
+	for _, tt := range tests {
+		s, err := e.Switch(ctx, SwitchInput{From: tt.from, To: tt.to, By: tt.by, Session: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rule := ""
+		if len(s.Reasons) > 0 {
+			rule = s.Reasons[0].Rule
+		}
+		if s.Allowed != (tt.rule == "") || rule != tt.rule || (!s.Allowed && s.Reasons[0].Code != CodeSwitchDenied) {
+			t.Errorf("%s → %s by %s: %+v; want rule %q", tt.from, tt.to, tt.by, s, tt.rule)
+		}
 	}
 }

@@ -60,6 +60,8 @@ type Reason struct {
 	// Policy names the custom policy (harness.custom.<name>) of a "policy"
 	// reason.
 	Policy string `json:"policy,omitempty"`
+	// Rule names the rule that refused a role switch.
+	Rule string `json:"rule,omitempty"`
 }
 
 // Dimension is one budget dimension of a decision.

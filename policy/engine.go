@@ -14,11 +14,15 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/internal/strict"
 	harnessrego "github.com/agentharness/harness/rego"
 )
 
-// Query is the entry point of the policy.
-const Query = "data.harness.decision"
+// Query is the entry point of the policy; SwitchQuery that of role switches.
+const (
+	Query       = "data.harness.decision"
+	SwitchQuery = "data.harness.switch"
+)
 
 // Engine decides tool calls. The zero value is not usable: call [New].
 type Engine struct {
@@ -27,10 +31,11 @@ type Engine struct {
 
 // loaded is one prepared generation of data and policy.
 type loaded struct {
-	query  rego.PreparedEvalQuery
-	doc    *compiler.Document
-	bundle *compiler.Bundle
-	custom []compiler.Module
+	query   rego.PreparedEvalQuery
+	switch_ rego.PreparedEvalQuery
+	doc     *compiler.Document
+	bundle  *compiler.Bundle
+	custom  []compiler.Module
 }
 
 // Modules returns the harness's own Rego policy modules (without tests).
@@ -120,24 +125,42 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 	if err != nil {
 		return nil, err
 	}
+	// Compile the modules once, strictly and with the harness's
+	// capabilities; both entry points are prepared on the same compiler.
+	parsed := make(map[string]*ast.Module, len(b.Modules))
+	var errs strict.ErrorList
+	for _, m := range b.Modules {
+		p, err := ast.ParseModuleWithOpts(m.Location(), string(m.Source), ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			errs = append(errs, regoErrors(err)...)
+			continue
+		}
+		parsed[m.Location()] = p
+	}
+	if len(errs) > 0 {
+		return nil, errs.Sort()
+	}
+	c := ast.NewCompiler().WithCapabilities(Capabilities()).WithStrict(true)
+	if c.Compile(parsed); c.Failed() {
+		return nil, regoErrors(c.Errors)
+	}
 	store := inmem.NewFromReaderWithOpts(bytes.NewReader(b.Data),
 		inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
-	opts := []func(*rego.Rego){
-		rego.Query(Query),
-		rego.Store(store),
-		rego.SetRegoVersion(ast.RegoV1),
-		rego.StrictBuiltinErrors(true),
-		rego.Strict(true),
-		rego.Capabilities(Capabilities()),
+	queries := make([]rego.PreparedEvalQuery, 2)
+	for i, q := range []string{Query, SwitchQuery} {
+		pq, err := rego.New(
+			rego.Query(q),
+			rego.Compiler(c),
+			rego.Store(store),
+			rego.SetRegoVersion(ast.RegoV1),
+			rego.StrictBuiltinErrors(true),
+		).PrepareForEval(ctx)
+		if err != nil {
+			return nil, regoErrors(err)
+		}
+		queries[i] = pq
 	}
-	for _, m := range b.Modules {
-		opts = append(opts, rego.Module(m.Location(), string(m.Source)))
-	}
-	pq, err := rego.New(opts...).PrepareForEval(ctx)
-	if err != nil {
-		return nil, regoErrors(err)
-	}
-	return &loaded{query: pq, doc: doc, bundle: b}, nil
+	return &loaded{query: queries[0], switch_: queries[1], doc: doc, bundle: b}, nil
 }
 
 // Decide evaluates one call. Any problem during evaluation gives a deny
@@ -293,6 +316,9 @@ func (r *reader) reasons(m map[string]any, key string) []Reason {
 		reason := Reason{Code: r.str(o, "code"), Message: r.str(o, "message")}
 		if p, ok := o["policy"]; ok {
 			reason.Policy, _ = p.(string)
+		}
+		if p, ok := o["rule"]; ok {
+			reason.Rule, _ = p.(string)
 		}
 		out = append(out, reason)
 	}

@@ -57,6 +57,7 @@ custom(over) := object.union(base, {"thresholds": thresholds(base.limits)}) if {
 }
 
 _custom_defaults := {
+	"source": "project",
 	"description": "test role",
 	"shell_policy": "track",
 	"privileged": false,

@@ -49,10 +49,6 @@ func (c *cli) decide(args []string) int {
 	if !stateless && (*tokens != "" || *shell != "" || *cost != "") {
 		return c.fail("decide: with a session the counters come from the ledger; --tokens, --shell and --cost are for decisions without one")
 	}
-	startRole := *role
-	if startRole == "" {
-		startRole = c.env.getenv("LEAN_CTX_ROLE")
-	}
 	var usage policy.Usage
 	for _, n := range []struct {
 		flag, text string
@@ -84,9 +80,7 @@ func (c *cli) decide(args []string) int {
 	if !ok {
 		return exitError
 	}
-	if startRole == "" {
-		startRole = w.cfg.DefaultRole
-	}
+	startRole := govern.PickRole(*role, w.cfg.AgentRoles[k.Agent], c.env.getenv("LEAN_CTX_ROLE"), w.cfg.DefaultRole)
 	if _, ok := w.set.Get(startRole); !ok {
 		return c.fail("%s", unknownRole(startRole, w.set))
 	}
@@ -113,17 +107,17 @@ func (c *cli) decide(args []string) int {
 		}
 		defer closeAll()
 		e = g.Engine()
-		cur, err := g.Session(ctx, k, startRole)
+		cur, err := g.Session(ctx, k, *role)
 		if err != nil {
 			return c.fail("%v", err)
 		}
 		if *role != "" && cur.Role != *role {
-			return c.fail("session %s is in role %s; --role %s only names the role of a new session (the active role of a session changes only by a switch)", k, cur.Role, *role)
+			return c.fail("session %s is in role %s; --role %s only names the role of a new session (switch with: harness role switch %s --session %s)", k, cur.Role, *role, *role, k.Session)
 		}
 		if _, ok := w.set.Get(cur.Role); !ok {
 			return c.fail("session %s: %s", k, unknownRole(cur.Role, w.set))
 		}
-		o, err = g.Decide(ctx, govern.Call{Session: k, Tool: *tool, Arguments: arguments, Role: startRole, Reserve: *record})
+		o, err = g.Decide(ctx, govern.Call{Session: k, Tool: *tool, Arguments: arguments, Role: *role, Reserve: *record})
 		if err != nil {
 			return c.fail("decide: %v", err)
 		}

@@ -125,12 +125,20 @@ func (c *cli) log(args []string) int {
 		events.Entry
 		in  policy.Input
 		out policy.Decision
+		sw  policy.SwitchDecision
 		raw []byte
 	}
 	var found []entry
 	err = events.ReadLines(path, w.cfg.LogMaxFiles, func(line []byte) error {
 		var e entry
-		if json.Unmarshal(line, &e.Entry) != nil || json.Unmarshal(e.Input, &e.in) != nil || json.Unmarshal(e.Result, &e.out) != nil {
+		if json.Unmarshal(line, &e.Entry) != nil || json.Unmarshal(e.Input, &e.in) != nil {
+			return nil
+		}
+		result := any(&e.out)
+		if e.Path == "harness/switch" {
+			result = &e.sw
+		}
+		if json.Unmarshal(e.Result, result) != nil {
 			return nil
 		}
 		if (*id != "" && e.DecisionID != *id) || (*session != "" && e.in.Session != *session) {
@@ -164,6 +172,9 @@ func (c *cli) log(args []string) int {
 		for _, r := range append(e.out.Reasons, e.out.Warnings...) {
 			codes = append(codes, r.Code)
 		}
+		for _, r := range e.sw.Reasons {
+			codes = append(codes, r.Code+"("+r.Rule+")")
+		}
 		who := e.in.Session
 		if e.in.Agent != "" {
 			who = e.in.Agent + "/" + e.in.Session
@@ -172,8 +183,15 @@ func (c *cli) log(args []string) int {
 		if e.Shadow {
 			shadow = " [shadow]"
 		}
-		fmt.Fprintf(c.stdout, "%s  %s  %s  %s %s → %s%s %s\n", e.Timestamp.Format(time.RFC3339), e.DecisionID, who,
-			e.out.Role, e.out.Tool, e.out.Decision, shadow, strings.Join(codes, ","))
+		what := fmt.Sprintf("%s %s → %s%s", e.out.Role, e.out.Tool, e.out.Decision, shadow)
+		if e.Path == "harness/switch" {
+			verdict := "switched"
+			if !e.sw.Allowed {
+				verdict = "refused"
+			}
+			what = fmt.Sprintf("switch %s → %s by %s: %s", e.sw.From, e.sw.To, e.sw.By, verdict)
+		}
+		fmt.Fprintf(c.stdout, "%s  %s  %s  %s %s\n", e.Timestamp.Format(time.RFC3339), e.DecisionID, who, what, strings.Join(codes, ","))
 	}
 	return exitOK
 }

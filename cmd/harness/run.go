@@ -59,6 +59,9 @@ Usage:
   harness record --session S --tool T (--output-file F | --output-text TEXT) [--args JSON] [--model M]
   harness budget [--session S]
   harness budget reset --session S
+  harness role [--session S]
+  harness role set NAME --session S        (the operator: may enter privileged roles)
+  harness role switch NAME --session S     (as the agent: under the switch rules)
   harness events [--follow] [--type T] [--session S] [--json]
   harness log [--decision ID] [--session S] [--limit N] [--json]
   harness roles list
@@ -78,7 +81,9 @@ Custom Rego policies (package harness.custom.<name>, with deny and warn rules) c
 the project's .lean-ctx/policies/ and the user's ~/.lean-ctx/policies/.
 Roles come from the project's .lean-ctx/roles/, the user's ~/.lean-ctx/roles/ and
 $XDG_DATA_HOME/lean-ctx/roles/, and the five built-ins (coder, reviewer, debugger, ops, admin).
-The role of decide is --role, else $LEAN_CTX_ROLE, else coder.
+A new session's role is --role, else its agent's [agents.NAME] role in harness.toml, else
+$LEAN_CTX_ROLE, else [enforcement] default_role (coder). A session keeps its role: only a
+switch changes it, and a switch never resets usage.
 
 Exit codes: 0 allowed (or warned), 1 usage or load error, 2 denied (test: a test failed),
 3 role, configuration or policy files have errors. In shadow mode ([enforcement] mode = "shadow") a deny is reported but exits 0.
@@ -119,6 +124,8 @@ func runEnv(args []string, stdout, stderr io.Writer, e env) int {
 		return c.log(args[1:])
 	case "test":
 		return c.test(args[1:])
+	case "role":
+		return c.role(args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -278,6 +285,7 @@ func (c *cli) governor(ctx context.Context, w *world, ledger string) (g *govern.
 	}
 	opts := govern.Options{
 		Engine: e, Store: store, Prices: w.cfg.Prices, Mode: w.cfg.Mode, DefaultRole: w.cfg.DefaultRole,
+		AgentRoles: w.cfg.AgentRoles, EnvRole: c.env.getenv("LEAN_CTX_ROLE"),
 		OnError: func(err error) { fmt.Fprintf(c.stderr, "harness: warning: %v\n", err) },
 	}
 	rot := events.Rotation{MaxBytes: w.cfg.LogMaxBytes, MaxFiles: w.cfg.LogMaxFiles}

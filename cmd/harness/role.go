@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentharness/harness/policy"
+)
+
+// role shows a session's active role, or switches it.
+func (c *cli) role(args []string) int {
+	verb := ""
+	if len(args) > 0 && (args[0] == "set" || args[0] == "switch") {
+		verb, args = args[0], args[1:]
+	}
+	fs, project := c.flags("role")
+	session := fs.String("session", "", "the session (default: $HARNESS_SESSION, else \"default\")")
+	agent := fs.String("agent", "", "the agent (default: $HARNESS_AGENT)")
+	ledger := fs.String("ledger", "", "the counters' store `URL`")
+	rest, err := parse(fs, args)
+	if err != nil {
+		return exitError
+	}
+	switch {
+	case verb == "" && len(rest) > 0:
+		return c.fail("role: unexpected argument %q (want: role, role set NAME, role switch NAME)", rest[0])
+	case verb != "" && len(rest) != 1:
+		return c.fail("role %s: want one role name", verb)
+	case verb == "set" && *session == "" && c.env.getenv("HARNESS_SESSION") == "":
+		return c.fail("role set: name the session with --session S (an operator's switch is deliberate)")
+	}
+	ctx := context.Background()
+	w, g, closeAll, ok := c.open(ctx, *project, *ledger)
+	if !ok {
+		return exitError
+	}
+	defer closeAll()
+	k := c.sessionKey(*session, *agent, "default")
+
+	if verb != "" {
+		by := policy.ByAgent
+		if verb == "set" {
+			by = policy.ByOperator
+		}
+		o, err := g.Switch(ctx, k, rest[0], by)
+		if err != nil {
+			return c.fail("role %s: %v", verb, err)
+		}
+		switch {
+		case !o.Decision.Allowed:
+			fmt.Fprintf(c.stdout, "refused: session %s stays in role %s\n", k, o.Counters.Role)
+			for _, r := range o.Decision.Reasons {
+				fmt.Fprintf(c.stdout, "  %s (%s): %s\n", r.Code, r.Rule, r.Message)
+			}
+			return exitDenied
+		case !o.Switched:
+			fmt.Fprintf(c.stdout, "session %s is already in role %s\n", k, o.Counters.Role)
+		default:
+			fmt.Fprintf(c.stdout, "session %s: role %s → %s (by the %s); usage kept\n", k, o.Decision.From, o.Decision.To, by)
+		}
+	}
+	st, err := g.Status(ctx, k, "")
+	if err != nil {
+		return c.fail("role: %v", err)
+	}
+	if verb == "" {
+		r, ok := w.set.Get(st.Role)
+		if !ok {
+			return c.fail("session %s: %s", k, unknownRole(st.Role, w.set))
+		}
+		fmt.Fprintf(c.stdout, "session %s: role %s (%s)\n", k, r.Name, r.Description)
+		fmt.Fprintf(c.stdout, "  shell_policy %s; tools allowed: %s; denied: %s\n", r.ShellPolicy, orNone(r.Allowed), orNone(r.Denied))
+		var open, closed []string
+		for _, name := range w.set.Names() {
+			if name == r.Name {
+				continue
+			}
+			if s, _ := g.Engine().Switch(ctx, policy.SwitchInput{From: r.Name, To: name, By: policy.ByAgent, Session: k.Session, Agent: k.Agent}); s.Allowed {
+				open = append(open, name)
+			} else {
+				closed = append(closed, name)
+			}
+		}
+		fmt.Fprintf(c.stdout, "  the agent may switch to: %s\n", orNone(open))
+		fmt.Fprintf(c.stdout, "  only the operator may switch to: %s\n", orNone(closed))
+	}
+	fmt.Fprintln(c.stdout, st.StatusLine())
+	return exitOK
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "(none)"
+	}
+	return strings.Join(list, ", ")
+}
