@@ -2,17 +2,28 @@ package harnessrego
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 )
 
 func TestSources(t *testing.T) {
 	t.Parallel()
 	policy, tests := Policy(), Tests()
-	if len(policy) != 1 || policy[0].Name != "harness.rego" || !bytes.Contains(policy[0].Source, []byte("\npackage harness\n")) {
-		t.Errorf("policy modules: %v", names(policy))
+	if got := names(policy); !slices.Equal(got, []string{"harness.rego", "switch.rego"}) {
+		t.Errorf("policy modules: %v", got)
 	}
-	if len(tests) != 1 || tests[0].Name != "harness_test.rego" || !bytes.Contains(tests[0].Source, []byte("\npackage harness.tests\n")) {
-		t.Errorf("test modules: %v", names(tests))
+	if got := names(tests); !slices.Equal(got, []string{"harness_test.rego", "switch_test.rego"}) {
+		t.Errorf("test modules: %v", got)
+	}
+	for _, f := range policy {
+		if !bytes.Contains(f.Source, []byte("\npackage harness\n")) {
+			t.Errorf("%s is not in package harness", f.Name)
+		}
+	}
+	for _, f := range tests {
+		if !bytes.Contains(f.Source, []byte("\npackage harness.tests\n")) {
+			t.Errorf("%s is not in package harness.tests", f.Name)
+		}
 	}
 }
 
