@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -60,8 +61,33 @@ type Config struct {
 	Mask []string
 	// AgentRoles are the starting roles of agents, by agent name.
 	AgentRoles map[string]string
+	// Upstreams are the MCP servers `harness serve` fronts.
+	Upstreams []Upstream
+	// Prefix says when upstream tool names get "<upstream>__": auto (when
+	// there are several upstreams), always, never.
+	Prefix string
+	// Tokens admit agents to the HTTP gateway.
+	Tokens []Token
 	// Files are the configuration files that were read, in order.
 	Files []string
+}
+
+// Upstream is one [[upstream]] of harness.toml: a stdio command or a URL.
+type Upstream struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	URL     string
+}
+
+// Token is one [[gateway.tokens]]: a bearer token (or its SHA-256) naming
+// an agent and the role its new sessions start in.
+type Token struct {
+	Agent  string
+	Token  string
+	SHA256 string
+	Role   string
 }
 
 // Off as a log path turns that log off.
@@ -80,6 +106,7 @@ func Default() Config {
 		LogMaxFiles:  5,
 		Mask:         []string{},
 		AgentRoles:   map[string]string{},
+		Prefix:       "auto",
 	}
 }
 
@@ -124,6 +151,8 @@ var schema = map[string][]string{
 	"cost":        {"default_model", "models"},
 	"log":         {"events", "decisions", "max_size_mb", "max_files", "mask"},
 	"agents":      nil, // [agents.NAME] tables, checked on their own
+	"gateway":     {"prefix", "tokens"},
+	"upstream":    nil, // [[upstream]] tables, checked on their own
 }
 
 // projectKeys are the keys a project's file may set: they can only tighten.
@@ -140,6 +169,16 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 		keys, ok := schema[section]
 		if !ok {
 			errs = append(errs, doc.Unknown(section, section, "", strict.SortedKeys(schema)))
+			continue
+		}
+		if section == "upstream" {
+			if project {
+				fail(section, "[[upstream]] may only be set in the user's %s: a cloned repository must not start programs", FileName)
+				continue
+			}
+			if err := c.setUpstreams(doc.Values[section]); err != nil {
+				fail(section, "upstream: %v", err)
+			}
 			continue
 		}
 		table, ok := doc.Values[section].(map[string]any)
@@ -265,12 +304,138 @@ func (c *Config) set(path string, v any, project bool) error {
 				c.Mask = append(c.Mask, p)
 			}
 		}
+	case "gateway.prefix":
+		p, _ := v.(string)
+		if p != "auto" && p != "always" && p != "never" {
+			return fmt.Errorf("%s: want \"auto\", \"always\" or \"never\"", strict.TypeName(v))
+		}
+		c.Prefix = p
+	case "gateway.tokens":
+		return c.setTokens(v)
 	case "cost.default_model":
 		s, err := nonEmpty(v)
 		c.Prices.DefaultModel = s
 		return err
 	case "cost.models":
 		return c.setModels(v)
+	}
+	return nil
+}
+
+// setUpstreams reads [[upstream]]: name and command (with args and env),
+// or name and url.
+func (c *Config) setUpstreams(v any) error {
+	list, ok := v.([]map[string]any)
+	if !ok {
+		return strict.WantType("an array of tables ([[upstream]])", v)
+	}
+	names := map[string]bool{}
+	for i, t := range list {
+		var u Upstream
+		for _, key := range strict.SortedKeys(t) {
+			var err error
+			switch key {
+			case "name":
+				u.Name, err = nonEmpty(t[key])
+			case "command":
+				u.Command, err = nonEmpty(t[key])
+			case "url":
+				u.URL, err = nonEmpty(t[key])
+			case "args":
+				u.Args, err = strings_(t[key])
+			case "env":
+				m, ok := t[key].(map[string]any)
+				if !ok {
+					err = strict.WantType("a table of strings", t[key])
+					break
+				}
+				u.Env = map[string]string{}
+				for k, val := range m {
+					s, ok := val.(string)
+					if !ok {
+						err = fmt.Errorf("env.%s: %w", k, strict.WantType("a string", val))
+						break
+					}
+					u.Env[k] = s
+				}
+			default:
+				msg := fmt.Sprintf("unknown key %q", key)
+				if s := strict.Suggest(key, []string{"name", "command", "args", "env", "url"}); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				err = errors.New(msg)
+			}
+			if err != nil {
+				return fmt.Errorf("%d: %s: %w", i+1, key, err)
+			}
+		}
+		switch {
+		case u.Name == "" || !roles.ValidName(u.Name) || strings.Contains(u.Name, "__"):
+			return fmt.Errorf("%d: name: want a name of A-Z, a-z, 0-9, '_' and '-' without \"__\"", i+1)
+		case names[u.Name]:
+			return fmt.Errorf("%d: name %q is used twice", i+1, u.Name)
+		case (u.Command == "") == (u.URL == ""):
+			return fmt.Errorf("%d (%s): give a command or a url, not both", i+1, u.Name)
+		}
+		names[u.Name] = true
+		c.Upstreams = append(c.Upstreams, u)
+	}
+	return nil
+}
+
+func strings_(v any) ([]string, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, strict.WantType("an array of strings", v)
+	}
+	out := make([]string, 0, len(list))
+	for _, item := range list {
+		s, ok := item.(string)
+		if !ok {
+			return nil, strict.WantType("a string", item)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// setTokens reads [[gateway.tokens]]: agent, token or token_sha256, role.
+func (c *Config) setTokens(v any) error {
+	list, ok := v.([]map[string]any)
+	if !ok {
+		return strict.WantType("an array of tables ([[gateway.tokens]])", v)
+	}
+	for i, t := range list {
+		var tok Token
+		for _, key := range strict.SortedKeys(t) {
+			s, ok := t[key].(string)
+			if !ok || s == "" {
+				return fmt.Errorf("%d: %s: %w", i+1, key, strict.WantType("a non-empty string", t[key]))
+			}
+			switch key {
+			case "agent":
+				tok.Agent = s
+			case "token":
+				tok.Token = s
+			case "token_sha256":
+				tok.SHA256 = s
+			case "role":
+				tok.Role = s
+			default:
+				return fmt.Errorf("%d: unknown key %q (want agent, token or token_sha256, role)", i+1, key)
+			}
+		}
+		switch {
+		case tok.Agent == "":
+			return fmt.Errorf("%d: agent is missing", i+1)
+		case (tok.Token == "") == (tok.SHA256 == ""):
+			return fmt.Errorf("%d (%s): give token or token_sha256, one of them", i+1, tok.Agent)
+		case tok.SHA256 != "" && !regexp.MustCompile(`^[0-9a-fA-F]{64}$`).MatchString(tok.SHA256):
+			return fmt.Errorf("%d (%s): token_sha256 must be 64 hex digits", i+1, tok.Agent)
+		case tok.Token != "" && len(tok.Token) < 16:
+			return fmt.Errorf("%d (%s): a token must have at least 16 characters", i+1, tok.Agent)
+		}
+		c.Tokens = append(c.Tokens, tok)
 	}
 	return nil
 }

@@ -49,6 +49,28 @@ output_usd_per_mtok = 15.0
 [agents.claude-code]
 role = "reviewer"
 
+[gateway]
+prefix = "always"
+
+[[gateway.tokens]]
+agent = "claude-code"
+token = "0123456789abcdef-secret"
+role = "reviewer"
+
+[[gateway.tokens]]
+agent = "ci"
+token_sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+[[upstream]]
+name = "lean"
+command = "lean-ctx"
+args = ["mcp"]
+env = { LEAN_CTX_LOG = "warn" }
+
+[[upstream]]
+name = "remote"
+url = "http://127.0.0.1:9000/mcp"
+
 [agents."cursor"]
 role = "debugger"
 
@@ -87,6 +109,13 @@ mask = ["/arguments/password"]
 	if c.AgentRoles["claude-code"] != "reviewer" || c.AgentRoles["cursor"] != "debugger" || len(c.AgentRoles) != 2 {
 		t.Errorf("agents: %v", c.AgentRoles)
 	}
+	if c.Prefix != "always" || len(c.Tokens) != 2 || c.Tokens[0].Role != "reviewer" || c.Tokens[1].SHA256 == "" {
+		t.Errorf("gateway: %s %+v", c.Prefix, c.Tokens)
+	}
+	if len(c.Upstreams) != 2 || c.Upstreams[0].Command != "lean-ctx" || c.Upstreams[0].Args[0] != "mcp" ||
+		c.Upstreams[0].Env["LEAN_CTX_LOG"] != "warn" || c.Upstreams[1].URL == "" {
+		t.Errorf("upstreams: %+v", c.Upstreams)
+	}
 }
 
 func TestDefaults(t *testing.T) {
@@ -121,6 +150,9 @@ func TestErrors(t *testing.T) {
 		{"project may not turn logs off", "", "[log]\ndecisions = \"off\"\n", []string{`log.decisions may only be set in the user's harness.toml`}},
 		{"project may not choose agent roles", "", "[agents.x]\nrole = \"admin\"\n", []string{`[agents] may only be set in the user's harness.toml`}},
 		{"agent without role", "[agents.x]\nrol = \"coder\"\n", "", []string{`agents.x: unknown key "rol" (want role)`}},
+		{"project may not add upstreams", "", "[[upstream]]\nname = \"x\"\ncommand = \"sh\"\n", []string{`[[upstream]] may only be set in the user's harness.toml: a cloned repository must not start programs`}},
+		{"upstream with both", "[[upstream]]\nname = \"x\"\ncommand = \"a\"\nurl = \"http://b\"\n", "", []string{`upstream: 1 (x): give a command or a url, not both`}},
+		{"short token", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"short\"\n", "", []string{`a token must have at least 16 characters`}},
 		{"bad mask", "[log]\nmask = [\"arguments.password\"]\n", "", []string{`log.mask: item 1: string "arguments.password" is not a JSON pointer`}},
 		{"project may not exempt or move the ledger", "", "[tools]\nexempt = [\"ctx_shell\"]\n[ledger]\nurl = \"memory:\"\n", []string{
 			`:2:1: tools.exempt may only be set in the user's harness.toml`,

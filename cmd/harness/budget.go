@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	budgetpkg "github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/policy"
 )
@@ -148,3 +149,5 @@ func (c *cli) budget(args []string) int {
 	fmt.Fprintln(c.stdout, d.StatusLine())
 	return exitOK
 }
+
+func newTokenizer() *budgetpkg.Tokenizer { return budgetpkg.NewTokenizer() }

@@ -35,7 +35,8 @@ const (
 // env is what the command reads of its surroundings, so that tests can give
 // their own.
 type env struct {
-	ctx     context.Context // ends on an interrupt (events --follow)
+	ctx     context.Context // ends on an interrupt (events --follow, serve)
+	stdin   io.Reader       // serve: the MCP client over stdio
 	getenv  func(string) string
 	workDir string
 	home    string
@@ -44,7 +45,7 @@ type env struct {
 func osEnv(ctx context.Context) env {
 	wd, _ := os.Getwd()
 	home, _ := os.UserHomeDir()
-	return env{ctx: ctx, getenv: os.Getenv, workDir: wd, home: home}
+	return env{ctx: ctx, stdin: os.Stdin, getenv: os.Getenv, workDir: wd, home: home}
 }
 
 // version is the harness's version, in decision-log labels.
@@ -66,6 +67,8 @@ Usage:
   harness log [--decision ID] [--session S] [--limit N] [--json]
   harness roles list
   harness roles show NAME [--json]
+  harness serve [--http ADDR] [--session S] [--agent A] [--role R] [-- CMD ARGS...]
+  harness compress [--stats] < OUTPUT
   harness check
   harness compile --out DIR
   harness test [PATH...] [-v] [--coverage] [--format pretty|json]
@@ -104,6 +107,9 @@ func runEnv(args []string, stdout, stderr io.Writer, e env) int {
 	if e.ctx == nil {
 		e.ctx = context.Background()
 	}
+	if e.stdin == nil {
+		e.stdin = strings.NewReader("")
+	}
 	c := &cli{stdout: stdout, stderr: stderr, env: e}
 	switch args[0] {
 	case "decide":
@@ -126,6 +132,10 @@ func runEnv(args []string, stdout, stderr io.Writer, e env) int {
 		return c.test(args[1:])
 	case "role":
 		return c.role(args[1:])
+	case "serve":
+		return c.serve(args[1:])
+	case "compress":
+		return c.compress(args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -200,30 +210,35 @@ func (c *cli) locate(project string) (root string, dirs roles.Dirs, err error) {
 	return root, dirs, nil
 }
 
-// load reads the configuration and the roles; on error it prints every
-// problem and returns false.
+// load reads the configuration, the roles and the custom policies; on
+// error it prints every problem and returns false.
 func (c *cli) load(project string) (*world, bool) {
+	w, err := c.loadWorld(project)
+	if err != nil {
+		c.printErrors(err)
+		return nil, false
+	}
+	return w, true
+}
+
+func (c *cli) loadWorld(project string) (*world, error) {
 	root, dirs, err := c.locate(project)
 	if err != nil {
-		c.fail("%v", err)
-		return nil, false
+		return nil, err
 	}
 	cfg, err := config.Load(config.Files(c.env.home, root))
 	if err != nil {
-		c.printErrors(err)
-		return nil, false
+		return nil, err
 	}
 	set, err := roles.Load(dirs)
 	if err != nil {
-		c.printErrors(err)
-		return nil, false
+		return nil, err
 	}
 	mods, err := custom.Load(c.policyDirs(root))
 	if err != nil {
-		c.printErrors(err)
-		return nil, false
+		return nil, err
 	}
-	return &world{root: root, dirs: dirs, cfg: cfg, set: set, custom: mods}, true
+	return &world{root: root, dirs: dirs, cfg: cfg, set: set, custom: mods}, nil
 }
 
 // policyDirs are the directories of custom policies.

@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// binaries builds the harness and the fixture upstream once per test run.
+var binaries struct {
+	once              sync.Once
+	harness, upstream string
+	err               error
+}
+
+func buildBinaries(t *testing.T) (harnessBin, upstreamBin string) {
+	t.Helper()
+	binaries.once.Do(func() {
+		dir, err := os.MkdirTemp("", "harness-bin")
+		if err != nil {
+			binaries.err = err
+			return
+		}
+		binaries.harness, binaries.upstream = filepath.Join(dir, "harness"), filepath.Join(dir, "upstream")
+		for pkg, out := range map[string]string{".": binaries.harness, "../../testdata/upstream": binaries.upstream} {
+			if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+				binaries.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+				return
+			}
+		}
+	})
+	if binaries.err != nil {
+		t.Fatal(binaries.err)
+	}
+	return binaries.harness, binaries.upstream
+}
+
+// gatewayProject is a project with a small custom role for budget tests.
+func gatewayProject(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, ".lean-ctx", "roles", "small.toml"),
+		"[role]\ninherits = \"coder\"\n\n[limits]\nmax_context_tokens = 1000\n")
+	return root
+}
+
+// stdioClient starts `harness serve -- upstream` as an MCP client would.
+func stdioClient(t *testing.T, home, project string, args ...string) *client.Client {
+	t.Helper()
+	harnessBin, upstreamBin := buildBinaries(t)
+	full := append([]string{"serve", "--project", project}, args...)
+	full = append(full, "--", upstreamBin)
+	c, err := client.NewStdioMCPClientWithOptions(harnessBin, []string{"HOME=" + home}, full,
+		transport.WithCommandStderrWriter(testWriter{t}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	initialize(t, c)
+	return c
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Logf("%s", strings.TrimRight(string(p), "\n")); return len(p), nil }
+
+func initialize(t *testing.T, c *client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "gateway-test", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func toolNames(t *testing.T, c *client.Client) []string {
+	t.Helper()
+	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func call(t *testing.T, c *client.Client, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestGatewayReviewer(t *testing.T) {
+	t.Parallel()
+	c := stdioClient(t, t.TempDir(), gatewayProject(t), "--role", "reviewer", "--session", "rev")
+	if got := strings.Join(toolNames(t, c), " "); got != "ctx_read ctx_session" {
+		t.Errorf("reviewer sees %s", got)
+	}
+	res := call(t, c, "ctx_edit", map[string]any{"path": "main.go"})
+	if !res.IsError || !strings.Contains(text(res), "tool_denied: tool 'ctx_edit' is denied for role 'reviewer'") ||
+		!strings.Contains(text(res), "ctx_session action=explain tool=ctx_edit") {
+		t.Errorf("ctx_edit: %v %s", res.IsError, text(res))
+	}
+	var d struct{ Decision string }
+	b, _ := json.Marshal(res.StructuredContent)
+	if json.Unmarshal(b, &d); d.Decision != "deny" {
+		t.Errorf("structured content: %s", b)
+	}
+	if res := call(t, c, "ctx_read", map[string]any{"path": "main.go"}); res.IsError || text(res) != "contents of main.go\n" {
+		t.Errorf("ctx_read: %v %q", res.IsError, text(res))
+	}
+	if res := call(t, c, "ctx_session", map[string]any{"action": "explain", "tool": "ctx_shell"}); !strings.Contains(text(res), `denied: pattern "ctx_shell" of tools.denied (builtin:reviewer.toml) matches`) {
+		t.Errorf("explain: %s", text(res))
+	}
+}
+
+// The schemas of upstream tools reach the client as the upstream wrote
+// them, keywords the client libraries do not model included.
+func TestGatewaySchemasPassThrough(t *testing.T) {
+	t.Parallel()
+	harnessBin, upstreamBin := buildBinaries(t)
+	raw := func(cmd string, args ...string) string {
+		t.Helper()
+		in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+`
+		c := exec.Command(cmd, args...)
+		c.Env = append(os.Environ(), "HOME="+t.TempDir())
+		stdin, _ := c.StdinPipe()
+		stdout, _ := c.StdoutPipe()
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { stdin.Close(); c.Process.Kill(); c.Wait() }()
+		stdin.Write([]byte(in))
+		dec := json.NewDecoder(stdout)
+		for {
+			var msg struct {
+				ID     int `json:"id"`
+				Result struct {
+					Tools []json.RawMessage `json:"tools"`
+				} `json:"result"`
+			}
+			if err := dec.Decode(&msg); err != nil {
+				t.Fatal(err)
+			}
+			if msg.ID != 2 {
+				continue
+			}
+			for _, tool := range msg.Result.Tools {
+				var v struct {
+					Name   string          `json:"name"`
+					Schema json.RawMessage `json:"inputSchema"`
+				}
+				json.Unmarshal(tool, &v)
+				if v.Name == "ctx_read" {
+					return string(v.Schema)
+				}
+			}
+			t.Fatal("no ctx_read")
+		}
+	}
+	direct := raw(upstreamBin)
+	through := raw(harnessBin, "serve", "--project", t.TempDir(), "--", upstreamBin)
+	if direct != through || !strings.Contains(through, `"oneOf"`) || !strings.Contains(through, `"$defs"`) {
+		t.Errorf("schema changed:\ndirect:  %s\nthrough: %s", direct, through)
+	}
+}
+
+func TestGatewayBudget(t *testing.T) {
+	t.Parallel()
+	c := stdioClient(t, t.TempDir(), gatewayProject(t), "--role", "small", "--session", "budget")
+	// 600 bytes of text is about 130 tokens; the small role has 1000.
+	var seen []string
+	for range 9 {
+		res := call(t, c, "ctx_read", map[string]any{"bytes": 600})
+		switch {
+		case res.IsError:
+			seen = append(seen, "deny")
+		case strings.Contains(text(res), "[harness] warning: tokens at"):
+			seen = append(seen, "warn")
+		default:
+			seen = append(seen, "allow")
+		}
+	}
+	got := strings.Join(seen, " ")
+	if !strings.Contains(got, "allow warn") || !strings.Contains(got, "warn deny") || !strings.HasSuffix(got, "deny deny") {
+		t.Errorf("outcomes as the tokens grow: %s", got)
+	}
+	res := call(t, c, "ctx_session", map[string]any{"action": "budget"})
+	if res.IsError || !strings.HasPrefix(text(res), "Budget[small]: tokens ") || !strings.HasSuffix(text(res), "→ EXHAUSTED") {
+		t.Errorf("ctx_session when exhausted: %s", text(res))
+	}
+	res = call(t, c, "ctx_session", map[string]any{"action": "role", "value": "admin"})
+	if !res.IsError || !strings.Contains(text(res), "privileged_role") {
+		t.Errorf("switch to admin: %s", text(res))
+	}
+	res = call(t, c, "ctx_session", map[string]any{"action": "role", "value": "reviewer"})
+	if res.IsError || !strings.Contains(text(res), "Role switched: small → reviewer") {
+		t.Errorf("switch to reviewer: %s", text(res))
+	}
+	if got := strings.Join(toolNames(t, c), " "); got != "ctx_read ctx_session" {
+		t.Errorf("after the switch the tools are %s", got)
+	}
+}
+
+func TestGatewayUpstreamRestarts(t *testing.T) {
+	t.Parallel()
+	c := stdioClient(t, t.TempDir(), gatewayProject(t), "--session", "crash")
+	res := call(t, c, "ctx_shell", map[string]any{"command": "crash"})
+	if !res.IsError || !strings.Contains(text(res), "upstream is down") {
+		t.Fatalf("crash: %v %s", res.IsError, text(res))
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		res = call(t, c, "ctx_shell", map[string]any{"command": "echo back"})
+		if !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the upstream never came back: %s", text(res))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if text(res) != "ran: echo back\n" {
+		t.Errorf("after the restart: %q", text(res))
+	}
+	// Upstream errors pass through: a tool error as it is, a JSON-RPC error as an error.
+	if res := call(t, c, "ctx_shell", map[string]any{"command": "fail"}); !res.IsError || text(res) != "command failed: exit status 1" {
+		t.Errorf("tool error: %v %q", res.IsError, text(res))
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "ctx_shell", map[string]any{"command": "rpcfail"}
+	if _, err := c.CallTool(context.Background(), req); err == nil || !strings.Contains(err.Error(), "the upstream could not run the command") {
+		t.Errorf("JSON-RPC error: %v", err)
+	}
+	// A tool the upstream adds is offered at once.
+	call(t, c, "add_tool", map[string]any{"name": "late"})
+	for deadline := time.Now().Add(5 * time.Second); !slices.Contains(toolNames(t, c), "extra_late"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("extra_late never listed: %v", toolNames(t, c))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if res := call(t, c, "extra_late", nil); text(res) != "hello from extra_late" {
+		t.Errorf("extra_late: %q", text(res))
+	}
+}
+
+func TestGatewayCompress(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	c := stdioClient(t, home, gatewayProject(t), "--role", "ops", "--session", "ops")
+	res := call(t, c, "ctx_shell", map[string]any{"command": "big 100000", "reason": "build the release"})
+	out := text(res)
+	if res.IsError || strings.Contains(out, "\x1b[") || !strings.Contains(out, "warning: unused import: `std::fmt`  [×3]") ||
+		!strings.Contains(out, "cut by the harness") || len(out) > 20000 {
+		t.Errorf("compressed output (%d bytes):\n%.600s", len(out), out)
+	}
+}
+
+func TestGatewayHTTP(t *testing.T) {
+	t.Parallel()
+	harnessBin, upstreamBin := buildBinaries(t)
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), `
+[[gateway.tokens]]
+agent = "claude-code"
+token = "reviewer-token-0123456789"
+role = "reviewer"
+
+[[gateway.tokens]]
+agent = "ci"
+token = "coder-token-0123456789ab"
+`)
+	addr := freeAddr(t)
+	srv := exec.Command(harnessBin, "serve", "--http", addr, "--project", gatewayProject(t), "--", upstreamBin)
+	srv.Env = append(os.Environ(), "HOME="+home)
+	srv.Stderr = testWriter{t}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	url := "http://" + addr + "/mcp"
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("harness serve --http never listened")
+		}
+	}
+	connect := func(token, session string) *client.Client {
+		c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(map[string]string{
+			"Authorization": "Bearer " + token, "X-Harness-Session": session}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		initialize(t, c)
+		return c
+	}
+	rev := connect("reviewer-token-0123456789", "h1")
+	if got := strings.Join(toolNames(t, rev), " "); got != "ctx_read ctx_session" {
+		t.Errorf("the reviewer token sees %s", got)
+	}
+	if res := call(t, rev, "ctx_edit", map[string]any{"path": "x"}); !res.IsError {
+		t.Error("the reviewer edited")
+	}
+	ci := connect("coder-token-0123456789ab", "h1")
+	if res := call(t, ci, "ctx_edit", map[string]any{"path": "x"}); res.IsError || text(res) != "edited x" {
+		t.Errorf("the coder token: %s", text(res))
+	}
+	// Two agents, same session name: separate sessions.
+	if res := call(t, ci, "ctx_session", map[string]any{"action": "budget"}); !strings.HasPrefix(text(res), "Budget[coder]") {
+		t.Errorf("ci: %s", text(res))
+	}
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer wrong-token-000000000000")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a wrong token got %d", resp.StatusCode)
+	}
+}
+
+func TestServeAddressChecks(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--http", "0.0.0.0:8765"}, "is not a loopback address: add --allow-remote"},
+		{[]string{"--http", "10.1.2.3:8765", "--allow-remote"}, "serving other machines needs bearer tokens"},
+		{[]string{"--http", "nonsense"}, "want host:port"},
+		{nil, "no upstream: give one after --"},
+	} {
+		_, errOut, code := harness(t, nil, append([]string{"serve"}, tt.args...)...)
+		if code != exitError || !strings.Contains(errOut, tt.want) {
+			t.Errorf("serve %v: exit %d: %s", tt.args, code, errOut)
+		}
+	}
+}

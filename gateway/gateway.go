@@ -1,0 +1,397 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentharness/harness/explain"
+	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/roles"
+)
+
+// SessionTool is the gateway's own tool: role, budget, explanations.
+const SessionTool = "ctx_session"
+
+// Prefix modes: when upstream tool names get "<upstream>__" before them.
+const (
+	PrefixAuto   = "auto"   // when there are several upstreams
+	PrefixAlways = "always" //
+	PrefixNever  = "never"  // first upstream wins a name clash
+)
+
+// Options are a Gateway's parts.
+type Options struct {
+	Governor *govern.Governor
+	// Roles returns the roles in force (they change on reload).
+	Roles     func() *roles.Set
+	Upstreams []UpstreamConfig
+	Prefix    string
+	Compress  CompressOptions
+	// Stderr receives the upstreams' stderr.
+	Stderr io.Writer
+	// Logf reports what happens to upstreams.
+	Logf    func(format string, args ...any)
+	Version string
+}
+
+// Gateway is an MCP server governing the tools of its upstreams.
+type Gateway struct {
+	o   Options
+	srv *server.MCPServer
+	ups []*upstream
+
+	mu     sync.Mutex
+	routes map[string]route
+}
+
+type route struct {
+	up   *upstream
+	name string // the tool's name upstream
+}
+
+// New starts the upstreams and builds the server. An upstream that cannot
+// start is reported and retried; the gateway starts anyway.
+func New(ctx context.Context, o Options) (*Gateway, error) {
+	if o.Governor == nil || o.Roles == nil {
+		return nil, errors.New("gateway: a governor and roles are required")
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Prefix == "" {
+		o.Prefix = PrefixAuto
+	}
+	if o.Version == "" {
+		o.Version = "0.1.0"
+	}
+	g := &Gateway{o: o, routes: map[string]route{}}
+	g.srv = server.NewMCPServer("agent-harness", o.Version,
+		server.WithToolCapabilities(true),
+		server.WithRecovery(),
+		server.WithToolFilter(g.filter),
+		server.WithInstructions("Tool calls pass through the Agent Harness, which governs them by your role and budget. "+
+			"Use ctx_session to see your role (action=role), budget (action=budget), and why a tool is denied (action=explain tool=NAME)."),
+	)
+	seen := map[string]bool{}
+	for _, c := range o.Upstreams {
+		if c.Name == "" || seen[c.Name] || strings.Contains(c.Name, "__") {
+			return nil, fmt.Errorf("gateway: upstream name %q: want unique names without \"__\"", c.Name)
+		}
+		seen[c.Name] = true
+		u := newUpstream(c, o.Stderr, o.Logf, g.sync)
+		if err := u.start(ctx); err != nil {
+			o.Logf("upstream %s: %v (retrying)", c.Name, err)
+		}
+		g.ups = append(g.ups, u)
+	}
+	g.sync()
+	return g, nil
+}
+
+// MCPServer is the underlying server, for transports.
+func (g *Gateway) MCPServer() *server.MCPServer { return g.srv }
+
+// ServeStdio serves one client over in and out, as id.
+func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out io.Writer) error {
+	s := server.NewStdioServer(g.srv)
+	s.SetContextFunc(func(ctx context.Context) context.Context { return WithIdentity(ctx, id) })
+	return s.Listen(ctx, in, out)
+}
+
+// Close stops the upstreams.
+func (g *Gateway) Close() {
+	for _, u := range g.ups {
+		u.close()
+	}
+}
+
+// sync exposes the upstreams' current tools, and ctx_session.
+func (g *Gateway) sync() {
+	prefix := g.o.Prefix == PrefixAlways || (g.o.Prefix == PrefixAuto && len(g.ups) > 1)
+	routes := map[string]route{}
+	var tools []server.ServerTool
+	for _, u := range g.ups {
+		list, _ := u.snapshot()
+		for _, t := range list {
+			name := t.Name
+			if prefix {
+				name = u.cfg.Name + "__" + t.Name
+			}
+			if name == SessionTool {
+				g.o.Logf("upstream %s: its tool %s is shadowed by the harness's own", u.cfg.Name, name)
+				continue
+			}
+			if _, clash := routes[name]; clash {
+				g.o.Logf("upstream %s: tool %s is already exposed by another upstream; skipped", u.cfg.Name, name)
+				continue
+			}
+			routes[name] = route{up: u, name: t.Name}
+			t.Name = name
+			tools = append(tools, server.ServerTool{Tool: t, Handler: g.proxy(name)})
+		}
+	}
+	tools = append(tools, server.ServerTool{Tool: sessionTool(), Handler: g.session})
+	g.mu.Lock()
+	g.routes = routes
+	g.mu.Unlock()
+	g.srv.SetTools(tools...)
+}
+
+// filter shows a session only the tools its role may call, and
+// ctx_session. mcp-go runs tool filters for tools/list and, with the one
+// tool asked for, at call time; a call is let through here so that the
+// governed handler answers a deny with its reasons (ctx_session is always
+// registered, so a tools/list filter always sees two tools or more).
+func (g *Gateway) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	if len(tools) <= 1 {
+		return tools
+	}
+	id := identity(ctx)
+	c, err := g.o.Governor.Session(ctx, id.key(), id.StartRole)
+	if err != nil {
+		g.o.Logf("tools/list: %v", err)
+		return slices.DeleteFunc(tools, func(t mcp.Tool) bool { return t.Name != SessionTool }) // fail closed
+	}
+	doc := g.o.Governor.Engine().Document()
+	r, ok := doc.Roles[c.Role]
+	return slices.DeleteFunc(tools, func(t mcp.Tool) bool {
+		switch {
+		case t.Name == SessionTool || doc.Config.ExemptTools[t.Name]:
+			return false
+		case !ok:
+			return true
+		case doc.Config.ShellTools[t.Name] && r.ShellPolicy == "deny":
+			return true
+		}
+		return r.Denied.Match(t.Name) || !r.Allowed.Match(t.Name)
+	})
+}
+
+// proxy is the governed handler of an upstream tool.
+func (g *Gateway) proxy(exposed string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		id := identity(ctx)
+		args := req.GetArguments()
+		o, err := g.o.Governor.Decide(ctx, govern.Call{Session: id.key(), Tool: exposed, Arguments: args, Role: id.StartRole, Reserve: true})
+		if err != nil {
+			return mcp.NewToolResultError(fmt.Sprintf("[harness] the call was not made: the harness could not decide it (%v)", err)), nil
+		}
+		d := o.Decision
+		if !o.Allowed {
+			return denied(d), nil
+		}
+		g.mu.Lock()
+		rt, ok := g.routes[exposed]
+		g.mu.Unlock()
+		if !ok {
+			return mcp.NewToolResultError(fmt.Sprintf("[harness] tool %s is no longer offered by any upstream", exposed)), nil
+		}
+		res, err := rt.up.call(ctx, rt.name, req)
+		if errors.Is(err, ErrUpstreamDown) {
+			res = mcp.NewToolResultError(fmt.Sprintf("[harness] %v. The gateway is restarting it; try again shortly.", err))
+		} else if err != nil {
+			return nil, err // the upstream's own JSON-RPC error, as it is
+		}
+		if d.CompressOutput {
+			for i, c := range res.Content {
+				if t, ok := c.(mcp.TextContent); ok {
+					t.Text = Compress(t.Text, g.o.Compress)
+					res.Content[i] = t
+				}
+			}
+		}
+		if note := notes(o); note != "" {
+			res.Content = append(res.Content, mcp.NewTextContent(note))
+		}
+		var out strings.Builder
+		for _, c := range res.Content {
+			if t, ok := c.(mcp.TextContent); ok {
+				out.WriteString(t.Text)
+			}
+		}
+		argsJSON, _ := json.Marshal(args)
+		if _, err := g.o.Governor.Record(ctx, govern.Result{Session: id.key(), Tool: exposed, Arguments: string(argsJSON), Output: out.String()}); err != nil {
+			g.o.Logf("charging %s: %v", exposed, err)
+		}
+		return res, nil
+	}
+}
+
+// denied is the tool error of a refused call: the reasons, how to look
+// further, and the decision as structured content.
+func denied(d policy.Decision) *mcp.CallToolResult {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[harness] denied: %s was not called.\n", d.Tool)
+	for _, r := range d.Reasons {
+		fmt.Fprintf(&b, "- %s: %s\n", r.Code, r.Message)
+	}
+	fmt.Fprintf(&b, "See why with ctx_session action=explain tool=%s; your role with action=role, your budget with action=budget.\n", d.Tool)
+	b.WriteString(d.StatusLine())
+	res := mcp.NewToolResultError(b.String())
+	res.StructuredContent = d
+	return res
+}
+
+// notes is what the harness appends to an allowed call's result: the
+// warnings, and in shadow mode the reasons it would have been denied.
+func notes(o govern.Outcome) string {
+	d := o.Decision
+	var b strings.Builder
+	if o.Shadowed {
+		b.WriteString("[harness] shadow mode: this call would have been denied:\n")
+		for _, r := range d.Reasons {
+			fmt.Fprintf(&b, "- %s: %s\n", r.Code, r.Message)
+		}
+	}
+	for _, w := range d.Warnings {
+		fmt.Fprintf(&b, "[harness] warning: %s\n", w.Message)
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	b.WriteString(d.StatusLine())
+	return b.String()
+}
+
+func sessionTool() mcp.Tool {
+	return mcp.NewTool(SessionTool,
+		mcp.WithDescription("Your harness session. action=role: your role, its limits and the roles you may switch to; "+
+			"action=role value=NAME: switch to role NAME (usage is kept); action=roles: every role; "+
+			"action=budget: your budget; action=explain tool=NAME: why NAME would be allowed or denied now."),
+		mcp.WithString("action", mcp.Required(), mcp.Enum("role", "roles", "budget", "explain")),
+		mcp.WithString("value", mcp.Description("with action=role: the role to switch to")),
+		mcp.WithString("tool", mcp.Description("with action=explain: the tool to explain")),
+	)
+}
+
+// session is ctx_session: never blocked, and its switches go through the
+// switch rules.
+func (g *Gateway) session(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id := identity(ctx)
+	gov := g.o.Governor
+	action, value, tool := req.GetString("action", ""), req.GetString("value", ""), req.GetString("tool", "")
+	set := g.o.Roles()
+	switch {
+	case action == "role" && value != "":
+		o, err := gov.Switch(ctx, id.key(), value, policy.ByAgent)
+		if err != nil {
+			return mcp.NewToolResultError("[harness] the switch could not be made: " + err.Error()), nil
+		}
+		if !o.Decision.Allowed {
+			var b strings.Builder
+			fmt.Fprintf(&b, "[harness] switch to %s refused; you stay in role %s.\n", value, o.Counters.Role)
+			for _, r := range o.Decision.Reasons {
+				fmt.Fprintf(&b, "- %s (%s): %s\n", r.Code, r.Rule, r.Message)
+			}
+			res := mcp.NewToolResultError(b.String())
+			res.StructuredContent = o.Decision
+			return res, nil
+		}
+		st, _ := gov.Status(ctx, id.key(), id.StartRole)
+		text := fmt.Sprintf("Role switched: %s → %s. Usage is kept; the new role's limits apply.\n%s", o.Decision.From, o.Decision.To, st.StatusLine())
+		if !o.Switched {
+			text = fmt.Sprintf("You are already in role %s.\n%s", value, st.StatusLine())
+		}
+		return mcp.NewToolResultStructured(o.Decision, text), nil
+	case action == "role":
+		st, err := gov.Status(ctx, id.key(), id.StartRole)
+		if err != nil {
+			return mcp.NewToolResultError("[harness] " + err.Error()), nil
+		}
+		r, ok := set.Get(st.Role)
+		if !ok {
+			return mcp.NewToolResultError(fmt.Sprintf("[harness] your role %s is no longer defined", st.Role)), nil
+		}
+		open, closed := g.switchable(ctx, id, r.Name, set)
+		text := fmt.Sprintf("Role %s: %s\nshell_policy %s; allowed tools: %s; denied: %s\nYou may switch to: %s (only an operator can give you: %s)\n%s",
+			r.Name, r.Description, r.ShellPolicy, list(r.Allowed), list(r.Denied), list(open), list(closed), st.StatusLine())
+		return mcp.NewToolResultStructured(map[string]any{"role": r, "may_switch_to": open, "budget": st.Budget, "signal": st.Signal}, text), nil
+	case action == "roles":
+		st, err := gov.Status(ctx, id.key(), id.StartRole)
+		if err != nil {
+			return mcp.NewToolResultError("[harness] " + err.Error()), nil
+		}
+		open, _ := g.switchable(ctx, id, st.Role, set)
+		var b strings.Builder
+		for _, r := range set.All() {
+			mark := "  "
+			switch {
+			case r.Name == st.Role:
+				mark = "* "
+			case !slices.Contains(open, r.Name):
+				mark = "x "
+			}
+			fmt.Fprintf(&b, "%s%s: %s\n", mark, r.Name, r.Description)
+		}
+		b.WriteString("(* your role; x: only an operator can switch you to it)\n")
+		return mcp.NewToolResultText(b.String()), nil
+	case action == "budget":
+		st, err := gov.Status(ctx, id.key(), id.StartRole)
+		if err != nil {
+			return mcp.NewToolResultError("[harness] " + err.Error()), nil
+		}
+		return mcp.NewToolResultStructured(map[string]any{"role": st.Role, "signal": st.Signal, "budget": st.Budget}, st.StatusLine()), nil
+	case action == "explain" && tool != "":
+		c, err := gov.Session(ctx, id.key(), id.StartRole)
+		if err != nil {
+			return mcp.NewToolResultError("[harness] " + err.Error()), nil
+		}
+		d, err := gov.Engine().Decide(ctx, policy.Input{Role: c.Role, Tool: tool, Session: id.Session, Agent: id.Agent,
+			Budget: policy.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros}})
+		if err != nil {
+			return mcp.NewToolResultError("[harness] " + err.Error()), nil
+		}
+		r, _ := set.Get(c.Role)
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s would be: %s (without arguments; policies on arguments may decide otherwise)\n", tool, d.Decision)
+		for _, x := range append(d.Reasons, d.Warnings...) {
+			fmt.Fprintf(&b, "- %s: %s\n", x.Code, x.Message)
+		}
+		explain.Write(&b, d, r, gov.Engine().Document())
+		return mcp.NewToolResultStructured(d, b.String()), nil
+	}
+	return mcp.NewToolResultError(`[harness] ctx_session: want action=role (value=NAME to switch), action=roles, action=budget, or action=explain tool=NAME`), nil
+}
+
+// switchable splits the other roles into those the agent may switch to and
+// those only an operator can give it.
+func (g *Gateway) switchable(ctx context.Context, id Identity, from string, set *roles.Set) (open, closed []string) {
+	for _, name := range set.Names() {
+		if name == from {
+			continue
+		}
+		s, _ := g.o.Governor.Engine().Switch(ctx, policy.SwitchInput{From: from, To: name, By: policy.ByAgent, Session: id.Session, Agent: id.Agent})
+		if s.Allowed {
+			open = append(open, name)
+		} else {
+			closed = append(closed, name)
+		}
+	}
+	return open, closed
+}
+
+func list(l []string) string {
+	if len(l) == 0 {
+		return "(none)"
+	}
+	return strings.Join(l, ", ")
+}
+
+// Tools returns the names the gateway exposes now (for tests and status).
+func (g *Gateway) Tools() []string {
+	return slices.Sorted(maps.Keys(g.srv.ListTools()))
+}

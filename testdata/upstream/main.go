@@ -1,0 +1,116 @@
+// Command upstream is the MCP server the gateway's tests put behind
+// `harness serve`: read, shell and edit tools like lean-ctx's, a schema that
+// client libraries do not fully model (to check that the gateway passes
+// schemas through untouched), and ways to misbehave on demand.
+//
+//	ctx_read  {path, bytes}   "contents of PATH", or BYTES bytes of text
+//	ctx_shell {command}       "ran: COMMAND"; special commands:
+//	                            "big N"  N bytes of build-log-like output with ANSI colours
+//	                            "fail"   a tool error (isError)
+//	                            "rpcfail" a JSON-RPC error
+//	                            "crash"  the process exits at once
+//	ctx_edit  {path, content} "edited PATH"
+//	add_tool  {name}          adds tool extra_NAME and tells clients the list changed
+//
+// It serves stdio, or streamable HTTP with --http ADDR.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// readSchema uses keywords that mcp-go's typed schema drops (oneOf, a
+// top-level description, $defs): the gateway must pass it on as it is.
+const readSchema = `{"type":"object","description":"Read a file, or a number of bytes of text","properties":{"path":{"type":"string","description":"file to read"},"bytes":{"$ref":"#/$defs/size"}},"oneOf":[{"required":["path"]},{"required":["bytes"]}],"$defs":{"size":{"type":"integer","minimum":0}}}`
+
+func main() {
+	httpAddr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
+	flag.Parse()
+	s := server.NewMCPServer("fixture-upstream", "1.0.0", server.WithToolCapabilities(true))
+	s.AddTool(mcp.Tool{Name: "ctx_read", Description: "Read a file", RawInputSchema: json.RawMessage(readSchema)}, read)
+	s.AddTool(mcp.NewTool("ctx_shell", mcp.WithDescription("Run a shell command"), mcp.WithString("command", mcp.Required())), shell)
+	s.AddTool(mcp.NewTool("ctx_edit", mcp.WithDescription("Edit a file"),
+		mcp.WithString("path", mcp.Required()), mcp.WithString("content")), edit)
+	s.AddTool(mcp.NewTool("add_tool", mcp.WithDescription("Add a tool"), mcp.WithString("name", mcp.Required())),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			name := "extra_" + req.GetString("name", "x")
+			s.AddTool(mcp.NewTool(name, mcp.WithDescription("An added tool")),
+				func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return mcp.NewToolResultText("hello from " + name), nil
+				})
+			return mcp.NewToolResultText("added " + name), nil
+		})
+	if *httpAddr != "" {
+		if err := server.NewStreamableHTTPServer(s).Start(*httpAddr); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if err := server.ServeStdio(s); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func read(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if n := req.GetInt("bytes", -1); n >= 0 {
+		return mcp.NewToolResultText(text(n)), nil
+	}
+	return mcp.NewToolResultText("contents of " + req.GetString("path", "?") + "\n"), nil
+}
+
+func shell(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	cmd := req.GetString("command", "")
+	switch fields := strings.Fields(cmd); {
+	case cmd == "crash":
+		os.Exit(3)
+	case cmd == "fail":
+		return mcp.NewToolResultError("command failed: exit status 1"), nil
+	case cmd == "rpcfail":
+		return nil, errors.New("the upstream could not run the command")
+	case len(fields) == 2 && fields[0] == "big":
+		n, _ := strconv.Atoi(fields[1])
+		return mcp.NewToolResultText(buildLog(n)), nil
+	}
+	return mcp.NewToolResultText("ran: " + cmd + "\n"), nil
+}
+
+func edit(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return mcp.NewToolResultText("edited " + req.GetString("path", "?")), nil
+}
+
+// text is n bytes of plain words.
+func text(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "line %d of the file: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	return b.String()[:n]
+}
+
+// buildLog is about n bytes of compiler-like output: colours, repeated
+// lines, progress.
+func buildLog(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		switch i % 10 {
+		case 0:
+			fmt.Fprintf(&b, "\x1b[1;32m   Compiling\x1b[0m crate-%d v0.%d.0\n", i, i%7)
+		case 1, 2, 3:
+			b.WriteString("warning: unused import: `std::fmt`\n")
+		default:
+			fmt.Fprintf(&b, "\x1b[36mnote\x1b[0m: step %d of the build took %d ms\n", i, i*13%900)
+		}
+	}
+	return b.String()
+}
