@@ -14,7 +14,9 @@ BENCHTIME   ?= 1s
 
 export OPA_BIN := $(OPA)
 
-.PHONY: all build tools redis test go-test opa-test bench lint fuzz clean
+UPSTREAM    := $(BIN)/upstream
+
+.PHONY: all build tools redis npm test go-test opa-test e2e bench bench-gateway lint fuzz clean
 
 all: build
 
@@ -24,7 +26,14 @@ build:
 # The real opa CLI, built from the Go module proxy at the pinned version, and
 # redis-server (Debian's package) for the ledger's Redis tests, which start
 # their own server on a free loopback port.
-tools: $(OPA) redis
+tools: $(OPA) redis npm
+
+# The official MCP TypeScript SDK, for the end-to-end tests (pinned in
+# e2e/package-lock.json).
+npm: e2e/node_modules/.package-lock.json
+
+e2e/node_modules/.package-lock.json: e2e/package.json e2e/package-lock.json
+	npm ci --prefix e2e --no-audit --no-fund
 
 redis:
 	@command -v redis-server >/dev/null || { \
@@ -34,7 +43,7 @@ redis:
 $(OPA):
 	GOBIN=$(BIN) go install github.com/open-policy-agent/opa@$(OPA_VERSION)
 
-test: go-test opa-test
+test: go-test opa-test e2e
 
 go-test: $(OPA) redis
 	go vet ./...
@@ -48,8 +57,19 @@ opa-test: $(OPA) build
 	$(OPA) test $(BIN)/bundle
 	$(OPA) build -b $(BIN)/bundle -o $(BIN)/bundle.tar.gz
 
+# The gateway against a real MCP client, over stdio, with the TypeScript SDK.
+e2e: build npm
+	go build -o $(UPSTREAM) ./testdata/upstream
+	HARNESS_BIN=$(HARNESS) UPSTREAM_BIN=$(UPSTREAM) node --test e2e/
+
 bench: $(OPA) redis
-	go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+	go test -run '^$$' -bench . -skip GatewayLatency -benchmem -benchtime $(BENCHTIME) ./...
+	$(MAKE) bench-gateway
+
+# Latency the gateway adds: the same calls straight to the upstream and
+# through harness serve, 2000 of each.
+bench-gateway:
+	go test -run '^$$' -bench GatewayLatency -benchtime 2000x ./cmd/harness
 
 lint: $(OPA)
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above need formatting"; exit 1; }

@@ -51,8 +51,9 @@ type Gateway struct {
 	srv *server.MCPServer
 	ups []*upstream
 
-	mu     sync.Mutex
-	routes map[string]route
+	mu      sync.Mutex
+	routes  map[string]route
+	charges pending
 }
 
 type route struct {
@@ -112,8 +113,9 @@ func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out
 	return s.Listen(ctx, in, out)
 }
 
-// Close stops the upstreams.
+// Close waits for the charges under way and stops the upstreams.
 func (g *Gateway) Close() {
+	g.charges.waitAll()
 	for _, u := range g.ups {
 		u.close()
 	}
@@ -161,6 +163,7 @@ func (g *Gateway) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 		return tools
 	}
 	id := identity(ctx)
+	g.charges.wait(id.key())
 	c, err := g.o.Governor.Session(ctx, id.key(), id.StartRole)
 	if err != nil {
 		g.o.Logf("tools/list: %v", err)
@@ -186,6 +189,7 @@ func (g *Gateway) proxy(exposed string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := identity(ctx)
 		args := req.GetArguments()
+		g.charges.wait(id.key())
 		o, err := g.o.Governor.Decide(ctx, govern.Call{Session: id.key(), Tool: exposed, Arguments: args, Role: id.StartRole, Reserve: true})
 		if err != nil {
 			return mcp.NewToolResultError(fmt.Sprintf("[harness] the call was not made: the harness could not decide it (%v)", err)), nil
@@ -223,10 +227,17 @@ func (g *Gateway) proxy(exposed string) server.ToolHandlerFunc {
 				out.WriteString(t.Text)
 			}
 		}
-		argsJSON, _ := json.Marshal(args)
-		if _, err := g.o.Governor.Record(ctx, govern.Result{Session: id.key(), Tool: exposed, Arguments: string(argsJSON), Output: out.String()}); err != nil {
-			g.o.Logf("charging %s: %v", exposed, err)
-		}
+		// Charge what reaches the agent, after the result is on its way;
+		// the session's next decision waits for it.
+		done := g.charges.start(id.key())
+		go func() {
+			defer done()
+			argsJSON, _ := json.Marshal(args)
+			result := govern.Result{Session: id.key(), Tool: exposed, Arguments: string(argsJSON), Output: out.String()}
+			if _, err := g.o.Governor.Record(context.WithoutCancel(ctx), result); err != nil {
+				g.o.Logf("charging %s: %v", exposed, err)
+			}
+		}()
 		return res, nil
 	}
 }
@@ -282,6 +293,7 @@ func sessionTool() mcp.Tool {
 // switch rules.
 func (g *Gateway) session(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id := identity(ctx)
+	g.charges.wait(id.key()) // report the budget with every call charged
 	gov := g.o.Governor
 	action, value, tool := req.GetString("action", ""), req.GetString("value", ""), req.GetString("tool", "")
 	set := g.o.Roles()

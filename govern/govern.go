@@ -369,12 +369,14 @@ func (g *Governor) Record(ctx context.Context, r Result) (Charge, error) {
 	if err != nil {
 		return Charge{}, err
 	}
-	if _, err := g.Session(ctx, r.Session, ""); err != nil {
-		return Charge{}, fmt.Errorf("ledger: %w", err)
-	}
 	after, err := g.store.Charge(ctx, r.Session, out, cost)
 	if err != nil {
 		return Charge{}, fmt.Errorf("ledger: %w", err)
+	}
+	if after.Role == "" { // a session charged before any decision: give it its role
+		if after, err = g.store.InitRole(ctx, r.Session, g.StartRole(r.Session.Agent, "")); err != nil {
+			return Charge{}, fmt.Errorf("ledger: %w", err)
+		}
 	}
 	before := after
 	before.Tokens -= out

@@ -27,23 +27,35 @@ shell_policy := role.shell_policy
 
 default shell_policy := ""
 
-# Usage before this call, per dimension. Money is in integer micro-dollars.
-usage := {
-	"tokens": _count(["budget", "tokens"]),
-	"shell": _count(["budget", "shell"]),
-	"cost": _count(["budget", "cost_micros"]),
+# The input is well formed, the data of this policy's version: the common
+# case, checked in one rule. Only when it fails are the problems (invalid)
+# spelt out.
+valid_input if {
+	data.harness.schema_version == supported_schema
+	tool != ""
+	role_name != ""
+	is_object(_budget)
+	_natural(_budget.tokens)
+	_natural(_budget.shell)
+	_natural(_budget.cost_micros)
+	is_object(object.get(input, "arguments", {}))
 }
 
-_count(path) := n if {
-	n := object.get(input, path, 0)
-	_natural(n)
-} else := 0
+_budget := object.union({"tokens": 0, "shell": 0, "cost_micros": 0}, b) if {
+	b := object.get(input, "budget", {})
+	is_object(b)
+} else := "not an object"
 
 _natural(n) if {
 	is_number(n)
 	n >= 0
 	n == floor(n)
 }
+
+# Usage before this call, per dimension. Money is in integer micro-dollars.
+usage := {"tokens": _budget.tokens, "shell": _budget.shell, "cost": _budget.cost_micros} if valid_input
+
+else := {"tokens": 0, "shell": 0, "cost": 0}
 
 # Problems with the input or the data itself: the call is refused.
 invalid contains msg if {
@@ -55,14 +67,14 @@ invalid contains "input.tool must be a non-empty string" if tool == ""
 
 invalid contains "input.role must be a non-empty string" if role_name == ""
 
+invalid contains "input.budget must be an object" if not is_object(_budget)
+
 invalid contains msg if {
 	some key in ["tokens", "shell", "cost_micros"]
-	n := input.budget[key]
+	n := _budget[key]
 	not _natural(n)
 	msg := sprintf("input.budget.%s must be a whole number >= 0, got %v", [key, n])
 }
-
-invalid contains "input.budget must be an object" if not is_object(object.get(input, "budget", {}))
 
 invalid contains msg if {
 	not is_object(object.get(input, "arguments", {}))
@@ -77,25 +89,22 @@ shell_tool if data.harness.config.shell_tools[tool]
 
 # -- Rule 2: tool lists ------------------------------------------------------
 
-# matches(m, t) is true when tool t matches the compiled pattern list m.
-matches(m, _) if m.all
+# matches(m, t) is true when tool t matches the compiled pattern list m:
+# tried in order of cost, stopping at the first that matches.
+matches(m, t) if m.all
 
-matches(m, t) if m.exact[t]
+else if m.exact[t]
 
-matches(m, t) if {
+else if {
 	some p in m.prefixes
 	startswith(t, p)
-}
-
-matches(m, t) if {
+} else if {
 	some s in m.suffixes
 	endswith(t, s)
-}
-
-matches(m, t) if {
+} else if {
 	some g in m.globs
 	glob.match(g, null, t)
-}
+} else := false
 
 tool_denied if matches(role.denied, tool)
 
@@ -250,7 +259,7 @@ else := sprintf("%v", [msg])
 
 # -- Reasons, in order of precedence -------------------------------------------
 
-reasons := {_reason("invalid_input", msg) | some msg in invalid} if count(invalid) > 0
+reasons := {_reason("invalid_input", msg) | some msg in invalid} if not valid_input
 
 else := {_reason("unknown_role", sprintf("role '%s' is not defined; known roles: %s", [role_name, concat(", ", sort(object.keys(data.harness.roles)))]))} if not role
 

@@ -75,7 +75,10 @@ func stdioClient(t *testing.T, home, project string, args ...string) *client.Cli
 
 type testWriter struct{ t *testing.T }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Logf("%s", strings.TrimRight(string(p), "\n")); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
 
 func initialize(t *testing.T, c *client.Client) {
 	t.Helper()
