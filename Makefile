@@ -16,7 +16,7 @@ export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build tools redis npm test go-test opa-test e2e bench bench-gateway lint fuzz clean
+.PHONY: all build tools redis npm test go-test opa-test e2e bench bench-gateway bench-hook lint fuzz clean
 
 all: build
 
@@ -63,13 +63,18 @@ e2e: build npm
 	HARNESS_BIN=$(HARNESS) UPSTREAM_BIN=$(UPSTREAM) node --test e2e/
 
 bench: $(OPA) redis
-	go test -run '^$$' -bench . -skip GatewayLatency -benchmem -benchtime $(BENCHTIME) ./...
-	$(MAKE) bench-gateway
+	go test -run '^$$' -bench . -skip 'GatewayLatency|HookCall' -benchmem -benchtime $(BENCHTIME) ./...
+	$(MAKE) bench-gateway bench-hook
 
 # Latency the gateway adds: the same calls straight to the upstream and
 # through harness serve, 2000 of each.
 bench-gateway:
 	go test -run '^$$' -bench GatewayLatency -benchtime 2000x ./cmd/harness
+
+# One hook call as Claude Code makes it (a new process each time), with the
+# hook daemon, without it, and the opa CLI deciding the same call.
+bench-hook: $(OPA)
+	go test -run '^$$' -bench HookCall -benchtime 200x ./cmd/harness
 
 lint: $(OPA)
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above need formatting"; exit 1; }

@@ -68,6 +68,11 @@ type Config struct {
 	Prefix string
 	// Tokens admit agents to the HTTP gateway.
 	Tokens []Token
+	// HookAllow is the permission decision the hook gives an allowed call:
+	// "" (none: Claude Code's own permissions apply) or "allow".
+	HookAllow string
+	// HookTools map agent tools to harness tools, over the defaults.
+	HookTools map[string]string
 	// Files are the configuration files that were read, in order.
 	Files []string
 }
@@ -107,6 +112,7 @@ func Default() Config {
 		Mask:         []string{},
 		AgentRoles:   map[string]string{},
 		Prefix:       "auto",
+		HookTools:    map[string]string{},
 	}
 }
 
@@ -152,6 +158,7 @@ var schema = map[string][]string{
 	"log":         {"events", "decisions", "max_size_mb", "max_files", "mask"},
 	"agents":      nil, // [agents.NAME] tables, checked on their own
 	"gateway":     {"prefix", "tokens"},
+	"hook":        {"allow", "tools"},
 	"upstream":    nil, // [[upstream]] tables, checked on their own
 }
 
@@ -312,6 +319,25 @@ func (c *Config) set(path string, v any, project bool) error {
 		c.Prefix = p
 	case "gateway.tokens":
 		return c.setTokens(v)
+	case "hook.allow":
+		switch v {
+		case "allow", "pass":
+			c.HookAllow = strings.TrimPrefix(v.(string), "pass")
+		default:
+			return fmt.Errorf("%s: want \"pass\" (Claude Code's own permissions apply) or \"allow\"", strict.TypeName(v))
+		}
+	case "hook.tools":
+		m, ok := v.(map[string]any)
+		if !ok {
+			return strict.WantType("a table of agent tool = harness tool", v)
+		}
+		for k, x := range m {
+			s, ok := x.(string)
+			if !ok || s == "" {
+				return fmt.Errorf("%s: %w", k, strict.WantType("a tool name", x))
+			}
+			c.HookTools[k] = s
+		}
 	case "cost.default_model":
 		s, err := nonEmpty(v)
 		c.Prices.DefaultModel = s

@@ -52,6 +52,12 @@ role = "reviewer"
 [gateway]
 prefix = "always"
 
+[hook]
+allow = "allow"
+
+[hook.tools]
+WebFetch = "ctx_read"
+
 [[gateway.tokens]]
 agent = "claude-code"
 token = "0123456789abcdef-secret"
@@ -109,6 +115,9 @@ mask = ["/arguments/password"]
 	if c.AgentRoles["claude-code"] != "reviewer" || c.AgentRoles["cursor"] != "debugger" || len(c.AgentRoles) != 2 {
 		t.Errorf("agents: %v", c.AgentRoles)
 	}
+	if c.HookAllow != "allow" || c.HookTools["WebFetch"] != "ctx_read" {
+		t.Errorf("hook: %q %v", c.HookAllow, c.HookTools)
+	}
 	if c.Prefix != "always" || len(c.Tokens) != 2 || c.Tokens[0].Role != "reviewer" || c.Tokens[1].SHA256 == "" {
 		t.Errorf("gateway: %s %+v", c.Prefix, c.Tokens)
 	}
@@ -153,6 +162,7 @@ func TestErrors(t *testing.T) {
 		{"project may not add upstreams", "", "[[upstream]]\nname = \"x\"\ncommand = \"sh\"\n", []string{`[[upstream]] may only be set in the user's harness.toml: a cloned repository must not start programs`}},
 		{"upstream with both", "[[upstream]]\nname = \"x\"\ncommand = \"a\"\nurl = \"http://b\"\n", "", []string{`upstream: 1 (x): give a command or a url, not both`}},
 		{"short token", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"short\"\n", "", []string{`a token must have at least 16 characters`}},
+		{"project may not map hook tools", "", "[hook.tools]\nBash = \"ctx_read\"\n", []string{`hook.tools may only be set in the user's harness.toml`}},
 		{"bad mask", "[log]\nmask = [\"arguments.password\"]\n", "", []string{`log.mask: item 1: string "arguments.password" is not a JSON pointer`}},
 		{"project may not exempt or move the ledger", "", "[tools]\nexempt = [\"ctx_shell\"]\n[ledger]\nurl = \"memory:\"\n", []string{
 			`:2:1: tools.exempt may only be set in the user's harness.toml`,

@@ -35,6 +35,9 @@ const (
 // env is what the command reads of its surroundings, so that tests can give
 // their own.
 type env struct {
+	// process is true in the real command (not in tests): the hook may use
+	// and start its daemon.
+	process bool
 	ctx     context.Context // ends on an interrupt (events --follow, serve)
 	stdin   io.Reader       // serve: the MCP client over stdio
 	getenv  func(string) string
@@ -45,7 +48,7 @@ type env struct {
 func osEnv(ctx context.Context) env {
 	wd, _ := os.Getwd()
 	home, _ := os.UserHomeDir()
-	return env{ctx: ctx, stdin: os.Stdin, getenv: os.Getenv, workDir: wd, home: home}
+	return env{process: true, ctx: ctx, stdin: os.Stdin, getenv: os.Getenv, workDir: wd, home: home}
 }
 
 // version is the harness's version, in decision-log labels.
@@ -69,6 +72,8 @@ Usage:
   harness roles show NAME [--json]
   harness serve [--http ADDR] [--session S] [--agent A] [--role R] [-- CMD ARGS...]
   harness compress [--stats] < OUTPUT
+  harness hook claude-code                 (Claude Code's PreToolUse/PostToolUse hook)
+  harness hook install [--project|--user] [--dir DIR] [--write]
   harness check
   harness compile --out DIR
   harness test [PATH...] [-v] [--coverage] [--format pretty|json]
@@ -136,6 +141,8 @@ func runEnv(args []string, stdout, stderr io.Writer, e env) int {
 		return c.serve(args[1:])
 	case "compress":
 		return c.compress(args[1:])
+	case "hook":
+		return c.hook(args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

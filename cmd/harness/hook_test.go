@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var hookSessions atomic.Int64
+
+// payload reads a golden hook input, with a session id of its own.
+func payload(t *testing.T, name, session string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../testdata/hooks", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(b), "SESSION", session)
+}
+
+// runHook runs `harness hook claude-code` in this process (no daemon).
+func runHook(t *testing.T, home string, vars map[string]string, input string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	e := env{
+		getenv:  func(k string) string { return vars[k] },
+		workDir: home,
+		home:    home,
+		stdin:   strings.NewReader(input),
+	}
+	var out, errb bytes.Buffer
+	code = runEnv(append([]string{"hook", "claude-code"}, args...), &out, &errb, e)
+	return out.String(), errb.String(), code
+}
+
+// The answer to each golden payload, for a coder and a reviewer.
+func TestHookGolden(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob("../../testdata/hooks/*.json")
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		for _, role := range []string{"coder", "reviewer"} {
+			t.Run(name+"/"+role, func(t *testing.T) {
+				t.Parallel()
+				out, errOut, code := runHook(t, t.TempDir(), map[string]string{"LEAN_CTX_ROLE": role}, payload(t, filepath.Base(f), "golden"))
+				golden(t, fmt.Sprintf("hook-%s-%s.txt", name, role), fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", code, out, errOut))
+			})
+		}
+	}
+}
+
+type preAnswer struct {
+	HookSpecificOutput struct {
+		HookEventName            string `json:"hookEventName"`
+		PermissionDecision       string `json:"permissionDecision"`
+		PermissionDecisionReason string `json:"permissionDecisionReason"`
+		AdditionalContext        string `json:"additionalContext"`
+	} `json:"hookSpecificOutput"`
+}
+
+func decodeAnswer(t *testing.T, out string) preAnswer {
+	t.Helper()
+	var a preAnswer
+	if out != "" {
+		if err := json.Unmarshal([]byte(out), &a); err != nil {
+			t.Fatalf("answer is not JSON: %q", out)
+		}
+	}
+	return a
+}
+
+func TestHookReviewer(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	vars := map[string]string{"LEAN_CTX_ROLE": "reviewer"}
+	for _, tt := range []struct {
+		payload, decision, reason string
+	}{
+		{"pre-bash.json", "deny", "harness: Bash (ctx_shell) denied for role reviewer: tool_denied: tool 'ctx_shell' is denied for role 'reviewer';"},
+		{"pre-edit.json", "deny", "harness: Edit (ctx_edit) denied for role reviewer: tool_denied"},
+		{"pre-write.json", "deny", "harness: Write (ctx_edit) denied"},
+		{"pre-mcp.json", "deny", "tool_not_allowed: tool 'mcp__github__create_issue' is not allowed for role 'reviewer'"},
+		{"pre-read.json", "", ""},
+		{"pre-grep.json", "", ""},
+	} {
+		out, _, code := runHook(t, home, vars, payload(t, tt.payload, "reviewer-"+tt.payload))
+		a := decodeAnswer(t, out)
+		if code != 0 || a.HookSpecificOutput.PermissionDecision != tt.decision || !strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, tt.reason) {
+			t.Errorf("%s: exit %d, %+v", tt.payload, code, a.HookSpecificOutput)
+		}
+	}
+	// With [hook] allow = "allow", an allowed call skips Claude Code's own prompt.
+	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), "[hook]\nallow = \"allow\"\n")
+	out, _, _ := runHook(t, home, vars, payload(t, "pre-read.json", "reviewer-allow"))
+	if a := decodeAnswer(t, out); a.HookSpecificOutput.PermissionDecision != "allow" {
+		t.Errorf("allow: %s", out)
+	}
+}
+
+// A custom policy denying rm -rf sees Bash's command.
+func TestHookCustomPolicyReachesBash(t *testing.T) {
+	t.Parallel()
+	out, _, code := runHook(t, t.TempDir(), nil, payload(t, "pre-bash-rm.json", "rm"), "--project", withPolicies)
+	a := decodeAnswer(t, out)
+	if code != 0 || a.HookSpecificOutput.PermissionDecision != "deny" ||
+		!strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, "policy: refusing `rm -rf ~/projects`: it deletes outside the repository") {
+		t.Errorf("rm -rf: exit %d %+v", code, a.HookSpecificOutput)
+	}
+	out, _, _ = runHook(t, t.TempDir(), nil, payload(t, "pre-bash.json", "rm-ok"), "--project", withPolicies)
+	if decodeAnswer(t, out).HookSpecificOutput.PermissionDecision == "deny" {
+		t.Errorf("go test was denied: %s", out)
+	}
+}
+
+// PreToolUse/PostToolUse pairs spend a small budget: a warning reaches the
+// agent, then the next call is refused.
+func TestHookBudgetAcrossPairs(t *testing.T) {
+	t.Parallel()
+	home, project := t.TempDir(), gatewayProject(t)
+	vars := map[string]string{"LEAN_CTX_ROLE": "small"}
+	big := strings.Repeat("hello world ", 100) // 201 tokens
+	post := strings.Replace(payload(t, "post-read.json", "pairs"), `"content": "package main`, `"content": "`+big+`package main`, 1)
+	var seen []string
+	for range 8 {
+		out, _, _ := runHook(t, home, vars, payload(t, "pre-read.json", "pairs"), "--project", project)
+		a := decodeAnswer(t, out)
+		if a.HookSpecificOutput.PermissionDecision == "deny" {
+			seen = append(seen, "deny")
+			if !strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, "budget_exhausted: tokens budget of role 'small' is exhausted") {
+				t.Errorf("deny reason: %s", a.HookSpecificOutput.PermissionDecisionReason)
+			}
+			continue
+		}
+		seen = append(seen, "allow")
+		out, _, _ = runHook(t, home, vars, post, "--project", project)
+		if ctx := decodeAnswer(t, out).HookSpecificOutput.AdditionalContext; ctx != "" {
+			seen[len(seen)-1] = "allow+context"
+			if !strings.HasPrefix(ctx, "harness: Budget[small]: tokens ") {
+				t.Errorf("PostToolUse context: %s", ctx)
+			}
+		}
+	}
+	if got := strings.Join(seen, " "); !strings.Contains(got, "allow allow+context") || !strings.HasSuffix(got, "deny deny") {
+		t.Errorf("pairs: %s", got)
+	}
+	out, _, _ := harnessIn(t, home, nil, "budget", "--session", "pairs", "--agent", "claude-code", "--project", project)
+	if !strings.Contains(out, "→ EXHAUSTED") {
+		t.Errorf("the CLI does not see the hook's session: %s", out)
+	}
+}
+
+func TestHookMalformed(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ input, want string }{
+		{payload(t, "malformed.json", "m"), "the hook input is not JSON; refusing the call"},
+		{"[1, 2]", "not a JSON object"},
+		{`{"session_id": "s"}`, "no hook_event_name"},
+		{payload(t, "pre-no-tool.json", "m"), "lacks session_id or tool_name; refusing the call"},
+		{"", "not JSON"},
+	} {
+		out, errOut, code := runHook(t, t.TempDir(), nil, tt.input)
+		if code != exitDenied || out != "" || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", tt.input, code, out, errOut)
+		}
+	}
+	// A broken role file refuses the call and says why; it never lets it through.
+	project := t.TempDir()
+	writeFile(t, filepath.Join(project, ".lean-ctx", "roles", "x.toml"), "[limits]\nmax_tokens = 1\n")
+	_, errOut, code := runHook(t, t.TempDir(), nil, payload(t, "pre-read.json", "b"), "--project", project)
+	if code != exitDenied || !strings.Contains(errOut, `unknown key "max_tokens" in [limits]`) || !strings.Contains(errOut, "refusing the call") {
+		t.Errorf("broken role file: exit %d %s", code, errOut)
+	}
+}
+
+func TestHookInstall(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	settings := filepath.Join(project, ".claude", "settings.json")
+	writeFile(t, settings, `{
+  "model": "opus",
+  "permissions": {"allow": ["Bash(npm test)"]},
+  "hooks": {
+    "PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "prettier --write"}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+  }
+}`)
+	out, _, code := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write")
+	if code != 0 || !strings.Contains(out, "installed the harness hook") {
+		t.Fatalf("install: %d %s", code, out)
+	}
+	var got struct {
+		Model       string
+		Permissions map[string][]string
+		Hooks       map[string][]struct {
+			Matcher string
+			Hooks   []struct{ Type, Command string }
+		}
+	}
+	b, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	post := got.Hooks["PostToolUse"]
+	if got.Model != "opus" || got.Permissions["allow"][0] != "Bash(npm test)" || len(got.Hooks["Stop"]) != 1 ||
+		len(post) != 2 || post[0].Hooks[0].Command != "prettier --write" || !strings.HasSuffix(post[1].Hooks[0].Command, " hook claude-code") ||
+		len(got.Hooks["PreToolUse"]) != 1 || got.Hooks["PreToolUse"][0].Matcher != "*" {
+		t.Errorf("merged settings:\n%s", b)
+	}
+	if out, _, _ := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write"); !strings.Contains(out, "already runs the harness hook") {
+		t.Errorf("second install: %s", out)
+	}
+	writeFile(t, settings, "{not json")
+	if _, errOut, code := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write"); code != exitError || !strings.Contains(errOut, "is not valid JSON") {
+		t.Errorf("broken settings: %d %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(settings); string(b) != "{not json" {
+		t.Error("a broken settings file was overwritten")
+	}
+	out, _, _ = harness(t, nil, "hook", "install")
+	if !strings.Contains(out, `"PreToolUse"`) || !strings.Contains(out, `hook claude-code`) {
+		t.Errorf("printed snippet: %s", out)
+	}
+}
+
+// The daemon answers as the process would, and follows edits of the files
+// it loaded.
+func TestHookDaemon(t *testing.T) {
+	t.Parallel()
+	harnessBin, _ := buildBinaries(t)
+	home, project := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(project, ".lean-ctx", "roles", "team.toml"), "[role]\ninherits = \"coder\"\n")
+	env := append(os.Environ(), "HOME="+home, "LEAN_CTX_ROLE=team")
+	call := func(name, session string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(harnessBin, "hook", "claude-code", "--project", project)
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader(payload(t, name, session))
+		out, err := cmd.Output()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return string(out), code
+	}
+	// The first call answers by itself and starts the daemon.
+	if out, code := call("pre-bash.json", "d-1"); code != 0 || strings.Contains(out, "deny") {
+		t.Fatalf("first call: %d %s", code, out)
+	}
+	dir := filepath.Join(home, ".local", "state", "lean-ctx", "harness")
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("unix", filepath.Join(dir, "hook.sock"))
+		if err == nil {
+			c.Close()
+			b, _ := os.ReadFile(filepath.Join(dir, "hook.sock.lock"))
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first hook call did not start a daemon")
+		}
+	}
+	t.Cleanup(func() {
+		if p, err := os.FindProcess(pid); err == nil && pid > 0 {
+			p.Kill()
+		}
+	})
+	if out, _ := call("pre-bash.json", "d-2"); strings.Contains(out, "deny") {
+		t.Errorf("through the daemon: %s", out)
+	}
+	// An edit of the role file reaches the daemon's next answer.
+	writeFile(t, filepath.Join(project, ".lean-ctx", "roles", "team.toml"), "[role]\ninherits = \"coder\"\nshell_policy = \"deny\"\n")
+	out, _ := call("pre-bash.json", "d-3")
+	if a := decodeAnswer(t, out); a.HookSpecificOutput.PermissionDecision != "deny" || !strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, "shell_denied") {
+		t.Errorf("after the edit: %s", out)
+	}
+	// Malformed input through the daemon: refused, never a crash.
+	cmd := exec.Command(harnessBin, "hook", "claude-code")
+	cmd.Env, cmd.Stdin = env, strings.NewReader("{oops")
+	if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 2 {
+		t.Errorf("malformed through the daemon: %v", err)
+	}
+}

@@ -1,0 +1,213 @@
+// Package hook governs the built-in tools of a coding agent through its hook
+// protocol, Claude Code's first: before a tool runs (PreToolUse) the call is
+// decided like any other, with the session's role and live counters, and
+// after it (PostToolUse) what the tool returned is charged. It is transport
+// only: the orchestrator (govern) decides and charges.
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/govern"
+)
+
+// Agent is the agent name of Claude Code's sessions in the ledger.
+const Agent = "claude-code"
+
+// DefaultTools maps Claude Code's built-in tools to the harness's
+// vocabulary, so that roles written for ctx_* tools govern them: Bash is a
+// shell tool, the editing tools are ctx_edit, the reading ones ctx_read.
+// MCP tools (mcp__<server>__<tool>) and unmapped tools keep their names.
+var DefaultTools = map[string]string{
+	"Bash":         "ctx_shell",
+	"Edit":         "ctx_edit",
+	"Write":        "ctx_edit",
+	"MultiEdit":    "ctx_edit",
+	"NotebookEdit": "ctx_edit",
+	"Read":         "ctx_read",
+	"Grep":         "ctx_read",
+	"Glob":         "ctx_read",
+	"LS":           "ctx_read",
+}
+
+// Options tune what the hook answers for calls the harness allows.
+type Options struct {
+	// Tools maps agent tools to harness tools (DefaultTools when nil).
+	Tools map[string]string
+	// Allow is the permissionDecision of an allowed call: "" says nothing,
+	// so that Claude Code's own permission rules and prompts still apply
+	// (the harness only ever takes permissions away); "allow" skips them.
+	Allow string
+}
+
+// Response is what the hook process prints and how it exits.
+type Response struct {
+	Stdout []byte
+	Stderr string
+	Exit   int
+}
+
+// ClaudeCode answers Claude Code's hook calls.
+type ClaudeCode struct {
+	Gov  *govern.Governor
+	Opts Options
+}
+
+// Handle answers one hook payload. It never fails: a payload it cannot read
+// is refused with exit code 2 (which blocks a PreToolUse call, Claude Code
+// showing the reason), and an event it does not govern is let through.
+func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
+	if !gjson.ValidBytes(payload) {
+		return refuse("harness hook: the hook input is not JSON; refusing the call")
+	}
+	p := gjson.ParseBytes(payload)
+	if !p.IsObject() {
+		return refuse("harness hook: the hook input is not a JSON object; refusing the call")
+	}
+	event := p.Get("hook_event_name").String()
+	switch event {
+	case "PreToolUse", "PostToolUse":
+	case "":
+		return refuse("harness hook: the hook input has no hook_event_name; refusing the call")
+	default:
+		// SessionStart, Stop and the others are not tool calls.
+		return Response{Stderr: fmt.Sprintf("harness hook: %s is not governed; nothing to do\n", event)}
+	}
+	session, tool := p.Get("session_id").String(), p.Get("tool_name").String()
+	if session == "" || tool == "" {
+		if event == "PreToolUse" {
+			return refuse("harness hook: the hook input lacks session_id or tool_name; refusing the call")
+		}
+		return Response{Stderr: "harness hook: the PostToolUse input lacks session_id or tool_name; nothing charged\n"}
+	}
+	k := budget.Key{Agent: Agent, Session: session}
+	harnessTool := h.mapTool(tool)
+	input := p.Get("tool_input")
+	if event == "PreToolUse" {
+		return h.pre(ctx, k, tool, harnessTool, input)
+	}
+	return h.post(ctx, k, harnessTool, input, p.Get("tool_response"))
+}
+
+func (h *ClaudeCode) mapTool(tool string) string {
+	tools := h.Opts.Tools
+	if tools == nil {
+		tools = DefaultTools
+	}
+	if t, ok := tools[tool]; ok {
+		return t
+	}
+	return tool
+}
+
+func (h *ClaudeCode) pre(ctx context.Context, k budget.Key, tool, harnessTool string, input gjson.Result) Response {
+	var args map[string]any
+	if input.IsObject() {
+		dec := json.NewDecoder(strings.NewReader(input.Raw))
+		dec.UseNumber()
+		if err := dec.Decode(&args); err != nil {
+			return refuse("harness hook: tool_input is not readable: " + err.Error())
+		}
+	}
+	o, err := h.Gov.Decide(ctx, govern.Call{Session: k, Tool: harnessTool, Arguments: args, Reserve: true})
+	if err != nil {
+		return answer("PreToolUse", "deny", fmt.Sprintf("harness: the call could not be decided (%v); refused", err), "")
+	}
+	d := o.Decision
+	name := tool
+	if harnessTool != tool {
+		name = fmt.Sprintf("%s (%s)", tool, harnessTool)
+	}
+	if !o.Allowed {
+		var b strings.Builder
+		fmt.Fprintf(&b, "harness: %s denied for role %s:", name, d.Role)
+		for _, r := range d.Reasons {
+			fmt.Fprintf(&b, " %s: %s;", r.Code, r.Message)
+		}
+		fmt.Fprintf(&b, " %s", d.StatusLine())
+		return answer("PreToolUse", "deny", b.String(), "")
+	}
+	var context strings.Builder
+	if o.Shadowed {
+		fmt.Fprintf(&context, "harness (shadow mode): %s would have been denied:", name)
+		for _, r := range d.Reasons {
+			fmt.Fprintf(&context, " %s: %s;", r.Code, r.Message)
+		}
+		context.WriteString("\n")
+	}
+	for _, w := range d.Warnings {
+		fmt.Fprintf(&context, "harness warning: %s\n", w.Message)
+	}
+	if context.Len() > 0 {
+		context.WriteString(d.StatusLine())
+	}
+	reason := ""
+	if h.Opts.Allow != "" {
+		reason = fmt.Sprintf("harness: %s allowed for role %s", name, d.Role)
+	}
+	return answer("PreToolUse", h.Opts.Allow, reason, context.String())
+}
+
+func (h *ClaudeCode) post(ctx context.Context, k budget.Key, harnessTool string, input, response gjson.Result) Response {
+	// What reaches the agent: the text of the tool's response.
+	_, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: texts(response)})
+	if err != nil {
+		return Response{Stderr: fmt.Sprintf("harness hook: charging %s: %v\n", harnessTool, err)}
+	}
+	st, err := h.Gov.Status(ctx, k, "")
+	if err != nil || st.Signal == "OK" {
+		return answer("PostToolUse", "", "", "")
+	}
+	return answer("PostToolUse", "", "", "harness: "+st.StatusLine())
+}
+
+// texts gathers the strings of a tool response (Bash's stdout and stderr,
+// a file's content, ...): the text the agent reads.
+func texts(r gjson.Result) string {
+	switch {
+	case r.Type == gjson.String:
+		return r.Str
+	case r.IsObject() || r.IsArray():
+		var b strings.Builder
+		r.ForEach(func(_, v gjson.Result) bool {
+			if s := texts(v); s != "" {
+				if b.Len() > 0 {
+					b.WriteByte('\n')
+				}
+				b.WriteString(s)
+			}
+			return true
+		})
+		return b.String()
+	}
+	return ""
+}
+
+// answer is Claude Code's JSON answer: hookSpecificOutput with the
+// permission decision (PreToolUse), its reason, and context for the agent.
+func answer(event, decision, reason, context string) Response {
+	out := map[string]any{"hookEventName": event}
+	if decision != "" {
+		out["permissionDecision"] = decision
+	}
+	if reason != "" {
+		out["permissionDecisionReason"] = reason
+	}
+	if context != "" {
+		out["additionalContext"] = context
+	}
+	if len(out) == 1 {
+		return Response{} // nothing to say: Claude Code goes on as usual
+	}
+	b, _ := json.Marshal(map[string]any{"hookSpecificOutput": out})
+	return Response{Stdout: append(b, '\n')}
+}
+
+// refuse blocks the call: exit code 2, the reason on stderr.
+func refuse(msg string) Response { return Response{Stderr: msg + "\n", Exit: 2} }
