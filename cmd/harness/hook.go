@@ -52,7 +52,9 @@ func (c *cli) hookClaudeCode(args []string) int {
 	resp, ok := c.hookViaDaemon(payload, *project)
 	if !ok {
 		resp = c.hookLocal(c.env.ctx, payload, *project)
-		c.startDaemon()
+		if json.Valid(payload) {
+			c.startDaemon() // for the next calls
+		}
 	}
 	c.stdout.Write(resp.Stdout)
 	io.WriteString(c.stderr, resp.Stderr)

@@ -135,15 +135,23 @@ func (c *cli) hookDaemon(args []string) int {
 	d := &daemon{c: c, worlds: map[string]*daemonWorld{}, calls: make(chan struct{}, 1)}
 	defer d.close()
 	go func() {
+		last := time.Now()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
 		for {
 			select {
 			case <-c.env.ctx.Done():
 				l.Close()
 				return
 			case <-d.calls:
-			case <-time.After(*idle):
-				l.Close()
-				return
+				last = time.Now()
+			case <-tick.C:
+				// Idle, or the socket is gone (its directory removed, or
+				// another daemon took over): stop.
+				if _, err := os.Stat(sock); err != nil || time.Since(last) > *idle {
+					l.Close()
+					return
+				}
 			}
 		}
 	}()
