@@ -22,10 +22,13 @@ func BenchmarkGatewayLatency(b *testing.B) {
 	if t.Failed() {
 		b.Fatal("building the binaries failed")
 	}
-	home, project := b.TempDir(), b.TempDir()
+	home, project, lean := b.TempDir(), b.TempDir(), b.TempDir()
+	writeFileB(b, filepath.Join(lean, ".lean-ctx", "harness.toml"), "[log]\nevents = \"off\"\ndecisions = \"off\"\n")
 	writeFileB(b, filepath.Join(project, ".lean-ctx", "roles", "bench.toml"),
 		"[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 1000000000000\nmax_cost_usd = 1000000.0\n")
-	for _, via := range []string{"direct", "gateway"} {
+	// "gateway" is the default set-up; "gateway-lean" keeps counters in
+	// memory and writes no logs, to show what the ledger and logs cost.
+	for _, via := range []string{"direct", "gateway", "gateway-lean"} {
 		for _, size := range []struct {
 			name  string
 			bytes int
@@ -33,9 +36,13 @@ func BenchmarkGatewayLatency(b *testing.B) {
 			b.Run(via+"/"+size.name, func(b *testing.B) {
 				var c *client.Client
 				var err error
-				if via == "direct" {
+				switch via {
+				case "direct":
 					c, err = client.NewStdioMCPClient(upstreamBin, nil)
-				} else {
+				case "gateway-lean":
+					c, err = client.NewStdioMCPClient(harnessBin, []string{"HOME=" + lean},
+						"serve", "--project", project, "--role", "bench", "--ledger", "memory:", "--session", "bench-"+size.name, "--", upstreamBin)
+				default:
 					c, err = client.NewStdioMCPClient(harnessBin, []string{"HOME=" + home},
 						"serve", "--project", project, "--role", "bench", "--session", "bench-"+size.name, "--", upstreamBin)
 				}
