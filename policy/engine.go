@@ -168,6 +168,11 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 // returned error is non-nil only when ctx ended first, and the decision is
 // a deny then too.
 func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+	return e.decide(ctx, in)
+}
+
+// decide evaluates the decision with extra evaluation options (a tracer).
+func (e *Engine) decide(ctx context.Context, in Input, opts ...rego.EvalOption) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return denied(in, CodeEvalError, "policy evaluation stopped: "+err.Error()), err
 	}
@@ -180,7 +185,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
 	if err != nil {
 		return denied(in, CodeInvalidInput, err.Error()), nil
 	}
-	rs, err := l.query.Eval(ctx, rego.EvalParsedInput(value))
+	rs, err := l.query.Eval(ctx, append([]rego.EvalOption{rego.EvalParsedInput(value)}, opts...)...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return denied(in, CodeEvalError, "policy evaluation stopped: "+ctx.Err().Error()), ctx.Err()

@@ -24,23 +24,8 @@ func (e *Engine) Trace(ctx context.Context, in Input, mode string, w io.Writer) 
 	if filter == nil {
 		return Decision{}, fmt.Errorf("trace mode %q: want one of %v", mode, TraceModes)
 	}
-	l := e.cur.Load()
-	var shellPolicy string
-	if r, ok := l.doc.Roles[in.Role]; ok {
-		shellPolicy = r.ShellPolicy
-	}
-	value, err := inputValue(in, shellPolicy)
-	if err != nil {
-		return denied(in, CodeInvalidInput, err.Error()), nil
-	}
 	buf := topdown.NewBufferTracer()
-	rs, err := l.query.Eval(ctx, rego.EvalParsedInput(value), rego.EvalQueryTracer(buf))
+	d, err := e.decide(ctx, in, rego.EvalQueryTracer(buf))
 	topdown.PrettyTraceWithLocation(w, filter(*buf))
-	if err != nil {
-		return denied(in, CodeEvalError, "policy evaluation failed: "+err.Error()), nil
-	}
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return denied(in, CodeEvalError, "policy evaluation failed: "+Query+" is undefined"), nil
-	}
-	return decisionFrom(rs[0].Expressions[0].Value)
+	return d, err
 }

@@ -14,14 +14,12 @@ import (
 // record charges a finished call.
 func (c *cli) record(args []string) int {
 	fs, project := c.flags("record")
-	session := fs.String("session", "", "the session (default: $HARNESS_SESSION, else \"default\")")
-	agent := fs.String("agent", "", "the agent (default: $HARNESS_AGENT)")
+	session, agent, ledger := sessionFlags(fs)
 	tool := fs.String("tool", "", "the tool that ran (required)")
 	outFile := fs.String("output-file", "", "a `FILE` holding the output that went back to the agent")
 	outText := fs.String("output-text", "", "the output that went back to the agent")
 	argsJSON := fs.String("args", "", "the tool's arguments, a JSON object (their tokens are input)")
 	model := fs.String("model", "", "the model whose price applies (default: [cost] default_model)")
-	ledger := fs.String("ledger", "", "the counters' store `URL`")
 	asJSON := fs.Bool("json", false, "print the charge as JSON")
 	rest, err := parse(fs, args)
 	if err != nil {
@@ -101,9 +99,7 @@ func (c *cli) budget(args []string) int {
 		args = args[1:]
 	}
 	fs, project := c.flags("budget")
-	session := fs.String("session", "", "the session (default: $HARNESS_SESSION, else \"default\")")
-	agent := fs.String("agent", "", "the agent (default: $HARNESS_AGENT)")
-	ledger := fs.String("ledger", "", "the counters' store `URL`")
+	session, agent, ledger := sessionFlags(fs)
 	asJSON := fs.Bool("json", false, "print the budget as JSON")
 	rest, err := parse(fs, args)
 	if err != nil {

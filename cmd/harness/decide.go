@@ -24,10 +24,8 @@ func (c *cli) decide(args []string) int {
 	shell := fs.String("shell", "", "shell invocations so far (without --session)")
 	cost := fs.String("cost", "", "estimated cost so far, in US dollars (without --session)")
 	asJSON := fs.Bool("json", false, "print the decision as JSON")
-	session := fs.String("session", "", "the session whose counters decide (default: $HARNESS_SESSION)")
-	agent := fs.String("agent", "", "the agent (default: $HARNESS_AGENT)")
+	session, agent, ledger := sessionFlags(fs)
 	record := fs.Bool("record", false, "charge an allowed call to the session (a shell slot for a shell tool)")
-	ledger := fs.String("ledger", "", "the counters' store `URL`")
 	explainIt := fs.Bool("explain", false, "say which rules, role fields and budget arithmetic produced the decision")
 	var trace traceFlag
 	fs.Var(&trace, "trace", "print OPA's trace of the evaluation: full (alone: --trace), notes, fails or debug")

@@ -15,9 +15,7 @@ func (c *cli) role(args []string) int {
 		verb, args = args[0], args[1:]
 	}
 	fs, project := c.flags("role")
-	session := fs.String("session", "", "the session (default: $HARNESS_SESSION, else \"default\")")
-	agent := fs.String("agent", "", "the agent (default: $HARNESS_AGENT)")
-	ledger := fs.String("ledger", "", "the counters' store `URL`")
+	session, agent, ledger := sessionFlags(fs)
 	rest, err := parse(fs, args)
 	if err != nil {
 		return exitError

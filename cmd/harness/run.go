@@ -365,6 +365,15 @@ func (c *cli) open(ctx context.Context, project, ledger string) (w *world, g *go
 	return w, g, close, true
 }
 
+// sessionFlags adds --session, --agent and --ledger, the flags of the
+// commands that use a session's counters.
+func sessionFlags(fs *flag.FlagSet) (session, agent, ledger *string) {
+	session = fs.String("session", "", "the session (default: $HARNESS_SESSION)")
+	agent = fs.String("agent", "", "the agent (default: $HARNESS_AGENT)")
+	ledger = fs.String("ledger", "", "the counters' store `URL` (default: [ledger] url, else the SQLite file in the state directory)")
+	return session, agent, ledger
+}
+
 // sessionKey is --session (else $HARNESS_SESSION, else fallback) and
 // --agent (else $HARNESS_AGENT).
 func (c *cli) sessionKey(session, agent, fallback string) budget.Key {
