@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -282,6 +283,27 @@ func TestHookDaemon(t *testing.T) {
 	if a := decodeAnswer(t, out); a.HookSpecificOutput.PermissionDecision != "deny" || !strings.Contains(a.HookSpecificOutput.PermissionDecisionReason, "shell_denied") {
 		t.Errorf("after the edit: %s", out)
 	}
+	// Calls in flight while the files change are answered by one
+	// generation or the other, never by a closed one.
+	var wg sync.WaitGroup
+	errs := make(chan string, 40)
+	for i := range 20 {
+		wg.Go(func() {
+			out, code := call("pre-bash.json", fmt.Sprintf("c-%d", i))
+			if d := decodeAnswer(t, out).HookSpecificOutput.PermissionDecision; code != 0 || (d != "deny" && d != "") {
+				errs <- fmt.Sprintf("exit %d: %s", code, out)
+			}
+		})
+		if i == 10 {
+			writeFile(t, filepath.Join(project, ".lean-ctx", "roles", "team.toml"), "[role]\ninherits = \"coder\"\n")
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+
 	// Malformed input through the daemon: refused, never a crash.
 	cmd := exec.Command(harnessBin, "hook", "claude-code")
 	cmd.Env, cmd.Stdin = env, strings.NewReader("{oops")

@@ -180,8 +180,23 @@ type daemon struct {
 type daemonWorld struct {
 	mu          sync.Mutex
 	fingerprint string
-	handler     *hook.ClaudeCode
-	close       func()
+	gen         *generation
+}
+
+// generation is one load of a project: its handler, and the calls still
+// using it, so that a reload closes it only when they are done.
+type generation struct {
+	handler  *hook.ClaudeCode
+	close    func()
+	inflight sync.WaitGroup
+}
+
+// retire closes g once its calls are done.
+func (g *generation) retire() {
+	go func() {
+		g.inflight.Wait()
+		g.close()
+	}()
 }
 
 func (d *daemon) serve(conn net.Conn) {
@@ -221,29 +236,32 @@ func (d *daemon) answer(req daemonRequest) hook.Response {
 
 	w.mu.Lock()
 	fp := c.fingerprint(root)
-	if w.handler == nil || w.fingerprint != fp {
-		if w.close != nil {
-			w.close()
-			w.handler, w.close = nil, nil
+	if w.gen == nil || w.fingerprint != fp {
+		if w.gen != nil {
+			w.gen.retire()
+			w.gen = nil
 		}
 		h, closeAll, err := c.hookHandler(env.ctx, req.Project)
 		if err != nil {
 			w.mu.Unlock()
 			return hookFailure(req.Payload, err)
 		}
-		w.handler, w.close, w.fingerprint = h, closeAll, fp
+		w.gen, w.fingerprint = &generation{handler: h, close: closeAll}, fp
 	}
-	h := w.handler
+	gen := w.gen
+	gen.inflight.Add(1)
 	w.mu.Unlock()
-	return h.Handle(context.Background(), req.Payload)
+	defer gen.inflight.Done()
+	return gen.handler.Handle(context.Background(), req.Payload)
 }
 
 func (d *daemon) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, w := range d.worlds {
-		if w.close != nil {
-			w.close()
+		if w.gen != nil {
+			w.gen.inflight.Wait()
+			w.gen.close()
 		}
 	}
 }
