@@ -21,12 +21,8 @@ func (c *cli) record(args []string) int {
 	argsJSON := fs.String("args", "", "the tool's arguments, a JSON object (their tokens are input)")
 	model := fs.String("model", "", "the model whose price applies (default: [cost] default_model)")
 	asJSON := fs.Bool("json", false, "print the charge as JSON")
-	rest, err := parse(fs, args)
-	if err != nil {
+	if !c.parseNone(fs, args, "") {
 		return exitError
-	}
-	if len(rest) > 0 {
-		return c.fail("record: unexpected argument %q", rest[0])
 	}
 	if *tool == "" {
 		return c.fail("record: --tool is required")
@@ -101,12 +97,8 @@ func (c *cli) budget(args []string) int {
 	fs, project := c.flags("budget")
 	session, agent, ledger := sessionFlags(fs)
 	asJSON := fs.Bool("json", false, "print the budget as JSON")
-	rest, err := parse(fs, args)
-	if err != nil {
+	if !c.parseNone(fs, args, "want: budget [--session S], or budget reset --session S") {
 		return exitError
-	}
-	if len(rest) > 0 {
-		return c.fail("budget: unexpected argument %q (want: budget [--session S], or budget reset --session S)", rest[0])
 	}
 	if reset && *session == "" {
 		return c.fail("budget reset: name the session with --session S (a reset is the operator's act)")

@@ -17,12 +17,8 @@ import (
 // errors together, and prepares the policy with them.
 func (c *cli) check(args []string) int {
 	fs, project := c.flags("check")
-	rest, err := parse(fs, args)
-	if err != nil {
+	if !c.parseNone(fs, args, "") {
 		return exitError
-	}
-	if len(rest) > 0 {
-		return c.fail("check: unexpected argument %q", rest[0])
 	}
 	root, dirs, err := c.locate(*project)
 	if err != nil {
@@ -97,12 +93,8 @@ func (c *cli) check(args []string) int {
 func (c *cli) compile(args []string) int {
 	fs, project := c.flags("compile")
 	out := fs.String("out", "", "the bundle `DIR` to write (required)")
-	rest, err := parse(fs, args)
-	if err != nil {
+	if !c.parseNone(fs, args, "") {
 		return exitError
-	}
-	if len(rest) > 0 {
-		return c.fail("compile: unexpected argument %q", rest[0])
 	}
 	if *out == "" {
 		return c.fail("compile: --out DIR is required")

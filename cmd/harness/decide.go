@@ -29,12 +29,8 @@ func (c *cli) decide(args []string) int {
 	explainIt := fs.Bool("explain", false, "say which rules, role fields and budget arithmetic produced the decision")
 	var trace traceFlag
 	fs.Var(&trace, "trace", "print OPA's trace of the evaluation: full (alone: --trace), notes, fails or debug")
-	rest, err := parse(fs, args)
-	if err != nil {
+	if !c.parseNone(fs, args, "") {
 		return exitError
-	}
-	if len(rest) > 0 {
-		return c.fail("decide: unexpected argument %q", rest[0])
 	}
 	if *tool == "" {
 		return c.fail("decide: --tool is required")
@@ -61,6 +57,7 @@ func (c *cli) decide(args []string) int {
 		}
 		*n.dst = v
 	}
+	var err error
 	if *cost != "" {
 		if usage.CostMicros, err = policy.ParseUSD(*cost); err != nil {
 			return c.fail("decide: --cost: %v", err)

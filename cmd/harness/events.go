@@ -20,12 +20,8 @@ func (c *cli) events(args []string) int {
 	session := fs.String("session", "", "only this session's events")
 	agent := fs.String("agent", "", "only this agent's events")
 	asJSON := fs.Bool("json", false, "print the events as they are stored, one JSON object a line")
-	rest, err := parse(fs, args)
-	if err != nil {
+	if !c.parseNone(fs, args, "") {
 		return exitError
-	}
-	if len(rest) > 0 {
-		return c.fail("events: unexpected argument %q", rest[0])
 	}
 	if *typ != "" && !slices.Contains(events.Types, events.Type(*typ)) {
 		return c.fail("events: unknown --type %q; want one of %v", *typ, events.Types)
@@ -106,12 +102,8 @@ func (c *cli) log(args []string) int {
 	session := fs.String("session", "", "only this session's decisions")
 	limit := fs.Int("limit", 20, "print at most the last `N` decisions (0: all)")
 	asJSON := fs.Bool("json", false, "print entries as they are stored, one JSON object a line")
-	rest, err := parse(fs, args)
-	if err != nil {
+	if !c.parseNone(fs, args, "") {
 		return exitError
-	}
-	if len(rest) > 0 {
-		return c.fail("log: unexpected argument %q", rest[0])
 	}
 	w, ok := c.load(*project)
 	if !ok {
@@ -129,7 +121,7 @@ func (c *cli) log(args []string) int {
 		raw []byte
 	}
 	var found []entry
-	err = events.ReadLines(path, w.cfg.LogMaxFiles, func(line []byte) error {
+	err := events.ReadLines(path, w.cfg.LogMaxFiles, func(line []byte) error {
 		var e entry
 		if json.Unmarshal(line, &e.Entry) != nil || json.Unmarshal(e.Input, &e.in) != nil {
 			return nil

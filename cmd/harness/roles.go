@@ -26,12 +26,8 @@ func (c *cli) roles(args []string) int {
 
 func (c *cli) rolesList(args []string) int {
 	fs, project := c.flags("roles list")
-	rest, err := parse(fs, args)
-	if err != nil {
+	if !c.parseNone(fs, args, "") {
 		return exitError
-	}
-	if len(rest) > 0 {
-		return c.fail("roles list: unexpected argument %q", rest[0])
 	}
 	wld, ok := c.load(*project)
 	if !ok {

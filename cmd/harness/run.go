@@ -170,6 +170,25 @@ func (c *cli) flags(name string) (*flag.FlagSet, *string) {
 	return fs, project
 }
 
+// parseNone parses flags where a command takes no positional argument; it
+// reports a bad flag or an extra argument (with hint, if any) and returns
+// false then.
+func (c *cli) parseNone(fs *flag.FlagSet, args []string, hint string) bool {
+	rest, err := parse(fs, args)
+	if err != nil {
+		return false
+	}
+	if len(rest) > 0 {
+		msg := fmt.Sprintf("%s: unexpected argument %q", strings.TrimPrefix(fs.Name(), "harness "), rest[0])
+		if hint != "" {
+			msg += " (" + hint + ")"
+		}
+		c.fail("%s", msg)
+		return false
+	}
+	return true
+}
+
 // parse parses flags and positional arguments in any order.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string

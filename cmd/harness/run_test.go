@@ -146,6 +146,9 @@ func TestUsageErrors(t *testing.T) {
 		{"broken roles", []string{"decide", "--tool", "x", "--project", broken}, "error(s) in role, configuration or policy files"},
 		{"show unknown", []string{"roles", "show", "nobody"}, `unknown role "nobody"`},
 		{"compile without out", []string{"compile"}, "--out DIR is required"},
+		{"extra argument", []string{"check", "now"}, `harness: check: unexpected argument "now"` + "\n"},
+		{"extra argument with a hint", []string{"serve", "lean-ctx"}, `serve: unexpected argument "lean-ctx" (the upstream command goes after --)`},
+		{"extra argument of a two-word command", []string{"roles", "list", "x"}, `roles list: unexpected argument "x"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

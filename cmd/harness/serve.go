@@ -40,12 +40,8 @@ func (c *cli) serve(args []string) int {
 	role := fs.String("role", "", "the role of a new session (default: the agent's configured role, $LEAN_CTX_ROLE, the default)")
 	ledger := fs.String("ledger", "", "the counters' store `URL`")
 	name := fs.String("name", "", "the name of the upstream given after -- (default: its command's name)")
-	rest, err := parse(fs, args)
-	if err != nil {
+	if !c.parseNone(fs, args, "the upstream command goes after --") {
 		return exitError
-	}
-	if len(rest) > 0 {
-		return c.fail("serve: unexpected argument %q (the upstream command goes after --)", rest[0])
 	}
 	ctx := c.env.ctx
 	if path := c.env.getenv("HARNESS_CPUPROFILE"); path != "" { // for developers: where serve spends its time
