@@ -10,8 +10,8 @@ import (
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/events"
+	"github.com/agentharness/harness/internal/testroles"
 	"github.com/agentharness/harness/policy"
-	"github.com/agentharness/harness/roles"
 )
 
 // recorder is a Sink that keeps events.
@@ -43,21 +43,10 @@ func (r *recorder) of(t events.Type) []events.Event {
 // every tool, and a tight role whose token limit is 1000.
 func switchGovernor(t *testing.T) (*Governor, *recorder, budget.Store, string) {
 	t.Helper()
-	var defs []*roles.Def
-	for name, src := range map[string]string{
+	set := testroles.Set(t, map[string]string{
 		"anything": "[tools]\nallowed = [\"*\"]\n[limits]\nmax_cost_usd = 1000.0\n",
 		"tight":    "[role]\ninherits = \"reviewer\"\n[limits]\nmax_context_tokens = 1000\n",
-	} {
-		d, errs := roles.Parse(name+".toml", []byte(src), roles.SourceProject)
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		defs = append(defs, d)
-	}
-	set, err := roles.LoadDefs(defs...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
 	if err != nil {
 		t.Fatal(err)

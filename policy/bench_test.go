@@ -3,9 +3,11 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/internal/testroles"
 	"github.com/agentharness/harness/roles"
 )
 
@@ -13,13 +15,9 @@ import (
 // mix of exact names and patterns, as a real installation might have.
 func benchEngine(b *testing.B) *Engine {
 	b.Helper()
-	var defs []*roles.Def
-	for name, src := range testRoles {
-		d, _ := roles.Parse(name+".toml", []byte(src), roles.SourceProject)
-		defs = append(defs, d)
-	}
+	files := maps.Clone(testRoles)
 	for i := range 50 {
-		src := fmt.Sprintf(`[role]
+		files[fmt.Sprintf("custom-%02d", i)] = fmt.Sprintf(`[role]
 inherits = %q
 [tools]
 allowed = ["ctx_read", "ctx_search", "ctx_tree", "tool_%d_*", "mcp__server%d__*", "*_view"]
@@ -27,16 +25,8 @@ denied = ["ctx_edit", "danger_%d"]
 [limits]
 max_context_tokens = %d
 `, []string{"coder", "reviewer", "debugger"}[i%3], i, i, i, 100000+i)
-		d, errs := roles.Parse(fmt.Sprintf("custom-%02d.toml", i), []byte(src), roles.SourceProject)
-		if len(errs) > 0 {
-			b.Fatal(errs)
-		}
-		defs = append(defs, d)
 	}
-	set, err := roles.LoadDefs(defs...)
-	if err != nil {
-		b.Fatal(err)
-	}
+	set := testroles.Set(b, files)
 	e, err := New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
 	if err != nil {
 		b.Fatal(err)

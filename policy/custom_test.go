@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/internal/strict"
-	"github.com/agentharness/harness/roles"
+	"github.com/agentharness/harness/internal/testroles"
 )
 
 const noForcePush = `package harness.custom.no_force_push
@@ -171,14 +171,7 @@ switch_deny contains msg if {
 }
 `)}
 	// A project role that allows everything: as powerful as admin.
-	d, errs := roles.Parse("anything.toml", []byte("[tools]\nallowed = [\"*\"]\n"), roles.SourceProject)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	set, err := roles.LoadDefs(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := testroles.Set(t, map[string]string{"anything": "[tools]\nallowed = [\"*\"]\n"})
 	e, err := New(ctx, compiler.Compile(set, compiler.DefaultConfig()), onlyCoder)
 	if err != nil {
 		t.Fatal(err)

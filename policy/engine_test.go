@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/internal/testroles"
 	"github.com/agentharness/harness/roles"
 )
 
@@ -23,22 +24,7 @@ var testRoles = map[string]string{
 	"middle":         "[tools]\nallowed = [\"mcp__*__read\", \"a?b*\"]\n",
 }
 
-func testSet(t testing.TB) *roles.Set {
-	t.Helper()
-	var defs []*roles.Def
-	for name, src := range testRoles {
-		d, errs := roles.Parse(name+".toml", []byte(src), roles.SourceProject)
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		defs = append(defs, d)
-	}
-	set, err := roles.LoadDefs(defs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
-}
+func testSet(t testing.TB) *roles.Set { return testroles.Set(t, testRoles) }
 
 func testEngine(t testing.TB) *Engine {
 	t.Helper()
@@ -156,14 +142,7 @@ func TestMatcherAgreesWithPolicy(t *testing.T) {
 	tools := []string{"ctx_read", "ctx_", "read", "my_read", "mcp__gh__list", "mcp__gh__listing", "mcp____list", "aba", "ab", "abxba", "x?yz", "xayz", "[ab]c", "ac", "exact", "exactly", ""}
 	ctx := context.Background()
 	for _, p := range patterns {
-		d, errs := roles.Parse("p.toml", []byte(fmt.Sprintf("[tools]\nallowed = [%q]\n", p)), roles.SourceProject)
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		set, err := roles.LoadDefs(d)
-		if err != nil {
-			t.Fatal(err)
-		}
+		set := testroles.Set(t, map[string]string{"p": fmt.Sprintf("[tools]\nallowed = [%q]\n", p)})
 		doc := compiler.Compile(set, compiler.Config{})
 		e, err := New(ctx, doc)
 		if err != nil {
