@@ -31,18 +31,26 @@ func openBench(b *testing.B, name string) Store {
 	return s
 }
 
+// benchSession opens a store of the named kind with one session in a role.
+func benchSession(b *testing.B, name string) (Store, Key, Counters) {
+	b.Helper()
+	s := openBench(b, name)
+	k := Key{Agent: "bench", Session: "s"}
+	cur, err := s.InitRole(context.Background(), k, "coder")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, k, cur
+}
+
 // BenchmarkReserve measures one shell reservation: the compare-and-swap a
 // shell call's decision makes (one statement, or one Redis round trip).
 func BenchmarkReserve(b *testing.B) {
 	ctx := context.Background()
 	for _, name := range []string{"memory", "sqlite", "redis"} {
 		b.Run(name, func(b *testing.B) {
-			s := openBench(b, name)
-			k := Key{Agent: "bench", Session: "s"}
-			cur, err := s.InitRole(ctx, k, "coder")
-			if err != nil {
-				b.Fatal(err)
-			}
+			s, k, cur := benchSession(b, name)
+			var err error
 			b.ReportAllocs()
 			for b.Loop() {
 				var ok bool
@@ -61,12 +69,8 @@ func BenchmarkReserveCommit(b *testing.B) {
 	ctx := context.Background()
 	for _, name := range []string{"memory", "sqlite", "redis"} {
 		b.Run(name, func(b *testing.B) {
-			s := openBench(b, name)
-			k := Key{Agent: "bench", Session: "s"}
-			cur, err := s.InitRole(ctx, k, "coder")
-			if err != nil {
-				b.Fatal(err)
-			}
+			s, k, cur := benchSession(b, name)
+			var err error
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
