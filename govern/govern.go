@@ -465,6 +465,23 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 	return SwitchOutcome{}, errors.New("ledger: could not switch: the role kept changing")
 }
 
+// Level is the worst budget level of counters under their role's
+// thresholds: the policy's signal, read from the compiled data without an
+// evaluation (an unknown role is EXHAUSTED, so that callers look closer).
+func (g *Governor) Level(c budget.Counters) string {
+	r, ok := g.engine.Document().Roles[c.Role]
+	if !ok {
+		return compiler.LevelExhausted
+	}
+	worst := compiler.LevelOK
+	for dim, used := range map[string]int64{"tokens": c.Tokens, "shell": c.Shell, "cost": c.CostMicros} {
+		if l := r.Thresholds[dim].Level(used); levelRank[l] > levelRank[worst] {
+			worst = l
+		}
+	}
+	return worst
+}
+
 // Reset is the operator's reset of a session's usage (its role stays).
 func (g *Governor) Reset(ctx context.Context, k budget.Key) error { return g.store.Reset(ctx, k) }
 

@@ -203,3 +203,23 @@ func TestShadowMode(t *testing.T) {
 		t.Errorf("shadow: %+v", o)
 	}
 }
+
+// Level agrees with the signal the policy gives the same counters.
+func TestLevelAgreesWithPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := New(Options{Engine: engine(t), Store: budget.NewMemory()})
+	for _, c := range []budget.Counters{
+		{Role: "coder"}, {Role: "coder", Tokens: 160000}, {Role: "coder", Tokens: 200000},
+		{Role: "reviewer", Shell: 1}, {Role: "admin", CostMicros: 45_000_000}, {Role: "ops", Shell: 300},
+	} {
+		d, err := g.Engine().Decide(ctx, policy.Input{Role: c.Role, Tool: "ctx_session",
+			Budget: policy.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros}})
+		if err != nil || g.Level(c) != d.Signal {
+			t.Errorf("%+v: Level %s, policy signal %s (%v)", c, g.Level(c), d.Signal, err)
+		}
+	}
+	if g.Level(budget.Counters{Role: "nobody"}) != "EXHAUSTED" {
+		t.Error("an unknown role must not read as OK")
+	}
+}

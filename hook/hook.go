@@ -156,9 +156,12 @@ func (h *ClaudeCode) pre(ctx context.Context, k budget.Key, tool, harnessTool st
 
 func (h *ClaudeCode) post(ctx context.Context, k budget.Key, harnessTool string, input, response gjson.Result) Response {
 	// What reaches the agent: the text of the tool's response.
-	_, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: texts(response)})
+	ch, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: texts(response)})
 	if err != nil {
 		return Response{Stderr: fmt.Sprintf("harness hook: charging %s: %v\n", harnessTool, err)}
+	}
+	if h.Gov.Level(ch.After) == "OK" {
+		return answer("PostToolUse", "", "", "") // the usual case: no second decision
 	}
 	st, err := h.Gov.Status(ctx, k, "")
 	if err != nil || st.Signal == "OK" {
