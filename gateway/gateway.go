@@ -190,10 +190,13 @@ func (g *Gateway) proxy(exposed string) server.ToolHandlerFunc {
 		id := identity(ctx)
 		args := req.GetArguments()
 		g.charges.wait(id.key())
-		o, err := g.o.Governor.Decide(ctx, govern.Call{Session: id.key(), Tool: exposed, Arguments: args, Role: id.StartRole, Reserve: true})
+		// The decision's log entry and events are written while the
+		// upstream works, and before the result goes back.
+		o, err := g.o.Governor.Decide(ctx, govern.Call{Session: id.key(), Tool: exposed, Arguments: args, Role: id.StartRole, Reserve: true, Background: true})
 		if err != nil {
 			return mcp.NewToolResultError(fmt.Sprintf("[harness] the call was not made: the harness could not decide it (%v)", err)), nil
 		}
+		defer o.Wait()
 		d := o.Decision
 		if !o.Allowed {
 			return denied(d), nil

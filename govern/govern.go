@@ -113,6 +113,11 @@ type Call struct {
 	// Reserve takes the shell slot of an allowed shell call: the call is
 	// going to run. Without it the decision is only a question.
 	Reserve bool
+	// Background writes the decision's log entry and events while the
+	// caller goes on (the gateway overlaps them with the upstream call):
+	// Outcome.Wait waits for them. Without it they are written before
+	// Decide returns.
+	Background bool
 }
 
 // Outcome is what came of a call.
@@ -129,6 +134,15 @@ type Outcome struct {
 	Counters budget.Counters
 	// DecisionID names the decision in the decision log and events.
 	DecisionID string
+
+	written chan struct{} // closed once a Background decision is logged
+}
+
+// Wait returns once the decision's log entry and events are written.
+func (o Outcome) Wait() {
+	if o.written != nil {
+		<-o.written
+	}
 }
 
 // StartRole is the role a new session of agent starts in: role if given
@@ -209,11 +223,25 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 			}
 			o.Reserved, o.Counters = true, next
 		}
-		g.recordDecision(&o, in, elapsed)
-		if o.Reserved {
-			before := o.Counters
-			before.Shell--
-			g.crossings(call.Session, before, o.Counters)
+		at := g.now()
+		o.DecisionID = events.NewID(at)
+		record := func() {
+			g.recordDecision(o, at, in, elapsed)
+			if o.Reserved {
+				before := o.Counters
+				before.Shell--
+				g.crossings(call.Session, before, o.Counters)
+			}
+		}
+		if call.Background {
+			done := make(chan struct{})
+			o.written = done
+			go func() {
+				defer close(done)
+				record()
+			}()
+		} else {
+			record()
 		}
 		return o, nil
 	}
@@ -227,15 +255,13 @@ type loggedInput struct {
 	ShellPolicy string `json:"shell_policy"`
 }
 
-// logEntry writes a decision-log entry and returns its decision id.
-func (g *Governor) logEntry(path string, input, result any, elapsed time.Duration, shadow bool) string {
-	now := g.now()
-	id := events.NewID(now)
+// logEntry writes the decision-log entry of the decision id, made at.
+func (g *Governor) logEntry(id string, at time.Time, path string, input, result any, elapsed time.Duration, shadow bool) {
 	if g.decisions != nil {
 		err := g.decisions.Log(events.Entry{
 			DecisionID: id,
 			Path:       path,
-			Timestamp:  now.UTC(),
+			Timestamp:  at.UTC(),
 			Metrics:    map[string]int64{"timer_rego_query_eval_ns": elapsed.Nanoseconds()},
 			Shadow:     shadow,
 		}, input, result)
@@ -243,14 +269,13 @@ func (g *Governor) logEntry(path string, input, result any, elapsed time.Duratio
 			g.onError(fmt.Errorf("decision log: %w", err))
 		}
 	}
-	return id
 }
 
 // recordDecision writes the decision log entry and, for a deny, the
 // PolicyViolation event.
-func (g *Governor) recordDecision(o *Outcome, in policy.Input, elapsed time.Duration) {
+func (g *Governor) recordDecision(o Outcome, at time.Time, in policy.Input, elapsed time.Duration) {
 	d := o.Decision
-	o.DecisionID = g.logEntry("harness/decision", loggedInput{in, d.ShellPolicy}, d, elapsed, g.mode == config.Shadow)
+	g.logEntry(o.DecisionID, at, "harness/decision", loggedInput{in, d.ShellPolicy}, d, elapsed, g.mode == config.Shadow)
 	if d.Allowed {
 		return
 	}
@@ -447,7 +472,9 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 			}
 			o.Switched, o.Counters = true, next
 		}
-		o.DecisionID = g.logEntry("harness/switch", in, d, elapsed, false)
+		at := g.now()
+		o.DecisionID = events.NewID(at)
+		g.logEntry(o.DecisionID, at, "harness/switch", in, d, elapsed, false)
 		if !o.Switched {
 			var parts []string
 			for _, r := range d.Reasons {

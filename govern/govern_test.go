@@ -14,6 +14,7 @@ import (
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/internal/testredis"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
@@ -221,5 +222,46 @@ func TestLevelAgreesWithPolicy(t *testing.T) {
 	}
 	if g.Level(budget.Counters{Role: "nobody"}) != "EXHAUSTED" {
 		t.Error("an unknown role must not read as OK")
+	}
+}
+
+// A decision made with Background is logged, with its events, by the time
+// Wait returns, under the id the outcome carries; one made without it, by
+// the time Decide returns.
+func TestDecisionLoggedInTheBackground(t *testing.T) {
+	t.Parallel()
+	for _, background := range []bool{false, true} {
+		t.Run(fmt.Sprint("background=", background), func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "decisions.jsonl")
+			log, err := events.OpenDecisionLog(path, events.DecisionLogOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			g := New(Options{Engine: engine(t), Store: budget.NewMemory(), Sinks: []events.Sink{rec}, Decisions: log})
+			k := budget.Key{Session: "s", Agent: "a"}
+			var ids []string
+			for _, tool := range []string{"ctx_read", "ctx_edit"} {
+				o, err := g.Decide(ctx, Call{Session: k, Tool: tool, Role: "reviewer", Reserve: true, Background: background})
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Wait()
+				ids = append(ids, o.DecisionID)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			if len(lines) != 2 || !strings.Contains(lines[0], ids[0]) || !strings.Contains(lines[1], ids[1]) {
+				t.Errorf("decision log %q, want entries %v", lines, ids)
+			}
+			v := rec.of(events.PolicyViolation)
+			if len(v) != 1 || v[0].Violation.DecisionID != ids[1] || v[0].Violation.Tool != "ctx_edit" {
+				t.Errorf("violations %+v, want one for ctx_edit, decision %s", v, ids[1])
+			}
+		})
 	}
 }

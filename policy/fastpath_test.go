@@ -1,0 +1,209 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/internal/testroles"
+)
+
+// fastPathRoles add to the test roles what the fast path must get right:
+// a warning above the block threshold, a compressing shell, denied
+// patterns of every kind, and limits of 0.
+var fastPathRoles = map[string]string{
+	"warn-above-block": "[limits]\nmax_context_tokens = 1000\nmax_shell_invocations = 10\nwarn_at_percent = 90\nblock_at_percent = 50\n",
+	"compress":         "[role]\nshell_policy = \"compress\"\n[limits]\nmax_shell_invocations = 3\n",
+	"denies-some":      "[tools]\nallowed = [\"*\"]\ndenied = [\"ctx_edit\", \"mcp__*\", \"*_write\", \"*danger*\"]\n",
+	"all-zero":         "[limits]\nmax_context_tokens = 0\nmax_shell_invocations = 0\nmax_cost_usd = 0.0\n",
+}
+
+// fastPathPolicy is a custom policy that denies and warns on arguments.
+const fastPathPolicy = `package harness.custom.paths
+
+deny contains "no secrets" if input.arguments.path == "secret"
+
+warn contains "a big file" if input.arguments.path == "big"
+`
+
+// rawQuery prepares query on the engine's modules and data, as the engine
+// prepares its own.
+func rawQuery(t *testing.T, e *Engine, query string) rego.PreparedEvalQuery {
+	t.Helper()
+	b := e.Bundle()
+	var opts []func(*rego.Rego)
+	for _, m := range b.Modules {
+		opts = append(opts, rego.Module(m.Location(), string(m.Source)))
+	}
+	store := inmem.NewFromReaderWithOpts(bytes.NewReader(b.Data), inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
+	pq, err := rego.New(append(opts, rego.Query(query), rego.Store(store), rego.SetRegoVersion(ast.RegoV1),
+		rego.Capabilities(Capabilities()), rego.StrictBuiltinErrors(true))...).PrepareForEval(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pq
+}
+
+// The one rule that decides common calls (decision's fast path) agrees with
+// the rules one by one (full_decision) on every kind of call: every role,
+// tools of each kind, usage around every threshold, arguments custom
+// policies look at, and malformed input. The common calls do take it.
+func TestFastPathAgreesWithTheRules(t *testing.T) {
+	files := maps.Clone(testRoles)
+	maps.Copy(files, fastPathRoles)
+	doc := compiler.Compile(testroles.Set(t, files), compiler.DefaultConfig())
+	for _, custom := range []bool{false, true} {
+		t.Run(fmt.Sprint("custom=", custom), func(t *testing.T) {
+			var mods []compiler.Module
+			if custom {
+				mods = append(mods, compiler.Module{Name: "paths.rego", Source: []byte(fastPathPolicy)})
+			}
+			e, err := New(context.Background(), doc, mods...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast, full := rawQuery(t, e, Query), rawQuery(t, e, "data.harness.full_decision")
+			paths := []string{"main.go"}
+			if custom {
+				paths = append(paths, "secret", "big")
+			}
+			eval := func(pq rego.PreparedEvalQuery, in ast.Value, opts ...rego.EvalOption) any {
+				rs, err := pq.Eval(context.Background(), append(opts, rego.EvalParsedInput(in))...)
+				if err != nil || len(rs) != 1 {
+					t.Fatalf("%v: %v %v", in, rs, err)
+				}
+				return rs[0].Expressions[0].Value
+			}
+			var inputs []ast.Value
+			tools := []string{"ctx_read", "ctx_edit", "ctx_shell", "ctx_execute", "ctx_session", "mcp__fs__read",
+				"mcp__github__create_issue", "file_write", "my_danger_tool", "axb", "a?bcd", ""}
+			for _, name := range append(slices.Sorted(maps.Keys(doc.Roles)), "nobody") {
+				r := doc.Roles[name]
+				for _, tool := range tools {
+					for _, u := range usages(r) {
+						for _, path := range paths {
+							v, err := inputValue(Input{Role: name, Tool: tool, Budget: u, Session: "s", Agent: "a",
+								Arguments: map[string]any{"path": path}}, r.ShellPolicy)
+							if err != nil {
+								t.Fatal(err)
+							}
+							inputs = append(inputs, v)
+						}
+					}
+				}
+			}
+			complete := len(inputs) // the inputs with every field
+			for _, raw := range []string{
+				`{"role": "coder", "tool": "ctx_read"}`,
+				`{"role": "coder", "tool": "ctx_read", "budget": {"tokens": 5}}`,
+				`{"role": "coder", "tool": "ctx_read", "budget": {"tokens": 1.5, "shell": 0, "cost_micros": 0}}`,
+				`{"role": "coder", "tool": "ctx_read", "budget": {"tokens": "1", "shell": 0, "cost_micros": 0}}`,
+				`{"role": "coder", "tool": "ctx_read", "budget": [], "arguments": {}}`,
+				`{"role": "coder", "tool": "ctx_read", "budget": {"tokens": 0, "shell": 0, "cost_micros": 0}, "arguments": []}`,
+				`{"role": 7, "tool": "ctx_read", "budget": {"tokens": 0, "shell": 0, "cost_micros": 0}}`,
+				`{"role": "coder", "tool": ["ctx_read"], "budget": {"tokens": 0, "shell": 0, "cost_micros": 0}}`,
+			} {
+				inputs = append(inputs, ast.MustParseTerm(raw).Value)
+			}
+			clear, missed := 0, 0
+			for i, in := range inputs {
+				got, want := eval(fast, in), eval(full, in)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("input %v:\ndecision      %v\nfull_decision %v", in, got, want)
+				}
+				// Every allow without warnings of a complete input and a tool
+				// that is not exempt must come from the fast path (tracing is
+				// slow: one input in 7 is checked).
+				d := got.(map[string]any)
+				if d["decision"] != Allow || i >= complete || i%7 != 0 || doc.Config.ExemptTools[d["tool"].(string)] {
+					continue
+				}
+				clear++
+				if usesFullDecision(t, func(o rego.EvalOption) { eval(fast, in, o) }) {
+					missed++
+					t.Errorf("not decided by the fast path: %v", in)
+				}
+			}
+			t.Logf("%d inputs; %d plain allows checked, %d missed the fast path", len(inputs), clear, missed)
+			if clear < 50 {
+				t.Errorf("only %d plain allows among the inputs checked", clear)
+			}
+		})
+	}
+}
+
+// The common calls take the fast path: the full rules are not evaluated.
+func TestCommonCallsTakeTheFastPath(t *testing.T) {
+	e := testEngine(t)
+	for _, in := range []Input{
+		{Role: "coder", Tool: "ctx_read"},
+		{Role: "coder", Tool: "mcp__github__create_issue", Budget: Usage{Tokens: 1000, Shell: 3, CostMicros: 20000}},
+		{Role: "ops", Tool: "ctx_shell", Budget: Usage{Shell: 10}},
+		{Role: "reviewer", Tool: "ctx_read", Arguments: map[string]any{"path": "main.go"}},
+	} {
+		var d Decision
+		full := usesFullDecision(t, func(o rego.EvalOption) {
+			var err error
+			if d, err = e.decide(context.Background(), in, o); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if full || d.Decision != Allow {
+			t.Errorf("%+v: %s, full rules evaluated: %v", in, d.Decision, full)
+		}
+	}
+}
+
+// usesFullDecision runs eval with a tracer and reports whether the full
+// rules were entered.
+func usesFullDecision(t *testing.T, eval func(rego.EvalOption)) bool {
+	t.Helper()
+	buf := topdown.NewBufferTracer()
+	eval(rego.EvalQueryTracer(buf))
+	for _, ev := range *buf {
+		if r, ok := ev.Node.(*ast.Rule); ok && ev.Op == topdown.EnterOp && r.Head.Name == "full_decision" {
+			return true
+		}
+	}
+	return false
+}
+
+// usages are the usages around every threshold of a role.
+func usages(r compiler.RoleDoc) []Usage {
+	out := []Usage{{}, {Tokens: -1}}
+	for _, dim := range []string{"tokens", "shell", "cost"} {
+		th := r.Thresholds[dim]
+		points := []int64{th.WarnAt - 1, th.WarnAt}
+		for _, p := range []*int64{th.ExhaustedAt, th.Admits} {
+			if p != nil {
+				points = append(points, *p-1, *p)
+			}
+		}
+		for _, n := range points {
+			if n < 0 {
+				continue
+			}
+			u := Usage{}
+			switch dim {
+			case "tokens":
+				u.Tokens = n
+			case "shell":
+				u.Shell = n
+			default:
+				u.CostMicros = n
+			}
+			out = append(out, u)
+		}
+	}
+	return out
+}
