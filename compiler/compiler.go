@@ -67,6 +67,10 @@ type RoleDoc struct {
 	// instead of doing arithmetic on every call.
 	Thresholds map[string]Threshold `json:"thresholds"`
 	IO         map[string]any       `json:"io"`
+	// Covers are the roles no more privileged than this one, itself
+	// included (see Within): what an agent whose most privileged role is
+	// this one may hold.
+	Covers map[string]bool `json:"covers"`
 }
 
 // Threshold gives, for one dimension, the usage at which its level changes.
@@ -184,7 +188,90 @@ func Compile(set *roles.Set, cfg Config) *Document {
 			IO: io,
 		}
 	}
+	for name, ceiling := range doc.Roles {
+		ceiling.Covers = map[string]bool{}
+		for other, r := range doc.Roles {
+			if Within(r, ceiling) {
+				ceiling.Covers[other] = true
+			}
+		}
+		doc.Roles[name] = ceiling
+	}
 	return doc
+}
+
+// shellRank orders shell policies from the strictest.
+var shellRank = map[string]int{"deny": 0, "compress": 1, "track": 2}
+
+// Within reports whether role r is no more privileged than ceiling: it can
+// call no tool the ceiling cannot (it allows only what the ceiling's allowed
+// patterns cover, and denies at least what the ceiling denies), its shell
+// policy is no looser (deny, compress, track), no limit and no block
+// percentage is higher, and it is privileged only if the ceiling is. It is
+// conservative: a role it cannot prove within is not.
+func Within(r, ceiling RoleDoc) bool {
+	switch {
+	case r.Privileged && !ceiling.Privileged,
+		shellRank[r.ShellPolicy] > shellRank[ceiling.ShellPolicy],
+		r.Limits.Tokens > ceiling.Limits.Tokens,
+		r.Limits.Shell > ceiling.Limits.Shell,
+		r.Limits.CostMicros > ceiling.Limits.CostMicros,
+		r.Limits.BlockPercent > ceiling.Limits.BlockPercent:
+		return false
+	}
+	return toolsWithin(r.Allowed.Patterns, r.Denied.Patterns, ceiling.Allowed.Patterns, ceiling.Denied.Patterns)
+}
+
+// toolsWithin reports whether every tool a role allowing allowed and
+// denying denied may call, a role allowing ceilAllowed and denying
+// ceilDenied may call too: each allowed pattern is covered by the ceiling's,
+// and what the ceiling denies, the role denies or never allows.
+func toolsWithin(allowed, denied, ceilAllowed, ceilDenied []string) bool {
+	for _, a := range allowed {
+		if !coveredBy(a, ceilAllowed) {
+			return false
+		}
+	}
+	for _, d := range ceilDenied {
+		if coveredBy(d, denied) {
+			continue
+		}
+		for _, a := range allowed {
+			if !disjoint(a, d) && !coveredBy(a, denied) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// disjoint reports whether no tool name matches both patterns, judged by
+// their literal heads and tails (before the first '*', after the last):
+// false when it cannot tell.
+func disjoint(p, q string) bool {
+	switch {
+	case !strings.Contains(p, "*"):
+		return !NewMatcher([]string{q}).Match(p)
+	case !strings.Contains(q, "*"):
+		return !NewMatcher([]string{p}).Match(q)
+	}
+	hp, tp := p[:strings.Index(p, "*")], p[strings.LastIndex(p, "*")+1:]
+	hq, tq := q[:strings.Index(q, "*")], q[strings.LastIndex(q, "*")+1:]
+	return !strings.HasPrefix(hp, hq) && !strings.HasPrefix(hq, hp) ||
+		!strings.HasSuffix(tp, tq) && !strings.HasSuffix(tq, tp)
+}
+
+// coveredBy reports whether every tool name pattern p matches is matched by
+// one of patterns. A pattern q covers p when q matches p with each '*' of p
+// taken as a character that only a '*' of q can match.
+func coveredBy(p string, patterns []string) bool {
+	marked := strings.ReplaceAll(p, "*", "\x00")
+	for _, q := range patterns {
+		if q == p || strings.Contains(q, "*") && starMatch(q, marked) {
+			return true
+		}
+	}
+	return false
 }
 
 // NewMatcher sorts a pattern list by shape. '*' matches any run of

@@ -61,6 +61,10 @@ type Config struct {
 	Mask []string
 	// AgentRoles are the starting roles of agents, by agent name.
 	AgentRoles map[string]string
+	// AgentMaxRoles are the most privileged roles agents may switch
+	// themselves into, by agent name ([agents.NAME] max_role, or the
+	// max_role of the agent's gateway token).
+	AgentMaxRoles map[string]string
 	// Upstreams are the MCP servers `harness serve` fronts.
 	Upstreams []Upstream
 	// Prefix says when upstream tool names get "<upstream>__": auto (when
@@ -87,12 +91,14 @@ type Upstream struct {
 }
 
 // Token is one [[gateway.tokens]]: a bearer token (or its SHA-256) naming
-// an agent and the role its new sessions start in.
+// an agent, the role its new sessions start in, and the most privileged
+// role it may switch itself into.
 type Token struct {
-	Agent  string
-	Token  string
-	SHA256 string
-	Role   string
+	Agent   string
+	Token   string
+	SHA256  string
+	Role    string
+	MaxRole string
 }
 
 // Off as a log path turns that log off.
@@ -101,18 +107,19 @@ const Off = "off"
 // Default is the configuration without any file.
 func Default() Config {
 	return Config{
-		LedgerPrefix: budget.DefaultPrefix,
-		Mode:         Enforce,
-		DefaultRole:  roles.DefaultRole,
-		ShellTools:   []string{"ctx_shell", "ctx_execute"},
-		ExemptTools:  []string{"ctx_session"},
-		Prices:       budget.DefaultPrices(),
-		LogMaxBytes:  10 << 20,
-		LogMaxFiles:  5,
-		Mask:         []string{},
-		AgentRoles:   map[string]string{},
-		Prefix:       "auto",
-		HookTools:    map[string]string{},
+		LedgerPrefix:  budget.DefaultPrefix,
+		Mode:          Enforce,
+		DefaultRole:   roles.DefaultRole,
+		ShellTools:    []string{"ctx_shell", "ctx_execute"},
+		ExemptTools:   []string{"ctx_session"},
+		Prices:        budget.DefaultPrices(),
+		LogMaxBytes:   10 << 20,
+		LogMaxFiles:   5,
+		Mask:          []string{},
+		AgentRoles:    map[string]string{},
+		AgentMaxRoles: map[string]string{},
+		Prefix:        "auto",
+		HookTools:     map[string]string{},
 	}
 }
 
@@ -138,6 +145,17 @@ func Load(userFile, projectFile string) (Config, error) {
 		}
 		errs = append(errs, c.apply(f.path, src, f.project)...)
 		c.Files = append(c.Files, f.path)
+	}
+	for _, t := range c.Tokens {
+		if t.MaxRole == "" {
+			continue
+		}
+		if m, ok := c.AgentMaxRoles[t.Agent]; ok && m != t.MaxRole {
+			errs = append(errs, &strict.Error{File: strings.Join(c.Files, ", "), Key: "gateway.tokens",
+				Msg: fmt.Sprintf("gateway.tokens: agent %s: max_role %q, but %q elsewhere: an agent has one most privileged role", t.Agent, t.MaxRole, m)})
+			continue
+		}
+		c.AgentMaxRoles[t.Agent] = t.MaxRole
 	}
 	if _, err := c.Prices.Price(""); err != nil && len(errs) == 0 {
 		errs = append(errs, &strict.Error{File: strings.Join(c.Files, ", "), Key: "cost.default_model", Msg: "cost.default_model: " + err.Error()})
@@ -445,10 +463,17 @@ func (c *Config) setTokens(v any) error {
 				tok.Token = s
 			case "token_sha256":
 				tok.SHA256 = s
-			case "role":
-				tok.Role = s
+			case "role", "max_role":
+				if !roles.ValidName(s) {
+					return fmt.Errorf("%d: %s: %q is not a role name", i+1, key, s)
+				}
+				if key == "role" {
+					tok.Role = s
+				} else {
+					tok.MaxRole = s
+				}
 			default:
-				return fmt.Errorf("%d: unknown key %q (want agent, token or token_sha256, role)", i+1, key)
+				return fmt.Errorf("%d: unknown key %q (want agent, token or token_sha256, role, max_role)", i+1, key)
 			}
 		}
 		switch {
@@ -466,23 +491,31 @@ func (c *Config) setTokens(v any) error {
 	return nil
 }
 
-// setAgent reads [agents.NAME]: role = "reviewer".
+// setAgent reads [agents.NAME]: role = "reviewer" (its sessions' starting
+// role), max_role = "coder" (the most privileged role it may switch itself
+// into).
 func (c *Config) setAgent(name string, v any) error {
 	t, ok := v.(map[string]any)
 	if !ok {
 		return strict.WantType("a table ([agents.NAME] with role = \"...\")", v)
 	}
+	if len(t) == 0 {
+		return errors.New("give role, max_role or both")
+	}
 	for _, key := range strict.SortedKeys(t) {
-		if key != "role" {
-			msg := fmt.Sprintf("unknown key %q (want role)", key)
-			return errors.New(msg)
+		if key != "role" && key != "max_role" {
+			return fmt.Errorf("unknown key %q (want role, max_role)", key)
+		}
+		role, ok := t[key].(string)
+		if !ok || !roles.ValidName(role) {
+			return fmt.Errorf("%s: want a role name, got %s", key, strict.TypeName(t[key]))
+		}
+		if key == "role" {
+			c.AgentRoles[name] = role
+		} else {
+			c.AgentMaxRoles[name] = role
 		}
 	}
-	role, ok := t["role"].(string)
-	if !ok || !roles.ValidName(role) {
-		return fmt.Errorf("role: want a role name, got %s", strict.TypeName(t["role"]))
-	}
-	c.AgentRoles[name] = role
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,6 +49,7 @@ output_usd_per_mtok = 15.0
 
 [agents.claude-code]
 role = "reviewer"
+max_role = "coder"
 
 [gateway]
 prefix = "always"
@@ -66,6 +68,7 @@ role = "reviewer"
 [[gateway.tokens]]
 agent = "ci"
 token_sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+max_role = "reviewer"
 
 [[upstream]]
 name = "lean"
@@ -115,6 +118,9 @@ mask = ["/arguments/password"]
 	if c.AgentRoles["claude-code"] != "reviewer" || c.AgentRoles["cursor"] != "debugger" || len(c.AgentRoles) != 2 {
 		t.Errorf("agents: %v", c.AgentRoles)
 	}
+	if !maps.Equal(c.AgentMaxRoles, map[string]string{"claude-code": "coder", "ci": "reviewer"}) || c.Tokens[1].MaxRole != "reviewer" {
+		t.Errorf("max roles: %v", c.AgentMaxRoles)
+	}
 	if c.HookAllow != "allow" || c.HookTools["WebFetch"] != "ctx_read" {
 		t.Errorf("hook: %q %v", c.HookAllow, c.HookTools)
 	}
@@ -158,7 +164,12 @@ func TestErrors(t *testing.T) {
 			`:2:1: enforcement.mode may only be set in the user's harness.toml: a project's file may only add shell tools and log masks`}},
 		{"project may not turn logs off", "", "[log]\ndecisions = \"off\"\n", []string{`log.decisions may only be set in the user's harness.toml`}},
 		{"project may not choose agent roles", "", "[agents.x]\nrole = \"admin\"\n", []string{`[agents] may only be set in the user's harness.toml`}},
-		{"agent without role", "[agents.x]\nrol = \"coder\"\n", "", []string{`agents.x: unknown key "rol" (want role)`}},
+		{"agent without role", "[agents.x]\nrol = \"coder\"\n", "", []string{`agents.x: unknown key "rol" (want role, max_role)`}},
+		{"empty agent", "[agents.x]\n", "", []string{`agents.x: give role, max_role or both`}},
+		{"bad max role", "[agents.x]\nmax_role = 3\n", "", []string{`agents.x: max_role: want a role name, got integer`}},
+		{"two max roles", "[agents.x]\nmax_role = \"coder\"\n[[gateway.tokens]]\nagent = \"x\"\ntoken = \"0123456789abcdef-x\"\nmax_role = \"reviewer\"\n", "",
+			[]string{`gateway.tokens: agent x: max_role "reviewer", but "coder" elsewhere: an agent has one most privileged role`}},
+		{"token max role", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"0123456789abcdef-x\"\nmax_role = \"no good\"\n", "", []string{`max_role: "no good" is not a role name`}},
 		{"project may not add upstreams", "", "[[upstream]]\nname = \"x\"\ncommand = \"sh\"\n", []string{`[[upstream]] may only be set in the user's harness.toml: a cloned repository must not start programs`}},
 		{"upstream with both", "[[upstream]]\nname = \"x\"\ncommand = \"a\"\nurl = \"http://b\"\n", "", []string{`upstream: 1 (x): give a command or a url, not both`}},
 		{"short token", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"short\"\n", "", []string{`a token must have at least 16 characters`}},

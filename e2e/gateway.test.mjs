@@ -115,7 +115,7 @@ function freePort() {
   });
 }
 
-test("http: bearer tokens name the agent and its role; MCP session ids keep sessions apart", async () => {
+test("http: bearer tokens name the agent, its role and its most privileged role; MCP session ids keep sessions apart", async () => {
   const { home, project } = sandbox();
   mkdirSync(join(home, ".lean-ctx"), { recursive: true });
   writeFileSync(join(home, ".lean-ctx", "harness.toml"), `
@@ -123,6 +123,7 @@ test("http: bearer tokens name the agent and its role; MCP session ids keep sess
 agent = "claude-code"
 token = "reviewer-token-0123456789"
 role = "reviewer"
+max_role = "reviewer"
 
 [[gateway.tokens]]
 agent = "ci"
@@ -146,6 +147,10 @@ role = "small"
     const reviewer = await connect("reviewer-token-0123456789");
     assert.deepEqual(await names(reviewer), ["ctx_read", "ctx_session"]);
     assert.equal((await call(reviewer, "ctx_edit", { path: "x" })).isError, true);
+    // Its token's max_role keeps the agent from switching itself past reviewer.
+    const sw = await call(reviewer, "ctx_session", { action: "role", value: "coder" });
+    assert.equal(sw.isError, true);
+    assert.match(textOf(sw), /role 'coder' is beyond 'reviewer', the most privileged role this agent may hold/);
 
     const small = await connect("small-token-0123456789abc");
     for (let i = 0; i < 8; i++) await call(small, "ctx_read", { bytes: 600 });

@@ -389,7 +389,8 @@ func (g *Gateway) switchable(ctx context.Context, id Identity, from string, set 
 		if name == from {
 			continue
 		}
-		s, _ := g.o.Governor.Engine().Switch(ctx, policy.SwitchInput{From: from, To: name, By: policy.ByAgent, Session: id.Session, Agent: id.Agent})
+		s, _ := g.o.Governor.Engine().Switch(ctx, policy.SwitchInput{From: from, To: name, By: policy.ByAgent, Session: id.Session, Agent: id.Agent,
+			MaxRole: g.o.Governor.MaxRole(id.Agent)})
 		if s.Allowed {
 			open = append(open, name)
 		} else {

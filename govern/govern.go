@@ -42,6 +42,7 @@ type Governor struct {
 	now         func() time.Time
 	onError     func(error)
 	agentRoles  map[string]string
+	maxRoles    map[string]string
 	envRole     string
 }
 
@@ -56,6 +57,9 @@ type Options struct {
 	// AgentRoles are the starting roles of agents by name ([agents.NAME]
 	// role in harness.toml).
 	AgentRoles map[string]string
+	// AgentMaxRoles are the most privileged roles agents may switch
+	// themselves into, by name ([agents.NAME] max_role, or their tokens').
+	AgentMaxRoles map[string]string
 	// EnvRole is $LEAN_CTX_ROLE: the operator's starting role for new
 	// sessions of agents without one of their own.
 	EnvRole string
@@ -74,7 +78,7 @@ type Options struct {
 func New(o Options) *Governor {
 	g := &Governor{engine: o.Engine, store: o.Store, tokens: o.Tokenizer, prices: o.Prices, mode: o.Mode,
 		defaultRole: o.DefaultRole, sinks: o.Sinks, decisions: o.Decisions, now: o.Now, onError: o.OnError,
-		agentRoles: o.AgentRoles, envRole: o.EnvRole}
+		agentRoles: o.AgentRoles, maxRoles: o.AgentMaxRoles, envRole: o.EnvRole}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -151,6 +155,10 @@ func (o Outcome) Wait() {
 func (g *Governor) StartRole(agent, role string) string {
 	return PickRole(role, g.agentRoles[agent], g.envRole, g.defaultRole)
 }
+
+// MaxRole is the most privileged role agent may switch itself into, "" if
+// it has none.
+func (g *Governor) MaxRole(agent string) string { return g.maxRoles[agent] }
 
 // PickRole returns the first role named, else coder: the order of
 // precedence of a new session's role.
@@ -453,7 +461,7 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 		if cur.Role == to {
 			return SwitchOutcome{Decision: policy.SwitchDecision{Allowed: true, From: to, To: to, By: by, Reasons: []policy.Reason{}}, Counters: cur}, nil
 		}
-		in := policy.SwitchInput{From: cur.Role, To: to, By: by, Session: k.Session, Agent: k.Agent}
+		in := policy.SwitchInput{From: cur.Role, To: to, By: by, Session: k.Session, Agent: k.Agent, MaxRole: g.MaxRole(k.Agent)}
 		start := g.now()
 		d, err := g.engine.Switch(ctx, in)
 		elapsed := g.now().Sub(start)

@@ -194,3 +194,45 @@ func TestConcurrentSwitchesChain(t *testing.T) {
 		}
 	}
 }
+
+// An agent with a max_role switches down and back up to it, never past it;
+// another agent is not bound by it, nor is the operator.
+func TestAgentStaysWithinItsMaxRole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set := testroles.Set(t, map[string]string{})
+	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(Options{Engine: e, Store: budget.NewMemory(), AgentMaxRoles: map[string]string{"capped": "reviewer"}})
+	capped, free := budget.Key{Agent: "capped", Session: "s"}, budget.Key{Agent: "free", Session: "s"}
+	for _, step := range []struct {
+		k      budget.Key
+		to, by string
+		want   string // "" for allowed, else the refusing rule
+	}{
+		{capped, "reviewer", policy.ByOperator, ""},
+		{capped, "coder", policy.ByAgent, "max_role"},
+		{capped, "debugger", policy.ByAgent, "max_role"},
+		{capped, "coder", policy.ByOperator, ""}, // the operator may go past it
+		{capped, "reviewer", policy.ByAgent, ""},
+		{capped, "coder", policy.ByAgent, "max_role"}, // and the agent cannot come back
+		{free, "debugger", policy.ByAgent, ""},
+	} {
+		o, err := g.Switch(ctx, step.k, step.to, step.by)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if !o.Decision.Allowed {
+			got = o.Decision.Reasons[0].Rule
+		}
+		if got != step.want {
+			t.Errorf("%s to %s by %s: refused by %q, want %q (%+v)", step.k.Agent, step.to, step.by, got, step.want, o.Decision)
+		}
+	}
+	if g.MaxRole("capped") != "reviewer" || g.MaxRole("free") != "" {
+		t.Errorf("MaxRole: %q %q", g.MaxRole("capped"), g.MaxRole("free"))
+	}
+}

@@ -24,6 +24,9 @@ type SwitchInput struct {
 	By      string `json:"by"`
 	Session string `json:"session"`
 	Agent   string `json:"agent"`
+	// MaxRole is the most privileged role the agent may hold ("" for no
+	// such bound): an agent may switch only to the roles within it.
+	MaxRole string `json:"max_role,omitempty"`
 }
 
 // SwitchDecision is data.harness.switch: whether the switch may happen and,
@@ -52,6 +55,7 @@ func (e *Engine) Switch(ctx context.Context, in SwitchInput) (SwitchDecision, er
 		ast.Item(ast.StringTerm("by"), ast.StringTerm(in.By)),
 		ast.Item(ast.StringTerm("session"), ast.StringTerm(in.Session)),
 		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
+		ast.Item(ast.StringTerm("max_role"), ast.StringTerm(in.MaxRole)),
 	)
 	rs, err := e.cur.Load().switch_.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {

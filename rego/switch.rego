@@ -2,13 +2,15 @@
 #
 # Decides whether a session may change its active role. Entry point:
 # data.harness.switch, for input {from, to, by ("agent" or "operator"),
-# session, agent}. An agent may not switch itself into a privileged role
-# (admin, ops, any role marked privileged) nor into a role of a user or
-# project file that allows every tool and denies none, whatever its name (the
-# built-in coder and debugger are such roles by design). The operator may. Custom
-# policies add `switch_deny contains msg if {...}` rules, which bind
-# everyone (they may look at input.by). Usage is never part of a switch:
-# the new role's limits apply to what the session has used.
+# session, agent, max_role (optional)}. An agent may not switch itself into
+# a privileged role (admin, ops, any role marked privileged), nor into a role
+# of a user or project file that allows every tool and denies none, whatever
+# its name (the built-in coder and debugger are such roles by design), nor,
+# when it has a most privileged role (max_role), into a role beyond it. The
+# operator may. Custom policies add `switch_deny contains msg if {...}`
+# rules, which bind everyone (they may look at input.by). Usage is never
+# part of a switch: the new role's limits apply to what the session has
+# used.
 package harness
 
 switch := {
@@ -44,6 +46,17 @@ switch_reasons contains _switch_reason("unrestricted_role", msg) if {
 	target.unrestricted
 	target.source != "built-in"
 	msg := sprintf("role '%s' allows every tool and denies none: an agent may not switch itself into it (an operator can)", [input.to])
+}
+
+# The compiler lists under each role the roles within it (covers): no tool,
+# looser shell policy, higher limit or privilege beyond it. An unknown
+# max_role covers nothing.
+switch_reasons contains _switch_reason("max_role", msg) if {
+	by_agent
+	ceiling := object.get(input, "max_role", "")
+	ceiling != ""
+	not data.harness.roles[ceiling].covers[input.to]
+	msg := sprintf("role '%v' is beyond '%v', the most privileged role this agent may hold", [input.to, ceiling])
 }
 
 switch_reasons contains _switch_reason(concat(".", ["harness.custom", name]), _text(msg)) if {

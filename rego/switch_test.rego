@@ -55,3 +55,25 @@ test_custom_switch_rules if {
 	not s.allowed
 	s.reasons == [{"code": "switch_denied", "rule": "harness.custom.only_coder", "message": "reviewer may only switch to coder"}]
 }
+
+capped(from, to, by, max_role) := s if {
+	s := data.harness.switch with input as {"from": from, "to": to, "by": by, "session": "s-1", "agent": "test", "max_role": max_role}
+}
+
+test_an_agent_stays_within_its_max_role if {
+	capped("coder", "reviewer", "agent", "coder").allowed
+	capped("coder", "coder", "agent", "coder").allowed
+	s := capped("reviewer", "coder", "agent", "reviewer")
+	not s.allowed
+	rules(s) == ["max_role"]
+	s.reasons[0].message == "role 'coder' is beyond 'reviewer', the most privileged role this agent may hold"
+}
+
+test_max_role_binds_agents_only if {
+	capped("reviewer", "coder", "operator", "reviewer").allowed
+	capped("reviewer", "coder", "agent", "").allowed
+}
+
+test_an_unknown_max_role_covers_nothing if {
+	rules(capped("coder", "reviewer", "agent", "no-such-role")) == ["max_role"]
+}

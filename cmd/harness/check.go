@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/config"
@@ -46,7 +48,8 @@ func (c *cli) check(args []string) int {
 		return exitCheck
 	}
 	w := &world{root: root, dirs: dirs, cfg: cfg, set: set, custom: mods}
-	if _, err := policy.New(context.Background(), compiler.Compile(set, w.compilerConfig()), mods...); err != nil {
+	doc := compiler.Compile(set, w.compilerConfig())
+	if _, err := policy.New(context.Background(), doc, mods...); err != nil {
 		var list strict.ErrorList
 		if !errors.As(err, &list) {
 			list = strict.ErrorList{{Msg: err.Error()}}
@@ -59,6 +62,13 @@ func (c *cli) check(args []string) int {
 	}
 	if _, ok := set.Get(cfg.DefaultRole); !ok {
 		fmt.Fprintf(c.stdout, "enforcement.default_role: %s\n", unknownRole(cfg.DefaultRole, set))
+		return exitCheck
+	}
+	if problems := agentProblems(cfg, doc, set); len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(c.stdout, p)
+		}
+		fmt.Fprintf(c.stdout, "%d error(s) in role, configuration or policy files\n", len(problems))
 		return exitCheck
 	}
 	count := map[roles.Source]int{}
@@ -116,4 +126,41 @@ func (c *cli) compile(args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "wrote %s: %d roles, %d Rego modules (%d custom), data.json, .manifest\n", *out, w.set.Len(), len(b.Modules), len(w.custom))
 	return exitOK
+}
+
+// agentProblems checks the agents' roles against the roles there are: each
+// starting role and most privileged role exists, and each agent starts
+// within its most privileged role.
+func agentProblems(cfg config.Config, doc *compiler.Document, set *roles.Set) []string {
+	var out []string
+	starts := map[string][]string{}
+	for _, agent := range slices.Sorted(maps.Keys(cfg.AgentRoles)) {
+		starts[agent] = append(starts[agent], cfg.AgentRoles[agent])
+	}
+	for _, t := range cfg.Tokens {
+		if t.Role != "" {
+			starts[t.Agent] = append(starts[t.Agent], t.Role)
+		}
+	}
+	for _, agent := range slices.Sorted(maps.Keys(starts)) {
+		for _, r := range slices.Compact(slices.Sorted(slices.Values(starts[agent]))) {
+			if _, ok := doc.Roles[r]; !ok {
+				out = append(out, fmt.Sprintf("agent %s: starting role: %s", agent, unknownRole(r, set)))
+			}
+		}
+	}
+	for _, agent := range slices.Sorted(maps.Keys(cfg.AgentMaxRoles)) {
+		limit := cfg.AgentMaxRoles[agent]
+		m, ok := doc.Roles[limit]
+		if !ok {
+			out = append(out, fmt.Sprintf("agent %s: max_role: %s", agent, unknownRole(limit, set)))
+			continue
+		}
+		for _, r := range slices.Compact(slices.Sorted(slices.Values(starts[agent]))) {
+			if _, known := doc.Roles[r]; known && !m.Covers[r] {
+				out = append(out, fmt.Sprintf("agent %s starts in role %s, which is beyond its max_role %s", agent, r, limit))
+			}
+		}
+	}
+	return out
 }

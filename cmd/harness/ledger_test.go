@@ -211,3 +211,34 @@ func TestShellSlotsAcrossProcesses(t *testing.T) {
 		})
 	}
 }
+
+// check holds agents to roles there are, and to starting roles within their
+// most privileged roles.
+func TestCheckAgentRoles(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, config, want string
+	}{
+		{"within", "[agents.a]\nrole = \"reviewer\"\nmax_role = \"coder\"\n", "ok: 5 roles"},
+		{"beyond", "[agents.a]\nrole = \"coder\"\nmax_role = \"reviewer\"\n",
+			"agent a starts in role coder, which is beyond its max_role reviewer\n1 error(s)"},
+		{"token beyond", "[[gateway.tokens]]\nagent = \"ci\"\ntoken = \"0123456789abcdef-ci\"\nrole = \"admin\"\nmax_role = \"coder\"\n",
+			"agent ci starts in role admin, which is beyond its max_role coder"},
+		{"unknown max role", "[agents.a]\nmax_role = \"boss\"\n", `agent a: max_role: unknown role "boss"; available roles: admin, coder`},
+		{"unknown starting role", "[agents.a]\nrole = \"boss\"\n", `agent a: starting role: unknown role "boss"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), tt.config)
+			out, _, code := harnessIn(t, home, nil, "check")
+			wantCode := exitCheck
+			if tt.name == "within" {
+				wantCode = exitOK
+			}
+			if code != wantCode || !strings.Contains(out, tt.want) {
+				t.Errorf("exit %d, want %d\n%s", code, wantCode, out)
+			}
+		})
+	}
+}

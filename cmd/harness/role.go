@@ -74,7 +74,7 @@ func (c *cli) role(args []string) int {
 			if name == r.Name {
 				continue
 			}
-			if s, _ := g.Engine().Switch(ctx, policy.SwitchInput{From: r.Name, To: name, By: policy.ByAgent, Session: k.Session, Agent: k.Agent}); s.Allowed {
+			if s, _ := g.Engine().Switch(ctx, policy.SwitchInput{From: r.Name, To: name, By: policy.ByAgent, Session: k.Session, Agent: k.Agent, MaxRole: g.MaxRole(k.Agent)}); s.Allowed {
 				open = append(open, name)
 			} else {
 				closed = append(closed, name)

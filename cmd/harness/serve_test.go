@@ -305,6 +305,7 @@ func TestGatewayHTTP(t *testing.T) {
 agent = "claude-code"
 token = "reviewer-token-0123456789"
 role = "reviewer"
+max_role = "reviewer"
 
 [[gateway.tokens]]
 agent = "ci"
@@ -348,6 +349,14 @@ token = "coder-token-0123456789ab"
 	}
 	if res := call(t, rev, "ctx_edit", map[string]any{"path": "x"}); !res.IsError {
 		t.Error("the reviewer edited")
+	}
+	// The reviewer token's agent may hold no role beyond reviewer.
+	res := call(t, rev, "ctx_session", map[string]any{"action": "role", "value": "coder"})
+	if !res.IsError || !strings.Contains(text(res), "switch_denied (max_role): role 'coder' is beyond 'reviewer', the most privileged role this agent may hold") {
+		t.Errorf("the reviewer token's switch to coder: %s", text(res))
+	}
+	if res := call(t, rev, "ctx_session", map[string]any{"action": "role"}); !strings.Contains(text(res), "You may switch to: (none)") {
+		t.Errorf("the reviewer token's roles: %s", text(res))
 	}
 	ci := connect("coder-token-0123456789ab", "h1")
 	if res := call(t, ci, "ctx_edit", map[string]any{"path": "x"}); res.IsError || text(res) != "edited x" {

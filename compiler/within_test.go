@@ -1,0 +1,166 @@
+package compiler
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/agentharness/harness/internal/testroles"
+)
+
+func TestCoveredBy(t *testing.T) {
+	for _, tt := range []struct {
+		p, q string
+		want bool
+	}{
+		{"ctx_read", "ctx_read", true},
+		{"ctx_read", "*", true},
+		{"ctx_read", "ctx_*", true},
+		{"ctx_read", "*_read", true},
+		{"ctx_read", "*x_r*", true},
+		{"ctx_read", "ctx_edit", false},
+		{"ctx_*", "*", true},
+		{"ctx_*", "ctx_*", true},
+		{"ctx_*", "c*", true},
+		{"ctx_*", "ctx_read", false},
+		{"ctx_*", "*_read", false}, // ctx_edit matches the first only
+		{"mcp__*__read", "mcp__*", true},
+		{"mcp__*__read", "*__read", true},
+		{"mcp__*__read", "*__*", true},
+		{"mcp__*__read", "mcp__fs__*", false},
+		{"*", "ctx_*", false},
+		{"*", "*", true},
+		{"*a*", "*", true},
+		{"*a*", "*a*", true},
+		{"*a*", "a*", false},
+		{"a?b*", "a?*", true}, // '?' is a literal
+		{"a?b*", "a*b*", true},
+		{"axb", "a?b*", false},
+	} {
+		if got := coveredBy(tt.p, []string{tt.q}); got != tt.want {
+			t.Errorf("coveredBy(%q, %q) = %v, want %v", tt.p, tt.q, got, tt.want)
+		}
+	}
+}
+
+// coveredBy never claims more than is true: whenever q covers p, every name
+// of a small alphabet that p matches, q matches too.
+func TestCoveredByIsSound(t *testing.T) {
+	var patterns []string
+	var names []string
+	var grow func(prefix string, n int, stars bool)
+	grow = func(prefix string, n int, stars bool) {
+		if stars {
+			patterns = append(patterns, prefix)
+		} else {
+			names = append(names, prefix)
+		}
+		if n == 0 {
+			return
+		}
+		for _, c := range []string{"a", "b", "_"} {
+			grow(prefix+c, n-1, stars)
+		}
+		if stars {
+			grow(prefix+"*", n-1, stars)
+		}
+	}
+	grow("", 4, true)
+	grow("", 5, false)
+	patterns = slices.DeleteFunc(patterns, func(p string) bool { return p == "" })
+	match := func(p, n string) bool { return NewMatcher([]string{p}).Match(n) }
+	claims := 0
+	for _, p := range patterns {
+		for _, q := range patterns {
+			if !coveredBy(p, []string{q}) {
+				continue
+			}
+			claims++
+			for _, n := range names {
+				if match(p, n) && !match(q, n) {
+					t.Fatalf("coveredBy(%q, %q), but %q matches only the first", p, q, n)
+				}
+			}
+		}
+	}
+	if claims < len(patterns)*2 {
+		t.Fatalf("only %d inclusions found among %d patterns", claims, len(patterns))
+	}
+}
+
+func TestWithin(t *testing.T) {
+	set := testroles.Set(t, map[string]string{
+		"reader":      "[tools]\nallowed = [\"ctx_read\", \"ctx_search\"]\n[limits]\nmax_context_tokens = 1000\nmax_shell_invocations = 0\nmax_cost_usd = 0.5\n",
+		"big-reader":  "[role]\ninherits = \"reader\"\n[limits]\nmax_context_tokens = 10000000\n",
+		"mcp-user":    "[tools]\nallowed = [\"mcp__*\"]\n[limits]\nmax_context_tokens = 1000\nmax_shell_invocations = 0\nmax_cost_usd = 0.5\n",
+		"coder-no-gh": "[role]\ninherits = \"coder\"\n[tools]\ndenied = [\"mcp__github__*\"]\n",
+		"never-block": "[role]\ninherits = \"reviewer\"\n[limits]\nblock_at_percent = 255\n",
+	})
+	doc := Compile(set, DefaultConfig())
+	for _, tt := range []struct {
+		ceiling string
+		want    []string
+	}{
+		// big-reader's tokens and never-block's block percentage are above admin's.
+		{"admin", []string{"admin", "coder", "coder-no-gh", "debugger", "mcp-user", "ops", "reader", "reviewer"}},
+		{"coder", []string{"coder", "coder-no-gh", "mcp-user", "reader", "reviewer"}},
+		// reader and reviewer never allow mcp__github__*; the others do.
+		{"coder-no-gh", []string{"coder-no-gh", "reader", "reviewer"}},
+		{"reviewer", []string{"reader", "reviewer"}},
+		{"reader", []string{"reader"}},
+		{"ops", []string{"ops"}}, // reader's shell policy, track, is looser than compress
+	} {
+		got := slices.Sorted(maps.Keys(doc.Roles[tt.ceiling].Covers))
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("within %s: %v, want %v", tt.ceiling, got, tt.want)
+		}
+	}
+}
+
+// toolsWithin never claims more than is true: over roles built from small
+// patterns, whenever it holds, every name the role may call the ceiling may
+// call too.
+func TestToolsWithinIsSound(t *testing.T) {
+	pool := []string{"*", "a*", "*a", "ab", "a*b", "*b*", "b_*", "_a", "ba", "a", "*_*"}
+	var names []string
+	var grow func(prefix string, n int)
+	grow = func(prefix string, n int) {
+		names = append(names, prefix)
+		for _, c := range []string{"a", "b", "_"} {
+			if n > 0 {
+				grow(prefix+c, n-1)
+			}
+		}
+	}
+	grow("", 3)
+	// Lists of up to two patterns from the pool.
+	var lists [][]string
+	lists = append(lists, nil)
+	for i, p := range pool {
+		lists = append(lists, []string{p})
+		for _, q := range pool[i+1:] {
+			lists = append(lists, []string{p, q})
+		}
+	}
+	may := func(allowed, denied Matcher, n string) bool { return allowed.Match(n) && !denied.Match(n) }
+	claims := 0
+	for _, ra := range lists {
+		for _, rd := range lists {
+			for _, ca := range lists {
+				for _, cd := range lists[:12] {
+					if !toolsWithin(ra, rd, ca, cd) {
+						continue
+					}
+					claims++
+					rA, rD, cA, cD := NewMatcher(ra), NewMatcher(rd), NewMatcher(ca), NewMatcher(cd)
+					for _, n := range names {
+						if may(rA, rD, n) && !may(cA, cD, n) {
+							t.Fatalf("within: allowed %q denied %q under allowed %q denied %q, but only the first may call %q", ra, rd, ca, cd, n)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d inclusions checked", claims)
+}
