@@ -359,6 +359,10 @@ decision := {
 	is_string(t)
 	t != ""
 	not data.harness.config.exempt_tools[t]
+
+	# The tool lists (rule 2): first, as most refusals are theirs.
+	not _denies(r, t)
+	matches(r.allowed, t)
 	is_object(object.get(input, "arguments", {}))
 
 	# Usage below every warning and exhaustion threshold (rule 5; blocking
@@ -382,10 +386,7 @@ decision := {
 	cost < r.thresholds.cost.warn_at
 	cost < object.get(r.thresholds.cost, "exhausted_at", cost + 1)
 
-	# The tool lists (rule 2), the shell policy and budget (rules 3, 7),
-	# and custom policies.
-	not _denies(r, t)
-	matches(r.allowed, t)
+	# The shell policy and budget (rules 3, 7), and custom policies.
 	_shell_clear(r, t, shell)
 	count(custom_denies) == 0
 	count(custom_warnings) == 0
