@@ -12,10 +12,14 @@ import (
 )
 
 // BenchmarkGatewayLatency calls the same upstream tool straight and through
-// harness serve (stdio both ways, the default SQLite ledger, event and
-// decision logs on), for a small output and a 100 KB one, and reports the
-// p50 and p99 of the calls' latency. Run it with -benchtime 2000x (make
-// bench-gateway) for at least 2,000 calls each.
+// harness serve (stdio both ways), for a small output and a 100 KB one, and
+// reports the p50 and p99 latency of each path and what the gateway adds at
+// p50. "gateway" is the default set-up (the SQLite ledger, event and
+// decision logs on); "lean" keeps counters in memory and writes no logs, to
+// show what the ledger and logs cost. The three paths are called in turn,
+// one call each, so that the load of this shared machine weighs on them
+// alike. Run it with -benchtime 2000x (make bench-gateway) for at least
+// 2,000 calls each.
 func BenchmarkGatewayLatency(b *testing.B) {
 	t := &testing.T{}
 	harnessBin, upstreamBin := buildBinaries(t)
@@ -26,20 +30,23 @@ func BenchmarkGatewayLatency(b *testing.B) {
 	writeFileB(b, filepath.Join(lean, ".lean-ctx", "harness.toml"), "[log]\nevents = \"off\"\ndecisions = \"off\"\n")
 	writeFileB(b, filepath.Join(project, ".lean-ctx", "roles", "bench.toml"),
 		"[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 1000000000000\nmax_cost_usd = 1000000.0\n")
-	// "gateway" is the default set-up; "gateway-lean" keeps counters in
-	// memory and writes no logs, to show what the ledger and logs cost.
-	for _, via := range []string{"direct", "gateway", "gateway-lean"} {
-		for _, size := range []struct {
-			name  string
-			bytes int
-		}{{"small", 20}, {"100KB", 100 << 10}} {
-			b.Run(via+"/"+size.name, func(b *testing.B) {
+	for _, size := range []struct {
+		name  string
+		bytes int
+	}{{"small", 20}, {"100KB", 100 << 10}} {
+		b.Run(size.name, func(b *testing.B) {
+			paths := []struct {
+				name string
+				c    *client.Client
+				lat  []time.Duration
+			}{{name: "direct"}, {name: "gateway"}, {name: "lean"}}
+			for i := range paths {
 				var c *client.Client
 				var err error
-				switch via {
+				switch paths[i].name {
 				case "direct":
 					c, err = client.NewStdioMCPClient(upstreamBin, nil)
-				case "gateway-lean":
+				case "lean":
 					c, err = client.NewStdioMCPClient(harnessBin, []string{"HOME=" + lean},
 						"serve", "--project", project, "--role", "bench", "--ledger", "memory:", "--session", "bench-"+size.name, "--", upstreamBin)
 				default:
@@ -55,27 +62,42 @@ func BenchmarkGatewayLatency(b *testing.B) {
 				if _, err := c.Initialize(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
-				callReq := mcp.CallToolRequest{}
-				callReq.Params.Name, callReq.Params.Arguments = "ctx_read", map[string]any{"bytes": size.bytes}
-				for range 50 { // warm up both processes
-					c.CallTool(context.Background(), callReq)
+				paths[i].c, paths[i].lat = c, make([]time.Duration, 0, b.N)
+			}
+			callReq := mcp.CallToolRequest{}
+			callReq.Params.Name, callReq.Params.Arguments = "ctx_read", map[string]any{"bytes": size.bytes}
+			call := func(c *client.Client) time.Duration {
+				start := time.Now()
+				res, err := c.CallTool(context.Background(), callReq)
+				d := time.Since(start)
+				if err != nil || res.IsError {
+					b.Fatalf("%v %+v", err, res)
 				}
-				lat := make([]time.Duration, 0, b.N)
-				b.ResetTimer()
-				for b.Loop() {
-					start := time.Now()
-					res, err := c.CallTool(context.Background(), callReq)
-					lat = append(lat, time.Since(start))
-					if err != nil || res.IsError {
-						b.Fatalf("%v %+v", err, res)
-					}
+				return d
+			}
+			for range 50 { // warm up every process
+				for _, p := range paths {
+					call(p.c)
 				}
-				b.StopTimer()
-				slices.Sort(lat)
-				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-			})
-		}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				for i := range paths {
+					paths[i].lat = append(paths[i].lat, call(paths[i].c))
+				}
+			}
+			b.StopTimer()
+			p50 := map[string]time.Duration{}
+			for _, p := range paths {
+				slices.Sort(p.lat)
+				p50[p.name] = p.lat[len(p.lat)/2]
+				b.ReportMetric(float64(p50[p.name].Microseconds()), p.name+"-p50-µs")
+				b.ReportMetric(float64(p.lat[len(p.lat)*99/100].Microseconds()), p.name+"-p99-µs")
+			}
+			b.ReportMetric(float64((p50["gateway"] - p50["direct"]).Microseconds()), "added-p50-µs")
+			b.ReportMetric(float64((p50["lean"] - p50["direct"]).Microseconds()), "lean-added-p50-µs")
+		})
 	}
 }
 
