@@ -86,7 +86,7 @@ test("stdio: the warning at 80% and the block at 100% of a small budget; ctx_ses
   }
 });
 
-test("stdio: an upstream killed mid-session gives a tool error, then recovers", async () => {
+test("stdio: an upstream killed mid-session gives a tool error, then recovers; upstream errors pass through", async () => {
   const client = await stdioClient(["--session", "ts-crash"]);
   try {
     const crash = await call(client, "ctx_shell", { command: "crash" });
@@ -100,6 +100,12 @@ test("stdio: an upstream killed mid-session gives a tool error, then recovers", 
     }
     assert.equal(res.isError ?? false, false);
     assert.equal(textOf(res), "ran: echo back\n");
+    // The upstream's JSON-RPC errors reach the client as they are: code, message and data.
+    await assert.rejects(call(client, "ctx_shell", { command: "rpcauth" }), (err) => {
+      assert.equal(err.code, -32042);
+      assert.equal(err.data?.elicitations?.[0]?.elicitationId, "e-1");
+      return true;
+    });
   } finally {
     await client.close();
   }

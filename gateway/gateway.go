@@ -80,7 +80,14 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		o.Version = "0.1.0"
 	}
 	g := &Gateway{o: o, routes: map[string]route{}}
+	hooks := &server.Hooks{}
+	hooks.AddOnError(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any, err error) {
+		if ue := (*UpstreamError)(nil); errors.As(err, &ue) {
+			note(ctx, id, ue)
+		}
+	})
 	g.srv = server.NewMCPServer("agent-harness", o.Version,
+		server.WithHooks(hooks),
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
 		server.WithToolFilter(g.filter),
@@ -109,8 +116,9 @@ func (g *Gateway) MCPServer() *server.MCPServer { return g.srv }
 // ServeStdio serves one client over in and out, as id.
 func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out io.Writer) error {
 	s := server.NewStdioServer(g.srv)
-	s.SetContextFunc(func(ctx context.Context) context.Context { return WithIdentity(ctx, id) })
-	return s.Listen(ctx, in, out)
+	stream := &errorStream{}
+	s.SetContextFunc(func(ctx context.Context) context.Context { return withStream(WithIdentity(ctx, id), stream) })
+	return s.Listen(ctx, in, errorWriter{out, stream})
 }
 
 // Close waits for the charges under way and stops the upstreams.

@@ -95,7 +95,8 @@ func (g *Gateway) HTTPHandler(o HTTPOptions) http.Handler {
 		server.WithEndpointPath("/mcp"),
 		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
 			id, _ := r.Context().Value(identityKey{}).(Identity)
-			return WithIdentity(ctx, id)
+			stream, _ := r.Context().Value(streamKey{}).(*errorStream)
+			return withStream(WithIdentity(ctx, id), stream)
 		}),
 	)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -129,6 +130,7 @@ func (g *Gateway) HTTPHandler(o HTTPOptions) http.Handler {
 		default:
 			id.Session = "http"
 		}
-		mcpHandler.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
+		stream := &errorStream{} // this request's response
+		mcpHandler.ServeHTTP(errorResponseWriter{w, stream}, r.WithContext(withStream(WithIdentity(r.Context(), id), stream)))
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,9 +66,9 @@ func (u *upstream) connect(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		t = h
+		t = httpKeeping{h}
 	} else {
-		t = transport.NewStdioWithOptions(u.cfg.Command, u.cfg.Env, u.cfg.Args, transport.WithCommandStderrWriter(u.stderr))
+		t = stdioKeeping{transport.NewStdioWithOptions(u.cfg.Command, u.cfg.Env, u.cfg.Args, transport.WithCommandStderrWriter(u.stderr))}
 	}
 	// The classic handshake: every MCP server speaks it.
 	c := client.NewClient(t, client.WithLegacyProtocolOnly())
@@ -229,13 +230,41 @@ func (u *upstream) call(ctx context.Context, name string, req mcp.CallToolReques
 		return nil, fmt.Errorf("%w: %s: %v", ErrUpstreamDown, u.cfg.Name, down)
 	}
 	req.Params.Name = name
-	res, err := c.CallTool(ctx, req)
+	req.Params.Meta = upstreamMeta(req.Params.Meta)
+	var rpcErr UpstreamError
+	res, err := c.CallTool(context.WithValue(ctx, errorSlot{}, &rpcErr), req)
 	var terr *transport.Error
-	if errors.As(err, &terr) && ctx.Err() == nil {
+	switch {
+	case errors.As(err, &terr) && ctx.Err() == nil:
 		u.markDown(context.Background(), err)
 		return nil, fmt.Errorf("%w: %s: %v", ErrUpstreamDown, u.cfg.Name, err)
+	case err != nil && rpcErr.Code != 0:
+		return nil, &rpcErr
 	}
 	return res, err
+}
+
+// upstreamMeta is the agent's _meta for the upstream: without the keys of
+// the agent's own connection (io.modelcontextprotocol/..., such as the
+// protocol version of a stateless client), as the gateway's connection to
+// the upstream has its own; a progress token and other keys are kept.
+func upstreamMeta(m *mcp.Meta) *mcp.Meta {
+	if m == nil {
+		return nil
+	}
+	out := &mcp.Meta{ProgressToken: m.ProgressToken}
+	for k, v := range m.AdditionalFields {
+		if !strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			if out.AdditionalFields == nil {
+				out.AdditionalFields = map[string]any{}
+			}
+			out.AdditionalFields[k] = v
+		}
+	}
+	if out.ProgressToken == nil && out.AdditionalFields == nil {
+		return nil
+	}
+	return out
 }
 
 func (u *upstream) snapshot() ([]mcp.Tool, error) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -262,15 +263,12 @@ func TestGatewayUpstreamRestarts(t *testing.T) {
 	if text(res) != "ran: echo back\n" {
 		t.Errorf("after the restart: %q", text(res))
 	}
-	// Upstream errors pass through: a tool error as it is, a JSON-RPC error as an error.
+	// Upstream errors pass through as they are: a tool error, and a
+	// JSON-RPC error with its code, message and data.
 	if res := call(t, c, "ctx_shell", map[string]any{"command": "fail"}); !res.IsError || text(res) != "command failed: exit status 1" {
 		t.Errorf("tool error: %v %q", res.IsError, text(res))
 	}
-	req := mcp.CallToolRequest{}
-	req.Params.Name, req.Params.Arguments = "ctx_shell", map[string]any{"command": "rpcfail"}
-	if _, err := c.CallTool(context.Background(), req); err == nil || !strings.Contains(err.Error(), "the upstream could not run the command") {
-		t.Errorf("JSON-RPC error: %v", err)
-	}
+	checkRPCErrors(t, c)
 	// A tool the upstream adds is offered at once.
 	call(t, c, "add_tool", map[string]any{"name": "late"})
 	for deadline := time.Now().Add(5 * time.Second); !slices.Contains(toolNames(t, c), "extra_late"); {
@@ -281,6 +279,25 @@ func TestGatewayUpstreamRestarts(t *testing.T) {
 	}
 	if res := call(t, c, "extra_late", nil); text(res) != "hello from extra_late" {
 		t.Errorf("extra_late: %q", text(res))
+	}
+}
+
+// checkRPCErrors calls the fixture's tools that answer with JSON-RPC errors:
+// an internal error, and URL elicitation required (-32042, with its
+// elicitations as data), which reaches the client only if the gateway passes
+// the code and data on.
+func checkRPCErrors(t *testing.T, c *client.Client) {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "ctx_shell", map[string]any{"command": "rpcfail"}
+	if _, err := c.CallTool(context.Background(), req); !errors.Is(err, mcp.ErrInternalError) || !strings.Contains(err.Error(), "the upstream could not run the command") {
+		t.Errorf("JSON-RPC error: %v", err)
+	}
+	req.Params.Arguments = map[string]any{"command": "rpcauth"}
+	_, err := c.CallTool(context.Background(), req)
+	var auth mcp.URLElicitationRequiredError
+	if !errors.As(err, &auth) || len(auth.Elicitations) != 1 || auth.Elicitations[0].ElicitationID != "e-1" || auth.Elicitations[0].URL != "https://example.test/auth" {
+		t.Errorf("JSON-RPC error -32042: %v (%+v)", err, auth)
 	}
 }
 
@@ -362,6 +379,7 @@ token = "coder-token-0123456789ab"
 	if res := call(t, ci, "ctx_edit", map[string]any{"path": "x"}); res.IsError || text(res) != "edited x" {
 		t.Errorf("the coder token: %s", text(res))
 	}
+	checkRPCErrors(t, ci)
 	// Two agents, same session name: separate sessions.
 	if res := call(t, ci, "ctx_session", map[string]any{"action": "budget"}); !strings.HasPrefix(text(res), "Budget[coder]") {
 		t.Errorf("ci: %s", text(res))

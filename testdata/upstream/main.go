@@ -8,6 +8,8 @@
 //	                            "big N"  N bytes of build-log-like output with ANSI colours
 //	                            "fail"   a tool error (isError)
 //	                            "rpcfail" a JSON-RPC error
+//	                            "rpcauth" a JSON-RPC error with its own code
+//	                                      and data (URL elicitation required)
 //	                            "crash"  the process exits at once
 //	ctx_edit  {path, content} "edited PATH"
 //	add_tool  {name}          adds tool extra_NAME and tells clients the list changed
@@ -78,6 +80,9 @@ func shell(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, err
 		return mcp.NewToolResultError("command failed: exit status 1"), nil
 	case cmd == "rpcfail":
 		return nil, errors.New("the upstream could not run the command")
+	case cmd == "rpcauth":
+		return nil, mcp.URLElicitationRequiredError{Elicitations: []mcp.ElicitationParams{
+			{Mode: "url", Message: "Sign in to run commands", ElicitationID: "e-1", URL: "https://example.test/auth"}}}
 	case len(fields) == 2 && fields[0] == "big":
 		n, _ := strconv.Atoi(fields[1])
 		return mcp.NewToolResultText(buildLog(n)), nil
