@@ -232,25 +232,38 @@ func (g *Gateway) proxy(exposed string) server.ToolHandlerFunc {
 		if note := notes(o); note != "" {
 			res.Content = append(res.Content, mcp.NewTextContent(note))
 		}
-		var out strings.Builder
-		for _, c := range res.Content {
-			if t, ok := c.(mcp.TextContent); ok {
-				out.WriteString(t.Text)
-			}
-		}
+		out := agentText(res)
 		// Charge what reaches the agent, after the result is on its way;
 		// the session's next decision waits for it.
 		done := g.charges.start(id.key())
 		go func() {
 			defer done()
 			argsJSON, _ := json.Marshal(args)
-			result := govern.Result{Session: id.key(), Tool: exposed, Arguments: string(argsJSON), Output: out.String()}
+			result := govern.Result{Session: id.key(), Tool: exposed, Arguments: string(argsJSON), Output: out}
 			if _, err := g.o.Governor.Record(context.WithoutCancel(ctx), result); err != nil {
 				g.o.Logf("charging %s: %v", exposed, err)
 			}
 		}()
 		return res, nil
 	}
+}
+
+// agentText is the text of a result that goes into the agent's context:
+// its text content and the text of its embedded resources. (Images, audio
+// and binary resources are not counted: their tokens depend on the model.)
+func agentText(res *mcp.CallToolResult) string {
+	var out strings.Builder
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case mcp.TextContent:
+			out.WriteString(c.Text)
+		case mcp.EmbeddedResource:
+			if r, ok := c.Resource.(mcp.TextResourceContents); ok {
+				out.WriteString(r.Text)
+			}
+		}
+	}
+	return out.String()
 }
 
 // denied is the tool error of a refused call: the reasons, how to look

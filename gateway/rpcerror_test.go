@@ -56,3 +56,15 @@ func TestUpstreamMeta(t *testing.T) {
 		})
 	}
 }
+
+func TestAgentTextCountsTextAndTextResources(t *testing.T) {
+	res := &mcp.CallToolResult{Content: []mcp.Content{
+		mcp.NewTextContent("text "),
+		mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: "file:///a.go", Text: "package a"}),
+		mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: "file:///a.png", Blob: "iVBORw0KGgo="}),
+		mcp.NewImageContent("iVBORw0KGgo=", "image/png"),
+	}}
+	if got := agentText(res); got != "text package a" {
+		t.Errorf("agentText = %q", got)
+	}
+}

@@ -301,6 +301,21 @@ func checkRPCErrors(t *testing.T, c *client.Client) {
 	}
 }
 
+// What reaches the agent as an embedded text resource is charged like text.
+func TestGatewayChargesTextResources(t *testing.T) {
+	t.Parallel()
+	c := stdioClient(t, t.TempDir(), gatewayProject(t), "--session", "resources")
+	res := call(t, c, "ctx_read", map[string]any{"bytes": 600, "resource": true})
+	if res.IsError || len(res.Content) != 1 {
+		t.Fatalf("resource: %+v", res)
+	}
+	budget := text(call(t, c, "ctx_session", map[string]any{"action": "budget"}))
+	var used int
+	if _, err := fmt.Sscanf(budget, "Budget[coder]: tokens %d/", &used); err != nil || used < 100 {
+		t.Errorf("after 600 bytes as a resource: %s", budget)
+	}
+}
+
 func TestGatewayCompress(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()

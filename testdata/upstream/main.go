@@ -3,7 +3,8 @@
 // client libraries do not fully model (to check that the gateway passes
 // schemas through untouched), and ways to misbehave on demand.
 //
-//	ctx_read  {path, bytes}   "contents of PATH", or BYTES bytes of text
+//	ctx_read  {path, bytes,   "contents of PATH", or BYTES bytes of text;
+//	           resource}      with resource, as an embedded text resource
 //	ctx_shell {command}       "ran: COMMAND"; special commands:
 //	                            "big N"  N bytes of build-log-like output with ANSI colours
 //	                            "fail"   a tool error (isError)
@@ -34,7 +35,7 @@ import (
 
 // readSchema uses keywords that mcp-go's typed schema drops (oneOf, a
 // top-level description, $defs): the gateway must pass it on as it is.
-const readSchema = `{"type":"object","description":"Read a file, or a number of bytes of text","properties":{"path":{"type":"string","description":"file to read"},"bytes":{"$ref":"#/$defs/size"}},"oneOf":[{"required":["path"]},{"required":["bytes"]}],"$defs":{"size":{"type":"integer","minimum":0}}}`
+const readSchema = `{"type":"object","description":"Read a file, or a number of bytes of text","properties":{"path":{"type":"string","description":"file to read"},"bytes":{"$ref":"#/$defs/size"},"resource":{"type":"boolean"}},"oneOf":[{"required":["path"]},{"required":["bytes"]}],"$defs":{"size":{"type":"integer","minimum":0}}}`
 
 func main() {
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
@@ -65,10 +66,16 @@ func main() {
 }
 
 func read(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	out := "contents of " + req.GetString("path", "?") + "\n"
 	if n := req.GetInt("bytes", -1); n >= 0 {
-		return mcp.NewToolResultText(text(n)), nil
+		out = text(n)
 	}
-	return mcp.NewToolResultText("contents of " + req.GetString("path", "?") + "\n"), nil
+	if req.GetBool("resource", false) {
+		return &mcp.CallToolResult{Content: []mcp.Content{
+			mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: "file:///" + req.GetString("path", "text"), MIMEType: "text/plain", Text: out}),
+		}}, nil
+	}
+	return mcp.NewToolResultText(out), nil
 }
 
 func shell(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
