@@ -386,7 +386,7 @@ func (g *Gateway) session(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		if err != nil {
 			return mcp.NewToolResultError("[harness] " + err.Error()), nil
 		}
-		d, err := gov.Engine().Decide(ctx, policy.Input{Role: c.Role, Tool: tool, Session: id.Session, Agent: id.Agent,
+		d, err := gov.Engine().Decide(ctx, policy.Input{Role: c.Role, Tool: tool, Session: id.Session, Agent: id.Agent, Project: gov.Project(),
 			Budget: policy.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros}})
 		if err != nil {
 			return mcp.NewToolResultError("[harness] " + err.Error()), nil

@@ -43,6 +43,7 @@ type Governor struct {
 	onError     func(error)
 	agentRoles  map[string]string
 	maxRoles    map[string]string
+	project     string
 	envRole     string
 }
 
@@ -60,6 +61,8 @@ type Options struct {
 	// AgentMaxRoles are the most privileged roles agents may switch
 	// themselves into, by name ([agents.NAME] max_role, or their tokens').
 	AgentMaxRoles map[string]string
+	// Project is the project's root, given to the policy (input.project).
+	Project string
 	// EnvRole is $LEAN_CTX_ROLE: the operator's starting role for new
 	// sessions of agents without one of their own.
 	EnvRole string
@@ -78,7 +81,7 @@ type Options struct {
 func New(o Options) *Governor {
 	g := &Governor{engine: o.Engine, store: o.Store, tokens: o.Tokenizer, prices: o.Prices, mode: o.Mode,
 		defaultRole: o.DefaultRole, sinks: o.Sinks, decisions: o.Decisions, now: o.Now, onError: o.OnError,
-		agentRoles: o.AgentRoles, maxRoles: o.AgentMaxRoles, envRole: o.EnvRole}
+		agentRoles: o.AgentRoles, maxRoles: o.AgentMaxRoles, envRole: o.EnvRole, project: o.Project}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -156,6 +159,9 @@ func (g *Governor) StartRole(agent, role string) string {
 	return PickRole(role, g.agentRoles[agent], g.envRole, g.defaultRole)
 }
 
+// Project is the project's root the policy is told of ("" for none).
+func (g *Governor) Project() string { return g.project }
+
 // MaxRole is the most privileged role agent may switch itself into, "" if
 // it has none.
 func (g *Governor) MaxRole(agent string) string { return g.maxRoles[agent] }
@@ -201,6 +207,7 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 			Budget:    policy.Usage{Tokens: cur.Tokens, Shell: cur.Shell, CostMicros: cur.CostMicros},
 			Session:   call.Session.Session,
 			Agent:     call.Session.Agent,
+			Project:   g.project,
 		}
 		start := g.now()
 		d, err := g.engine.Decide(ctx, in)
@@ -430,7 +437,7 @@ func (g *Governor) Status(ctx context.Context, k budget.Key, role string) (polic
 		tool = slices.Min(slices.Collect(maps.Keys(exempt)))
 	}
 	return g.engine.Decide(ctx, policy.Input{
-		Role: c.Role, Tool: tool, Session: k.Session, Agent: k.Agent,
+		Role: c.Role, Tool: tool, Session: k.Session, Agent: k.Agent, Project: g.project,
 		Budget: policy.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros},
 	})
 }

@@ -22,6 +22,10 @@ type Input struct {
 	Budget    Usage          `json:"budget"`
 	Session   string         `json:"session"`
 	Agent     string         `json:"agent"`
+	// Project is the absolute path of the project the agent works in
+	// (where its .lean-ctx is), "" when there is none: for custom
+	// policies that judge paths.
+	Project string `json:"project"`
 }
 
 // Outcomes of a decision, from least to most restrictive.

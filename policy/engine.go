@@ -229,6 +229,7 @@ func inputValue(in Input, shellPolicy string) (ast.Value, error) {
 		)),
 		ast.Item(ast.StringTerm("session"), ast.StringTerm(in.Session)),
 		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
+		ast.Item(ast.StringTerm("project"), ast.StringTerm(in.Project)),
 	), nil
 }
 

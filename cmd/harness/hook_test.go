@@ -311,3 +311,30 @@ func TestHookDaemon(t *testing.T) {
 		t.Errorf("malformed through the daemon: %v", err)
 	}
 }
+
+// The edit_in_project example, with the project the hook finds from the
+// payload's cwd: Claude Code's absolute paths inside the project are
+// edits inside it; others are refused.
+func TestHookEditInProject(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(examplesDir, "edit_in_project.rego"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(project, ".lean-ctx", "policies", "edit_in_project.rego"), string(src))
+	for _, tt := range []struct {
+		path string
+		deny bool
+	}{
+		{filepath.Join(project, "src", "main.go"), false},
+		{project + "/../elsewhere/main.go", true},
+		{"/etc/passwd", true},
+	} {
+		in := fmt.Sprintf(`{"session_id":"edits","cwd":%q,"hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{"file_path":%q,"old_string":"a","new_string":"b"}}`, project, tt.path)
+		out, errOut, code := runHook(t, t.TempDir(), map[string]string{"HARNESS_HOOK_DAEMON": "off"}, in)
+		if denied := strings.Contains(out, `"permissionDecision":"deny"`); denied != tt.deny || code != 0 || tt.deny && !strings.Contains(out, "may only edit files inside the project") {
+			t.Errorf("%s: exit %d, denied %v, want %v\n%s%s", tt.path, code, denied, tt.deny, out, errOut)
+		}
+	}
+}

@@ -226,6 +226,9 @@ func (c *cli) locate(project string) (root string, dirs roles.Dirs, err error) {
 		if !fi.IsDir() {
 			return "", dirs, fmt.Errorf("--project %s: not a directory", root)
 		}
+		if abs, err := filepath.Abs(root); err == nil {
+			root = abs // policies see it as input.project
+		}
 	} else {
 		root = roles.FindProjectRoot(c.env.workDir, c.env.home)
 	}
@@ -326,7 +329,7 @@ func (c *cli) governor(ctx context.Context, w *world, ledger string) (g *govern.
 	}
 	opts := govern.Options{
 		Engine: e, Store: store, Prices: w.cfg.Prices, Mode: w.cfg.Mode, DefaultRole: w.cfg.DefaultRole,
-		AgentRoles: w.cfg.AgentRoles, AgentMaxRoles: w.cfg.AgentMaxRoles, EnvRole: c.env.getenv("LEAN_CTX_ROLE"),
+		AgentRoles: w.cfg.AgentRoles, AgentMaxRoles: w.cfg.AgentMaxRoles, Project: w.root, EnvRole: c.env.getenv("LEAN_CTX_ROLE"),
 		OnError: func(err error) { fmt.Fprintf(c.stderr, "harness: warning: %v\n", err) },
 	}
 	rot := events.Rotation{MaxBytes: w.cfg.LogMaxBytes, MaxFiles: w.cfg.LogMaxFiles}

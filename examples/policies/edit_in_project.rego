@@ -1,7 +1,9 @@
 # METADATA
 # description: |
-#   Edits stay inside the project: an edit tool may only name relative
-#   paths that do not climb out with "..".
+#   Edits stay inside the project: an edit tool may only name paths that
+#   do not climb out with "..", relative ones or, when the harness knows
+#   the project (input.project), absolute ones under it (Claude Code names
+#   every file by its absolute path).
 package harness.custom.edit_in_project
 
 edit_tools := {"ctx_edit", "ctx_write", "ctx_patch"}
@@ -15,6 +17,12 @@ deny contains msg if {
 	is_string(p)
 	not inside(p)
 	msg := sprintf("%s may only edit files inside the project; %s %q is outside", [input.tool, key, p])
+}
+
+inside(p) if {
+	input.project != ""
+	startswith(p, concat("", [input.project, "/"]))
+	not climbs(substring(p, count(input.project) + 1, -1))
 }
 
 inside(p) if {
