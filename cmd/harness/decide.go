@@ -87,7 +87,7 @@ func (c *cli) decide(args []string) int {
 		if e, ok = c.engine(ctx, w); !ok {
 			return exitError
 		}
-		d, err := e.Decide(ctx, policy.Input{Role: startRole, Tool: *tool, Arguments: arguments, Budget: usage, Agent: k.Agent, Project: w.root})
+		d, err := e.Decide(ctx, policy.Input{Role: startRole, Tool: *tool, Arguments: arguments, Budget: usage, Agent: k.Agent, Project: w.project()})
 		if err != nil {
 			return c.fail("decide: %v", err)
 		}
@@ -129,7 +129,7 @@ func (c *cli) decide(args []string) int {
 	}
 	if trace.mode != "" {
 		d := o.Decision
-		in := policy.Input{Role: d.Role, Tool: *tool, Arguments: arguments, Session: k.Session, Agent: k.Agent, Project: w.root,
+		in := policy.Input{Role: d.Role, Tool: *tool, Arguments: arguments, Session: k.Session, Agent: k.Agent, Project: w.project(),
 			Budget: policy.Usage{Tokens: d.Budget.Tokens.Used, Shell: d.Budget.Shell.Used, CostMicros: d.Budget.Cost.Used}}
 		fmt.Fprintf(c.stdout, "trace (%s):\n", trace.mode)
 		if _, err := e.Trace(ctx, in, trace.mode, c.stdout); err != nil {

@@ -226,9 +226,6 @@ func (c *cli) locate(project string) (root string, dirs roles.Dirs, err error) {
 		if !fi.IsDir() {
 			return "", dirs, fmt.Errorf("--project %s: not a directory", root)
 		}
-		if abs, err := filepath.Abs(root); err == nil {
-			root = abs // policies see it as input.project
-		}
 	} else {
 		root = roles.FindProjectRoot(c.env.workDir, c.env.home)
 	}
@@ -287,6 +284,18 @@ func (c *cli) printErrors(err error) {
 	c.fail("%v", err)
 }
 
+// project is the project's root as policies see it (input.project):
+// absolute, "" when there is none.
+func (w *world) project() string {
+	if w.root == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(w.root); err == nil {
+		return abs
+	}
+	return w.root
+}
+
 // compilerConfig is the part of the configuration the compiler needs.
 func (w *world) compilerConfig() compiler.Config {
 	return compiler.Config{ShellTools: w.cfg.ShellTools, ExemptTools: w.cfg.ExemptTools}
@@ -329,7 +338,7 @@ func (c *cli) governor(ctx context.Context, w *world, ledger string) (g *govern.
 	}
 	opts := govern.Options{
 		Engine: e, Store: store, Prices: w.cfg.Prices, Mode: w.cfg.Mode, DefaultRole: w.cfg.DefaultRole,
-		AgentRoles: w.cfg.AgentRoles, AgentMaxRoles: w.cfg.AgentMaxRoles, Project: w.root, EnvRole: c.env.getenv("LEAN_CTX_ROLE"),
+		AgentRoles: w.cfg.AgentRoles, AgentMaxRoles: w.cfg.AgentMaxRoles, Project: w.project(), EnvRole: c.env.getenv("LEAN_CTX_ROLE"),
 		OnError: func(err error) { fmt.Fprintf(c.stderr, "harness: warning: %v\n", err) },
 	}
 	rot := events.Rotation{MaxBytes: w.cfg.LogMaxBytes, MaxFiles: w.cfg.LogMaxFiles}
