@@ -49,11 +49,12 @@ func Load(dirs Dirs) (*Set, error) {
 		defs[n] = d
 	}
 	// Lowest precedence first, so that later sources replace earlier ones.
+	hidden := map[string]bool{}
 	for _, dir := range slices.Backward(dirs.User) {
 		found, e := readDir(dir, SourceUser)
 		errs = append(errs, e...)
 		for _, d := range found {
-			defs[d.Name] = d
+			replace(defs, hidden, d)
 		}
 	}
 	if dirs.Project != "" {
@@ -67,10 +68,10 @@ func Load(dirs Dirs) (*Set, error) {
 					d.Name, d.Name)})
 				continue
 			}
-			defs[d.Name] = d
+			replace(defs, hidden, d)
 		}
 	}
-	set, e := resolve(defs, builtins[DefaultRole])
+	set, e := resolve(defs, hidden, builtins[DefaultRole])
 	errs = append(errs, e...)
 	if err := errs.Err(); err != nil {
 		return nil, err
@@ -86,15 +87,30 @@ func LoadDefs(extra ...*Def) (*Set, error) {
 	for n, d := range builtins {
 		defs[n] = d
 	}
+	hidden := map[string]bool{}
 	for _, d := range extra {
-		defs[d.Name] = d
+		replace(defs, hidden, d)
 	}
-	set, e := resolve(defs, builtins[DefaultRole])
+	set, e := resolve(defs, hidden, builtins[DefaultRole])
 	errs = append(errs, e...)
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return set, nil
+}
+
+// replace puts d in place of the definition of the same name, if any. A
+// definition that inherits its own name starts from the one it replaces
+// (a user's reviewer with inherits = "reviewer" adjusts the built-in):
+// that one stays, hidden, under its name and file ("reviewer
+// (builtin:reviewer.toml)"), a parent but not a role.
+func replace(defs map[string]*Def, hidden map[string]bool, d *Def) {
+	if prev, ok := defs[d.Name]; ok && d.Inherits == d.Name {
+		below := fmt.Sprintf("%s (%s)", prev.Name, prev.File)
+		defs[below], hidden[below] = prev, true
+		d.Inherits = below
+	}
+	defs[d.Name] = d
 }
 
 // readDir parses every *.toml file of dir, in name order.
@@ -150,13 +166,17 @@ var limitKeys = []string{
 	"limits.warn_at_percent", "limits.block_at_percent",
 }
 
-// resolve applies inheritance, key by key, to every definition.
-func resolve(defs map[string]*Def, coder *Def) (*Set, ErrorList) {
+// resolve applies inheritance, key by key, to every definition but the
+// hidden ones (definitions replaced by one that inherits them).
+func resolve(defs map[string]*Def, hidden map[string]bool, coder *Def) (*Set, ErrorList) {
 	var errs ErrorList
 	defaults := fieldDefaults(coder)
 	set := &Set{roles: map[string]*Role{}}
 	missing := map[string][]string{} // def with a bad inherits → longest chain seen
 	for _, name := range strict.SortedKeys(defs) {
+		if hidden[name] {
+			continue
+		}
 		chain := []string{name}
 		cur := defs[name]
 		broken := false
@@ -192,7 +212,7 @@ func resolve(defs map[string]*Def, coder *Def) (*Set, ErrorList) {
 		chain := missing[name]
 		d := defs[name]
 		msg := fmt.Sprintf("role %q inherits %q, which does not exist (%s)", name, d.Inherits, strings.Join(chain, " → "))
-		if s := strict.Suggest(d.Inherits, strict.SortedKeys(defs)); s != "" {
+		if s := strict.Suggest(d.Inherits, slices.DeleteFunc(strict.SortedKeys(defs), func(n string) bool { return hidden[n] })); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		errs = append(errs, d.errAt("role.inherits", "%s", msg))

@@ -260,3 +260,45 @@ func TestFindProjectRoot(t *testing.T) {
 		t.Errorf("explicit project: %+v", d)
 	}
 }
+
+// A role that inherits its own name starts from the definition it
+// replaces: a user's adjustment of a built-in, of a role of a lower user
+// directory, or a project's of a user's role.
+func TestRoleAdjustsTheOneItReplaces(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home", ".lean-ctx", "roles")
+	xdg := filepath.Join(dir, "xdg", "lean-ctx", "roles")
+	project := filepath.Join(dir, "proj", ProjectRolesDir)
+	writeRoles(t, xdg, map[string]string{
+		"team.toml": "[role]\ndescription = \"base\"\n[tools]\nallowed = [\"ctx_read\"]\n",
+	})
+	writeRoles(t, home, map[string]string{
+		"reviewer.toml": "[role]\ninherits = \"reviewer\"\n[limits]\nmax_context_tokens = 1000\n",
+		"team.toml":     "[role]\ninherits = \"team\"\ndescription = \"adjusted\"\n",
+	})
+	writeRoles(t, project, map[string]string{
+		"team.toml": "[role]\ninherits = \"team\"\n[limits]\nmax_shell_invocations = 7\n",
+	})
+	set, err := Load(Dirs{Project: project, User: []string{home, xdg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtin, _ := LoadDefs()
+	want, _ := builtin.Get("reviewer")
+	r, _ := set.Get("reviewer")
+	if r.Limits.MaxContextTokens != 1000 || !slices.Equal(r.Allowed, want.Allowed) || !slices.Equal(r.Denied, want.Denied) ||
+		r.Source != SourceUser || r.Origin["tools.allowed"] != "builtin:reviewer.toml" {
+		t.Errorf("reviewer: %+v", r)
+	}
+	if len(r.Chain) != 2 || r.Chain[1] != "reviewer (builtin:reviewer.toml)" {
+		t.Errorf("reviewer's chain %v", r.Chain)
+	}
+	team, _ := set.Get("team")
+	if team.Description != "adjusted" || !slices.Equal(team.Allowed, []string{"ctx_read"}) || team.Limits.MaxShellInvocations != 7 || len(team.Chain) != 3 {
+		t.Errorf("team: %+v", team)
+	}
+	if got := set.Names(); !slices.Equal(got, []string{"admin", "coder", "debugger", "ops", "reviewer", "team"}) {
+		t.Errorf("roles %v", got)
+	}
+}
