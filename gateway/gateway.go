@@ -80,6 +80,8 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		o.Version = "0.1.0"
 	}
 	g := &Gateway{o: o, routes: map[string]route{}}
+	// An upstream's JSON-RPC error is noted under the request's id, to be
+	// put back whole in the answer (see UpstreamError).
 	hooks := &server.Hooks{}
 	hooks.AddOnError(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any, err error) {
 		if ue := (*UpstreamError)(nil); errors.As(err, &ue) {
