@@ -123,26 +123,16 @@ func TestInheritancePerKey(t *testing.T) {
 
 func TestPrecedence(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home", ".lean-ctx", "roles")
-	xdg := filepath.Join(dir, "xdg", "lean-ctx", "roles")
-	project := filepath.Join(dir, "proj", ProjectRolesDir)
-	writeRoles(t, xdg, map[string]string{
+	set := loadLayers(t, map[string]string{
 		"shared.toml":  "[role]\ndescription = \"from xdg\"\n",
 		"xdgonly.toml": "[role]\ndescription = \"xdg only\"\n",
-	})
-	writeRoles(t, home, map[string]string{
+	}, map[string]string{
 		"shared.toml": "[role]\ndescription = \"from home\"\n",
 		// The user may adjust a built-in on their own machine.
 		"coder.toml": "[role]\ndescription = \"my coder\"\n",
-	})
-	writeRoles(t, project, map[string]string{
+	}, map[string]string{
 		"shared.toml": "[role]\ndescription = \"from project\"\n",
 	})
-	set, err := Load(Dirs{Project: project, User: []string{home, xdg}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for name, want := range map[string]string{"shared": "from project", "xdgonly": "xdg only", "coder": "my coder"} {
 		r, _ := set.Get(name)
 		if r.Description != want {
@@ -266,24 +256,14 @@ func TestFindProjectRoot(t *testing.T) {
 // directory, or a project's of a user's role.
 func TestRoleAdjustsTheOneItReplaces(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home", ".lean-ctx", "roles")
-	xdg := filepath.Join(dir, "xdg", "lean-ctx", "roles")
-	project := filepath.Join(dir, "proj", ProjectRolesDir)
-	writeRoles(t, xdg, map[string]string{
+	set := loadLayers(t, map[string]string{
 		"team.toml": "[role]\ndescription = \"base\"\n[tools]\nallowed = [\"ctx_read\"]\n",
-	})
-	writeRoles(t, home, map[string]string{
+	}, map[string]string{
 		"reviewer.toml": "[role]\ninherits = \"reviewer\"\n[limits]\nmax_context_tokens = 1000\n",
 		"team.toml":     "[role]\ninherits = \"team\"\ndescription = \"adjusted\"\n",
-	})
-	writeRoles(t, project, map[string]string{
+	}, map[string]string{
 		"team.toml": "[role]\ninherits = \"team\"\n[limits]\nmax_shell_invocations = 7\n",
 	})
-	set, err := Load(Dirs{Project: project, User: []string{home, xdg}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	builtin, _ := LoadDefs()
 	want, _ := builtin.Get("reviewer")
 	r, _ := set.Get("reviewer")
@@ -301,4 +281,22 @@ func TestRoleAdjustsTheOneItReplaces(t *testing.T) {
 	if got := set.Names(); !slices.Equal(got, []string{"admin", "coder", "debugger", "ops", "reviewer", "team"}) {
 		t.Errorf("roles %v", got)
 	}
+}
+
+// loadLayers writes role files to an XDG data directory, the user's
+// ~/.lean-ctx/roles and a project's, and loads them.
+func loadLayers(t *testing.T, xdgFiles, homeFiles, projectFiles map[string]string) *Set {
+	t.Helper()
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home", ".lean-ctx", "roles")
+	xdg := filepath.Join(dir, "xdg", "lean-ctx", "roles")
+	project := filepath.Join(dir, "proj", ProjectRolesDir)
+	writeRoles(t, xdg, xdgFiles)
+	writeRoles(t, home, homeFiles)
+	writeRoles(t, project, projectFiles)
+	set, err := Load(Dirs{Project: project, User: []string{home, xdg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }
