@@ -2,7 +2,7 @@
 #
 #   make test    the whole test suite (builds the opa CLI first if needed)
 #   make bench   the benchmarks, with allocations
-#   make lint    gofmt, go vet, opa fmt and opa check --strict
+#   make lint    gofmt, go vet, opa fmt, opa check --strict, no binaries in git
 #   make fuzz    the fuzz tests, FUZZTIME each (slow; not part of test)
 
 OPA_VERSION ?= v1.22.3
@@ -78,6 +78,8 @@ bench-hook: $(OPA)
 
 lint: $(OPA)
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above need formatting"; exit 1; }
+	@! git ls-files -z | xargs -0 file --mime-type | grep -E ': *application/x-(executable|pie-executable|sharedlib|object)' \
+		|| { echo "lint: compiled files are committed (build outputs belong in bin/)"; exit 1; }
 	go vet ./...
 	$(OPA) fmt --list --fail rego/ examples/policies/
 	$(OPA) check --strict rego/ examples/policies/
