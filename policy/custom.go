@@ -3,7 +3,6 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -15,23 +14,6 @@ import (
 // CustomPrefix is the package every custom policy lives under:
 // harness.custom.<name>.
 const CustomPrefix = "harness.custom."
-
-// forbidden are the built-ins no module may call in the harness: a policy
-// from a cloned repository must not send tool arguments over the network or
-// read the environment of the process.
-var forbidden = []string{
-	"http.send", "net.lookup_ip_addr", "opa.runtime",
-	"providers.aws.sign_req", "crypto.x509.parse_and_verify_certificates_with_options",
-}
-
-// Capabilities are OPA's built-ins without the forbidden ones.
-func Capabilities() *ast.Capabilities {
-	caps := ast.CapabilitiesForThisVersion()
-	caps.Builtins = slices.DeleteFunc(slices.Clone(caps.Builtins), func(b *ast.Builtin) bool {
-		return slices.Contains(forbidden, b.Name)
-	})
-	return caps
-}
 
 // checkPackages reports custom modules outside harness.custom.<name> (tests
 // may be anywhere under harness). Every problem names the file and line.

@@ -103,6 +103,10 @@ func TestCustomPolicyErrors(t *testing.T) {
 			"net.rego:4:"},
 		{"environment is forbidden", "env.rego", "package harness.custom.env\n\ndeny contains \"x\" if {\n\topa.runtime().env.HOME\n}\n",
 			"env.rego:4:"},
+		{"name lookups are forbidden", "dns.rego", "package harness.custom.dns\n\ndeny contains \"x\" if {\n\tnet.lookup_ip_addr(input.arguments.host)\n}\n",
+			"dns.rego:4:"},
+		{"signing requests is forbidden", "aws.rego", "package harness.custom.aws\n\ndeny contains \"x\" if {\n\tproviders.aws.sign_req({}, {}, 0)\n}\n",
+			"aws.rego:4:"},
 		{"test outside harness", "x_test.rego", "package tests\n\ntest_x if true\n", "x_test.rego:1:1: package tests: a test must be in a package under harness"},
 	}
 	for _, tt := range tests {
