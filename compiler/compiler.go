@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/roles"
 )
 
@@ -31,8 +32,8 @@ type Config struct {
 // ctx_execute, exempt tool ctx_session.
 func DefaultConfig() Config {
 	return Config{
-		ShellTools:  []string{"ctx_shell", "ctx_execute"},
-		ExemptTools: []string{"ctx_session"},
+		ShellTools:  slices.Clone(contract.DefaultShellTools),
+		ExemptTools: slices.Clone(contract.DefaultExemptTools),
 	}
 }
 

@@ -22,8 +22,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/strict"
+	"github.com/agentharness/harness/pricing"
 	"github.com/agentharness/harness/roles"
 )
 
@@ -43,14 +44,15 @@ const (
 type Config struct {
 	// LedgerURL is the store of counters; "" means the embedded SQLite file
 	// in the user's state directory.
-	LedgerURL    string
+	LedgerURL string
+	// LedgerPrefix is the Redis key prefix; "" for the store's default.
 	LedgerPrefix string
 	LedgerTTL    time.Duration
 	Mode         Mode
 	DefaultRole  string
 	ShellTools   []string
 	ExemptTools  []string
-	Prices       budget.Prices
+	Prices       pricing.Prices
 	// EventsFile and DecisionsFile are the JSONL logs; "" for the default
 	// path in the user's state directory, Off to write none.
 	EventsFile    string
@@ -107,12 +109,11 @@ const Off = "off"
 // Default is the configuration without any file.
 func Default() Config {
 	return Config{
-		LedgerPrefix:  budget.DefaultPrefix,
 		Mode:          Enforce,
 		DefaultRole:   roles.DefaultRole,
-		ShellTools:    []string{"ctx_shell", "ctx_execute"},
-		ExemptTools:   []string{"ctx_session"},
-		Prices:        budget.DefaultPrices(),
+		ShellTools:    slices.Clone(contract.DefaultShellTools),
+		ExemptTools:   slices.Clone(contract.DefaultExemptTools),
+		Prices:        pricing.Default(),
 		LogMaxBytes:   10 << 20,
 		LogMaxFiles:   5,
 		Mask:          []string{},
@@ -529,7 +530,7 @@ func (c *Config) setModels(v any) error {
 		if !ok {
 			return fmt.Errorf("model %q: %w", name, strict.WantType("a table", models[name]))
 		}
-		var p budget.Price
+		var p pricing.Price
 		for _, key := range strict.SortedKeys(m) {
 			var dst *int64
 			switch key {

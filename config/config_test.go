@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/pricing"
 )
 
 func write(t *testing.T, src string) string {
@@ -102,7 +102,7 @@ mask = ["/arguments/password"]
 	if !slices.Equal(c.ShellTools, []string{"ctx_shell", "bash", "mcp__exec__run"}) || !slices.Equal(c.ExemptTools, []string{"ctx_session", "ctx_cost"}) {
 		t.Errorf("tools: shell %v exempt %v", c.ShellTools, c.ExemptTools)
 	}
-	if p, _ := c.Prices.Price(""); p != (budget.Price{InputMicrosPerMTok: 3_000_000, OutputMicrosPerMTok: 15_000_000}) {
+	if p, _ := c.Prices.Price(""); p != (pricing.Price{InputMicrosPerMTok: 3_000_000, OutputMicrosPerMTok: 15_000_000}) {
 		t.Errorf("default price %+v", p)
 	}
 	if _, err := c.Prices.Price("default"); err != nil {

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/contract"
 )
 
 // Type is the kind of an event.
@@ -54,8 +54,8 @@ type Budget struct {
 type Violation struct {
 	Tool string `json:"tool"`
 	// Reason is the reasons' codes and messages in one line.
-	Reason  string          `json:"reason"`
-	Reasons []policy.Reason `json:"reasons"`
+	Reason  string            `json:"reason"`
+	Reasons []contract.Reason `json:"reasons"`
 	// DecisionID links to the decision-log entry.
 	DecisionID string `json:"decision_id,omitempty"`
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/contract"
 )
 
 const childEnv = "HARNESS_EVENTS_CHILD"
@@ -40,7 +40,7 @@ func TestEventJSON(t *testing.T) {
 		{Event{Type: BudgetExhausted, Session: "s", Agent: "a", Role: "coder", Budget: &Budget{Dimension: "shell", Used: 0, Limit: 0}},
 			`{"type":"BudgetExhausted","time":"2026-11-30T11:00:00Z","session":"s","agent":"a","role":"coder","dimension":"shell","used":0,"limit":0}`},
 		{Event{Type: PolicyViolation, Session: "s", Agent: "a", Role: "reviewer", Violation: &Violation{Tool: "ctx_edit", Reason: "tool_denied: no",
-			Reasons: []policy.Reason{{Code: "tool_denied", Message: "no"}}}},
+			Reasons: []contract.Reason{{Code: "tool_denied", Message: "no"}}}},
 			`{"type":"PolicyViolation","time":"2026-11-30T11:00:00Z","session":"s","agent":"a","role":"reviewer","tool":"ctx_edit","reason":"tool_denied: no","reasons":[{"code":"tool_denied","message":"no"}]}`},
 		{Event{Type: RoleChanged, Session: "s", Agent: "a", Switch: &Switch{From: "coder", To: "reviewer", By: "agent"}},
 			`{"type":"RoleChanged","time":"2026-11-30T11:00:00Z","session":"s","agent":"a","from":"coder","to":"reviewer","by":"agent"}`},

@@ -10,13 +10,13 @@ import (
 	"strings"
 
 	"github.com/agentharness/harness/compiler"
-	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/roles"
 )
 
 // Write writes the explanation of d, made on the compiled document doc for
 // the resolved role r (nil when the role is unknown).
-func Write(w io.Writer, d policy.Decision, r *roles.Role, doc *compiler.Document) {
+func Write(w io.Writer, d contract.Decision, r *roles.Role, doc *compiler.Document) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("explain:")
 	rd, ok := doc.Roles[d.Role]
@@ -68,12 +68,12 @@ func Write(w io.Writer, d policy.Decision, r *roles.Role, doc *compiler.Document
 	p("  budget: warning at %d%% (%s), %s (%s)", rd.Limits.WarnPercent, origin("limits.warn_at_percent"), block, origin("limits.block_at_percent"))
 	for _, dim := range []struct {
 		name, key string
-		d         policy.Dimension
+		d         contract.Dimension
 		format    func(int64) string
 	}{
 		{"tokens", "limits.max_context_tokens", d.Budget.Tokens, plain},
 		{"shell", "limits.max_shell_invocations", d.Budget.Shell, plain},
-		{"cost", "limits.max_cost_usd", d.Budget.Cost, policy.FormatUSD},
+		{"cost", "limits.max_cost_usd", d.Budget.Cost, contract.FormatUSD},
 	} {
 		t := rd.Thresholds[dim.name]
 		line := fmt.Sprintf("    %-6s %s of %s (%s)", dim.name, dim.format(dim.d.Used), dim.format(dim.d.Limit), origin(dim.key))

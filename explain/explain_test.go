@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
@@ -19,18 +20,18 @@ func TestExplain(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		in   policy.Input
+		in   contract.Input
 		want []string
 	}{
-		{policy.Input{Role: "coder", Tool: "ctx_session", Budget: policy.Usage{Tokens: 200000}},
+		{contract.Input{Role: "coder", Tool: "ctx_session", Budget: contract.Usage{Tokens: 200000}},
 			[]string{"tool ctx_session: an exempt tool", "tokens 200000 of 200000 (builtin:coder.toml): floor(200000*100/200000) = 100%; WARNING from 160000, EXHAUSTED from 200000 → EXHAUSTED", "→ warn (budget_warning); signal EXHAUSTED"}},
-		{policy.Input{Role: "ops", Tool: "ctx_read"},
+		{contract.Input{Role: "ops", Tool: "ctx_read"},
 			[]string{`allowed: pattern "ctx_read" of tools.allowed (builtin:ops.toml) matches`, "shell_policy compress (builtin:ops.toml)"}},
-		{policy.Input{Role: "reviewer", Tool: "ctx_write"},
+		{contract.Input{Role: "reviewer", Tool: "ctx_write"},
 			[]string{"allowed: no pattern of tools.allowed matches (list: ctx_analyze", "→ tool_not_allowed"}},
-		{policy.Input{Role: "coder", Tool: "ctx_shell", Budget: policy.Usage{Shell: 100}},
+		{contract.Input{Role: "coder", Tool: "ctx_shell", Budget: contract.Usage{Shell: 100}},
 			[]string{"shell admission: this would be call 101 of the 100 admitted (floor(100*100/100)) (rule 7)", "→ deny (budget_exhausted, shell_budget"}},
-		{policy.Input{Role: "nobody", Tool: "x"}, []string{`role "nobody" is not defined`}},
+		{contract.Input{Role: "nobody", Tool: "x"}, []string{`role "nobody" is not defined`}},
 	}
 	for _, tt := range tests {
 		d, _ := e.Decide(ctx, tt.in)

@@ -14,14 +14,14 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/explain"
 	"github.com/agentharness/harness/govern"
-	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
 
 // SessionTool is the gateway's own tool: role, budget, explanations.
-const SessionTool = "ctx_session"
+const SessionTool = contract.SessionTool
 
 // Prefix modes: when upstream tool names get "<upstream>__" before them.
 const (
@@ -270,7 +270,7 @@ func agentText(res *mcp.CallToolResult) string {
 
 // denied is the tool error of a refused call: the reasons, how to look
 // further, and the decision as structured content.
-func denied(d policy.Decision) *mcp.CallToolResult {
+func denied(d contract.Decision) *mcp.CallToolResult {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[harness] denied: %s was not called.\n", d.Tool)
 	for _, r := range d.Reasons {
@@ -325,7 +325,7 @@ func (g *Gateway) session(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	set := g.o.Roles()
 	switch {
 	case action == "role" && value != "":
-		o, err := gov.Switch(ctx, id.key(), value, policy.ByAgent)
+		o, err := gov.Switch(ctx, id.key(), value, contract.ByAgent)
 		if err != nil {
 			return mcp.NewToolResultError("[harness] the switch could not be made: " + err.Error()), nil
 		}
@@ -388,8 +388,8 @@ func (g *Gateway) session(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		if err != nil {
 			return mcp.NewToolResultError("[harness] " + err.Error()), nil
 		}
-		d, err := gov.Engine().Decide(ctx, policy.Input{Role: c.Role, Tool: tool, Session: id.Session, Agent: id.Agent, Project: gov.Project(),
-			Budget: policy.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros}})
+		d, err := gov.Engine().Decide(ctx, contract.Input{Role: c.Role, Tool: tool, Session: id.Session, Agent: id.Agent, Project: gov.Project(),
+			Budget: contract.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros}})
 		if err != nil {
 			return mcp.NewToolResultError("[harness] " + err.Error()), nil
 		}
@@ -412,7 +412,7 @@ func (g *Gateway) switchable(ctx context.Context, id Identity, from string, set 
 		if name == from {
 			continue
 		}
-		s, _ := g.o.Governor.Engine().Switch(ctx, policy.SwitchInput{From: from, To: name, By: policy.ByAgent, Session: id.Session, Agent: id.Agent,
+		s, _ := g.o.Governor.Engine().Switch(ctx, contract.SwitchInput{From: from, To: name, By: contract.ByAgent, Session: id.Session, Agent: id.Agent,
 			MaxRole: g.o.Governor.MaxRole(id.Agent)})
 		if s.Allowed {
 			open = append(open, name)

@@ -18,9 +18,10 @@ import (
 
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
-	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/pricing"
 )
 
 // maxAttempts bounds the retries of a shell reservation. Every failed
@@ -34,8 +35,8 @@ type Governor struct {
 	engine      *policy.Engine
 	store       budget.Store
 	tokens      *budget.Tokenizer
-	prices      budget.Prices
-	mode        config.Mode
+	prices      pricing.Prices
+	shadow      bool
 	defaultRole string
 	sinks       []events.Sink
 	decisions   *events.DecisionLog
@@ -49,12 +50,14 @@ type Governor struct {
 
 // Options are a Governor's parts.
 type Options struct {
-	Engine      *policy.Engine
-	Store       budget.Store
-	Tokenizer   *budget.Tokenizer // nil: a new one
-	Prices      budget.Prices     // zero: the default price table
-	Mode        config.Mode       // "": enforce
-	DefaultRole string            // role of a new session when nothing else names one
+	Engine    *policy.Engine
+	Store     budget.Store
+	Tokenizer *budget.Tokenizer // nil: a new one
+	Prices    pricing.Prices    // zero: the default price table
+	// Shadow decides and records but never denies: a refused call runs,
+	// flagged as shadowed ([enforcement] mode = "shadow").
+	Shadow      bool
+	DefaultRole string // role of a new session when nothing else names one
 	// AgentRoles are the starting roles of agents by name ([agents.NAME]
 	// role in harness.toml).
 	AgentRoles map[string]string
@@ -79,7 +82,7 @@ type Options struct {
 
 // New returns a Governor.
 func New(o Options) *Governor {
-	g := &Governor{engine: o.Engine, store: o.Store, tokens: o.Tokenizer, prices: o.Prices, mode: o.Mode,
+	g := &Governor{engine: o.Engine, store: o.Store, tokens: o.Tokenizer, prices: o.Prices, shadow: o.Shadow,
 		defaultRole: o.DefaultRole, sinks: o.Sinks, decisions: o.Decisions, now: o.Now, onError: o.OnError,
 		agentRoles: o.AgentRoles, maxRoles: o.AgentMaxRoles, envRole: o.EnvRole, project: o.Project}
 	if g.now == nil {
@@ -92,10 +95,7 @@ func New(o Options) *Governor {
 		g.tokens = budget.NewTokenizer()
 	}
 	if g.prices.Models == nil {
-		g.prices = budget.DefaultPrices()
-	}
-	if g.mode == "" {
-		g.mode = config.Enforce
+		g.prices = pricing.Default()
 	}
 	if g.defaultRole == "" {
 		g.defaultRole = "coder"
@@ -105,9 +105,6 @@ func New(o Options) *Governor {
 
 // Engine is the policy engine the Governor asks.
 func (g *Governor) Engine() *policy.Engine { return g.engine }
-
-// Mode is the enforcement mode.
-func (g *Governor) Mode() config.Mode { return g.mode }
 
 // Call is one tool call to decide.
 type Call struct {
@@ -129,7 +126,7 @@ type Call struct {
 
 // Outcome is what came of a call.
 type Outcome struct {
-	Decision policy.Decision
+	Decision contract.Decision
 	// Allowed says whether the call may run: the decision's word, or always
 	// true in shadow mode.
 	Allowed bool
@@ -200,11 +197,11 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 	}
 	shellTool := g.engine.Document().Config.ShellTools[call.Tool]
 	for range maxAttempts {
-		in := policy.Input{
+		in := contract.Input{
 			Role:      cur.Role,
 			Tool:      call.Tool,
 			Arguments: call.Arguments,
-			Budget:    policy.Usage{Tokens: cur.Tokens, Shell: cur.Shell, CostMicros: cur.CostMicros},
+			Budget:    contract.Usage{Tokens: cur.Tokens, Shell: cur.Shell, CostMicros: cur.CostMicros},
 			Session:   call.Session.Session,
 			Agent:     call.Session.Agent,
 			Project:   g.project,
@@ -216,7 +213,7 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 			return Outcome{Decision: d}, err
 		}
 		o := Outcome{Decision: d, Allowed: d.Allowed, Counters: cur}
-		if !d.Allowed && g.mode == config.Shadow {
+		if !d.Allowed && g.shadow {
 			o.Allowed, o.Shadowed = true, true
 		}
 		switch {
@@ -266,7 +263,7 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 // loggedInput is the input as the policy saw it, with the shell policy the
 // engine filled in.
 type loggedInput struct {
-	policy.Input
+	contract.Input
 	ShellPolicy string `json:"shell_policy"`
 }
 
@@ -288,9 +285,9 @@ func (g *Governor) logEntry(id string, at time.Time, path string, input, result 
 
 // recordDecision writes the decision log entry and, for a deny, the
 // PolicyViolation event.
-func (g *Governor) recordDecision(o Outcome, at time.Time, in policy.Input, elapsed time.Duration) {
+func (g *Governor) recordDecision(o Outcome, at time.Time, in contract.Input, elapsed time.Duration) {
 	d := o.Decision
-	g.logEntry(o.DecisionID, at, "harness/decision", loggedInput{in, d.ShellPolicy}, d, elapsed, g.mode == config.Shadow)
+	g.logEntry(o.DecisionID, at, "harness/decision", loggedInput{in, d.ShellPolicy}, d, elapsed, g.shadow)
 	if d.Allowed {
 		return
 	}
@@ -427,24 +424,24 @@ func (g *Governor) Record(ctx context.Context, r Result) (Charge, error) {
 
 // Status is the session's budget as the policy sees it now: the decision
 // for an exempt tool, whose budget and status line are those of the session.
-func (g *Governor) Status(ctx context.Context, k budget.Key, role string) (policy.Decision, error) {
+func (g *Governor) Status(ctx context.Context, k budget.Key, role string) (contract.Decision, error) {
 	c, err := g.Session(ctx, k, role)
 	if err != nil {
-		return policy.Decision{}, fmt.Errorf("ledger: %w", err)
+		return contract.Decision{}, fmt.Errorf("ledger: %w", err)
 	}
-	tool := "ctx_session"
+	tool := contract.SessionTool
 	if exempt := g.engine.Document().Config.ExemptTools; !exempt[tool] && len(exempt) > 0 {
 		tool = slices.Min(slices.Collect(maps.Keys(exempt)))
 	}
-	return g.engine.Decide(ctx, policy.Input{
+	return g.engine.Decide(ctx, contract.Input{
 		Role: c.Role, Tool: tool, Session: k.Session, Agent: k.Agent, Project: g.project,
-		Budget: policy.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros},
+		Budget: contract.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros},
 	})
 }
 
 // SwitchOutcome is what came of a role switch.
 type SwitchOutcome struct {
-	Decision policy.SwitchDecision
+	Decision contract.SwitchDecision
 	// Switched is true when the role changed (false when refused, or when
 	// the session was already in the role).
 	Switched bool
@@ -466,9 +463,9 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 	}
 	for range maxAttempts {
 		if cur.Role == to {
-			return SwitchOutcome{Decision: policy.SwitchDecision{Allowed: true, From: to, To: to, By: by, Reasons: []policy.Reason{}}, Counters: cur}, nil
+			return SwitchOutcome{Decision: contract.SwitchDecision{Allowed: true, From: to, To: to, By: by, Reasons: []contract.Reason{}}, Counters: cur}, nil
 		}
-		in := policy.SwitchInput{From: cur.Role, To: to, By: by, Session: k.Session, Agent: k.Agent, MaxRole: g.MaxRole(k.Agent)}
+		in := contract.SwitchInput{From: cur.Role, To: to, By: by, Session: k.Session, Agent: k.Agent, MaxRole: g.MaxRole(k.Agent)}
 		start := g.now()
 		d, err := g.engine.Switch(ctx, in)
 		elapsed := g.now().Sub(start)
@@ -496,7 +493,7 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 				parts = append(parts, r.Code+": "+r.Rule+": "+r.Message)
 			}
 			g.emit(events.Event{Type: events.PolicyViolation, Session: k.Session, Agent: k.Agent, Role: cur.Role,
-				Violation: &events.Violation{Tool: "ctx_session", Reason: strings.Join(parts, "; "), Reasons: d.Reasons, DecisionID: o.DecisionID}})
+				Violation: &events.Violation{Tool: contract.SessionTool, Reason: strings.Join(parts, "; "), Reasons: d.Reasons, DecisionID: o.DecisionID}})
 			return o, nil
 		}
 		g.emit(events.Event{Type: events.RoleChanged, Session: k.Session, Agent: k.Agent,

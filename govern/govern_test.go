@@ -13,10 +13,11 @@ import (
 
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
-	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/internal/testredis"
 	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/pricing"
 	"github.com/agentharness/harness/roles"
 )
 
@@ -92,7 +93,7 @@ func TestShellRaceExactlyAdmitted(t *testing.T) {
 						allowed.Add(1)
 					case !o.Allowed && !o.Reserved:
 						denied.Add(1)
-						if c := o.Decision.Reasons[0].Code; c != policy.CodeShellBudget && c != policy.CodeBudgetExhausted {
+						if c := o.Decision.Reasons[0].Code; c != contract.CodeShellBudget && c != contract.CodeBudgetExhausted {
 							t.Errorf("denied for %s", c)
 						}
 					default:
@@ -117,7 +118,7 @@ func TestDeniedCallTakesNothing(t *testing.T) {
 	g := New(Options{Engine: engine(t), Store: s})
 	k := budget.Key{Session: "s"}
 	o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "reviewer", Reserve: true})
-	if err != nil || o.Allowed || o.Reserved || o.Decision.Reasons[0].Code != policy.CodeToolDenied {
+	if err != nil || o.Allowed || o.Reserved || o.Decision.Reasons[0].Code != contract.CodeToolDenied {
 		t.Fatalf("%+v, %v", o, err)
 	}
 	if c, _ := s.Get(ctx, k); c.Shell != 0 || c.Role != "reviewer" {
@@ -160,7 +161,7 @@ func TestRecordAndBudgetCrossings(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 2 output tokens at $10/M and the arguments' input tokens at $2.50/M.
-	wantCost, _ := budget.DefaultPrices().Cost("", ch.InputTokens, 2)
+	wantCost, _ := pricing.Default().Cost("", ch.InputTokens, 2)
 	if ch.OutputTokens != 2 || ch.InputTokens < 3 || ch.CostMicros != wantCost || ch.After.Tokens != 2 || ch.Before.Tokens != 0 {
 		t.Errorf("charge %+v (want cost %d)", ch, wantCost)
 	}
@@ -179,13 +180,13 @@ func TestRecordAndBudgetCrossings(t *testing.T) {
 		t.Errorf("outcomes while the tokens grow: %s", got)
 	}
 	st, _ := g.Status(ctx, k, "")
-	if st.Signal != policy.LevelExhausted || !strings.HasPrefix(st.StatusLine(), "Budget[coder]: tokens ") {
+	if st.Signal != contract.LevelExhausted || !strings.HasPrefix(st.StatusLine(), "Budget[coder]: tokens ") {
 		t.Errorf("status %s", st.StatusLine())
 	}
 	if err := g.Reset(ctx, k); err != nil {
 		t.Fatal(err)
 	}
-	if o, _ := g.Decide(ctx, Call{Session: k, Tool: "ctx_read"}); o.Decision.Decision != policy.Allow {
+	if o, _ := g.Decide(ctx, Call{Session: k, Tool: "ctx_read"}); o.Decision.Decision != contract.Allow {
 		t.Errorf("after the operator's reset: %+v", o.Decision)
 	}
 }
@@ -194,13 +195,13 @@ func TestShadowMode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := budget.NewMemory()
-	g := New(Options{Engine: engine(t), Store: s, Mode: config.Shadow})
+	g := New(Options{Engine: engine(t), Store: s, Shadow: true})
 	k := budget.Key{Session: "s"}
 	o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "reviewer", Reserve: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Decision.Decision != policy.Deny || !o.Allowed || !o.Shadowed || !o.Reserved || o.Counters.Shell != 1 {
+	if o.Decision.Decision != contract.Deny || !o.Allowed || !o.Shadowed || !o.Reserved || o.Counters.Shell != 1 {
 		t.Errorf("shadow: %+v", o)
 	}
 }
@@ -214,8 +215,8 @@ func TestLevelAgreesWithPolicy(t *testing.T) {
 		{Role: "coder"}, {Role: "coder", Tokens: 160000}, {Role: "coder", Tokens: 200000},
 		{Role: "reviewer", Shell: 1}, {Role: "admin", CostMicros: 45_000_000}, {Role: "ops", Shell: 300},
 	} {
-		d, err := g.Engine().Decide(ctx, policy.Input{Role: c.Role, Tool: "ctx_session",
-			Budget: policy.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros}})
+		d, err := g.Engine().Decide(ctx, contract.Input{Role: c.Role, Tool: "ctx_session",
+			Budget: contract.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros}})
 		if err != nil || g.Level(c) != d.Signal {
 			t.Errorf("%+v: Level %s, policy signal %s (%v)", c, g.Level(c), d.Signal, err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/internal/testroles"
 	"github.com/agentharness/harness/policy"
@@ -72,7 +73,7 @@ func TestSwitchKeepsUsage(t *testing.T) {
 	}
 	s.AddShell(ctx, k)
 	for _, to := range []string{"reviewer", "coder"} {
-		o, err := g.Switch(ctx, k, to, policy.ByAgent)
+		o, err := g.Switch(ctx, k, to, contract.ByAgent)
 		if err != nil || !o.Switched || o.Counters.Role != to || o.Counters.Tokens != 2 || o.Counters.Shell != 1 {
 			t.Fatalf("switch to %s: %+v, %v", to, o, err)
 		}
@@ -81,7 +82,7 @@ func TestSwitchKeepsUsage(t *testing.T) {
 	if len(changes) != 2 || changes[0].From != "coder" || changes[0].To != "reviewer" || changes[1].From != "reviewer" || changes[1].By != "agent" {
 		t.Errorf("RoleChanged events: %+v", changes)
 	}
-	if o, _ := g.Switch(ctx, k, "coder", policy.ByAgent); o.Switched || !o.Decision.Allowed {
+	if o, _ := g.Switch(ctx, k, "coder", contract.ByAgent); o.Switched || !o.Decision.Allowed {
 		t.Errorf("a switch to the role in force: %+v", o)
 	}
 }
@@ -92,7 +93,7 @@ func TestAgentCannotEscalate(t *testing.T) {
 	g, rec, s, logPath := switchGovernor(t)
 	k := budget.Key{Agent: "a", Session: "s"}
 	for to, rule := range map[string]string{"admin": "privileged_role", "ops": "privileged_role", "anything": "unrestricted_role"} {
-		o, err := g.Switch(ctx, k, to, policy.ByAgent)
+		o, err := g.Switch(ctx, k, to, contract.ByAgent)
 		if err != nil || o.Switched || o.Decision.Allowed || o.Decision.Reasons[0].Rule != rule {
 			t.Errorf("agent switch to %s: %+v, %v", to, o, err)
 		}
@@ -101,11 +102,11 @@ func TestAgentCannotEscalate(t *testing.T) {
 		t.Errorf("role after refused switches: %s", c.Role)
 	}
 	v := rec.of(events.PolicyViolation)
-	if len(v) != 3 || v[0].Reasons[0].Code != policy.CodeSwitchDenied || !strings.Contains(v[0].Reason, "an agent may not switch itself into it") {
+	if len(v) != 3 || v[0].Reasons[0].Code != contract.CodeSwitchDenied || !strings.Contains(v[0].Reason, "an agent may not switch itself into it") {
 		t.Errorf("violations: %+v", v)
 	}
 	// The operator may, and it is logged as the operator's.
-	o, err := g.Switch(ctx, k, "admin", policy.ByOperator)
+	o, err := g.Switch(ctx, k, "admin", contract.ByOperator)
 	if err != nil || !o.Switched {
 		t.Fatalf("operator switch: %+v, %v", o, err)
 	}
@@ -132,11 +133,11 @@ func TestSwitchIntoATighterRoleReportsAtOnce(t *testing.T) {
 	if _, err := g.Record(ctx, Result{Session: k, Tool: "ctx_read", Output: strings.Repeat("hello world ", 600)}); err != nil { // 1201 tokens
 		t.Fatal(err)
 	}
-	if _, err := g.Switch(ctx, k, "tight", policy.ByAgent); err != nil {
+	if _, err := g.Switch(ctx, k, "tight", contract.ByAgent); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := g.Status(ctx, k, "")
-	if st.Signal != policy.LevelExhausted || !strings.HasPrefix(st.StatusLine(), "Budget[tight]: tokens 1201/1000 (120%)") {
+	if st.Signal != contract.LevelExhausted || !strings.HasPrefix(st.StatusLine(), "Budget[tight]: tokens 1201/1000 (120%)") {
 		t.Errorf("status after the switch: %s", st.StatusLine())
 	}
 	var got []string
@@ -155,8 +156,8 @@ func TestSessionsHoldTheirOwnRoles(t *testing.T) {
 	ctx := context.Background()
 	g, _, _, _ := switchGovernor(t)
 	a, b := budget.Key{Session: "a"}, budget.Key{Session: "b"}
-	g.Switch(ctx, a, "reviewer", policy.ByAgent)
-	g.Switch(ctx, b, "debugger", policy.ByAgent)
+	g.Switch(ctx, a, "reviewer", contract.ByAgent)
+	g.Switch(ctx, b, "debugger", contract.ByAgent)
 	da, _ := g.Decide(ctx, Call{Session: a, Tool: "ctx_edit"})
 	db, _ := g.Decide(ctx, Call{Session: b, Tool: "ctx_edit"})
 	if da.Decision.Role != "reviewer" || da.Allowed || db.Decision.Role != "debugger" || !db.Allowed {
@@ -175,7 +176,7 @@ func TestConcurrentSwitchesChain(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 30 {
 		to := []string{"reviewer", "debugger", "coder"}[i%3]
-		wg.Go(func() { g.Switch(ctx, k, to, policy.ByAgent) })
+		wg.Go(func() { g.Switch(ctx, k, to, contract.ByAgent) })
 	}
 	wg.Wait()
 	// Whatever order the events were delivered in, the switches made form
@@ -212,13 +213,13 @@ func TestAgentStaysWithinItsMaxRole(t *testing.T) {
 		to, by string
 		want   string // "" for allowed, else the refusing rule
 	}{
-		{capped, "reviewer", policy.ByOperator, ""},
-		{capped, "coder", policy.ByAgent, "max_role"},
-		{capped, "debugger", policy.ByAgent, "max_role"},
-		{capped, "coder", policy.ByOperator, ""}, // the operator may go past it
-		{capped, "reviewer", policy.ByAgent, ""},
-		{capped, "coder", policy.ByAgent, "max_role"}, // and the agent cannot come back
-		{free, "debugger", policy.ByAgent, ""},
+		{capped, "reviewer", contract.ByOperator, ""},
+		{capped, "coder", contract.ByAgent, "max_role"},
+		{capped, "debugger", contract.ByAgent, "max_role"},
+		{capped, "coder", contract.ByOperator, ""}, // the operator may go past it
+		{capped, "reviewer", contract.ByAgent, ""},
+		{capped, "coder", contract.ByAgent, "max_role"}, // and the agent cannot come back
+		{free, "debugger", contract.ByAgent, ""},
 	} {
 		o, err := g.Switch(ctx, step.k, step.to, step.by)
 		if err != nil {

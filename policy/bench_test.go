@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/testroles"
 	"github.com/agentharness/harness/roles"
 )
@@ -42,13 +43,13 @@ func BenchmarkDecide(b *testing.B) {
 			name     string
 			role     string
 			tool     string
-			usage    Usage
+			usage    contract.Usage
 			want     string
 			codes    string
 			wantLine string
-		}{name: "custom role pattern", role: "custom-07", tool: "mcp__server7__query", want: Allow})
+		}{name: "custom role pattern", role: "custom-07", tool: "mcp__server7__query", want: contract.Allow})
 	for _, tt := range cases {
-		in := Input{Role: tt.role, Tool: tt.tool, Budget: tt.usage, Session: "s-1", Agent: "bench",
+		in := contract.Input{Role: tt.role, Tool: tt.tool, Budget: tt.usage, Session: "s-1", Agent: "bench",
 			Arguments: map[string]any{"path": "src/main.go"}}
 		if d, _ := e.Decide(ctx, in); d.Decision != tt.want {
 			b.Fatalf("%s: %s, want %s", tt.name, d.Decision, tt.want)
@@ -69,7 +70,7 @@ func BenchmarkDecide(b *testing.B) {
 func BenchmarkDecideParallel(b *testing.B) {
 	e := benchEngine(b)
 	ctx := context.Background()
-	in := Input{Role: "reviewer", Tool: "ctx_read", Budget: Usage{Tokens: 1000}}
+	in := contract.Input{Role: "reviewer", Tool: "ctx_read", Budget: contract.Usage{Tokens: 1000}}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -112,14 +113,14 @@ warn contains "big" if {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, in := range []Input{
+		for _, in := range []contract.Input{
 			{Role: "coder", Tool: "ctx_shell", Arguments: map[string]any{"command": "go test ./..."}},
 			{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "main.go", "lines": 200}},
 		} {
 			b.Run(fmt.Sprintf("policies=%d/%s", n, in.Tool), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if d, err := e.Decide(ctx, in); err != nil || d.Decision != Allow {
+					if d, err := e.Decide(ctx, in); err != nil || d.Decision != contract.Allow {
 						b.Fatalf("%+v %v", d, err)
 					}
 				}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/strict"
 	"github.com/agentharness/harness/internal/testroles"
 )
@@ -52,19 +53,19 @@ func TestCustomPolicies(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		in     Input
+		in     contract.Input
 		want   string
-		reason Reason // the first reason (deny) or warning (warn)
+		reason contract.Reason // the first reason (deny) or warning (warn)
 	}{
-		{"force push denied", Input{Role: "coder", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push --force origin main"}}, Deny,
-			Reason{Code: "policy", Message: "force pushes are not allowed (git push --force origin main)", Policy: "harness.custom.no_force_push"}},
-		{"plain push allowed", Input{Role: "coder", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push origin main"}}, Allow, Reason{}},
-		{"big read warns", Input{Role: "reviewer", Tool: "ctx_read", Arguments: map[string]any{"lines": 5000}}, Warn,
-			Reason{Code: "policy", Message: "reading more than 2000 lines at once", Policy: "harness.custom.big_reads"}},
-		{"custom policies apply to exempt tools", Input{Role: "coder", Tool: "ctx_session"}, Warn,
-			Reason{Code: "policy", Message: "session tool used", Policy: "harness.custom.big_reads"}},
-		{"harness and custom reasons together", Input{Role: "reviewer", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push -f"}}, Deny,
-			Reason{Code: "policy", Message: "force pushes are not allowed (git push -f)", Policy: "harness.custom.no_force_push"}},
+		{"force push denied", contract.Input{Role: "coder", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push --force origin main"}}, contract.Deny,
+			contract.Reason{Code: "policy", Message: "force pushes are not allowed (git push --force origin main)", Policy: "harness.custom.no_force_push"}},
+		{"plain push allowed", contract.Input{Role: "coder", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push origin main"}}, contract.Allow, contract.Reason{}},
+		{"big read warns", contract.Input{Role: "reviewer", Tool: "ctx_read", Arguments: map[string]any{"lines": 5000}}, contract.Warn,
+			contract.Reason{Code: "policy", Message: "reading more than 2000 lines at once", Policy: "harness.custom.big_reads"}},
+		{"custom policies apply to exempt tools", contract.Input{Role: "coder", Tool: "ctx_session"}, contract.Warn,
+			contract.Reason{Code: "policy", Message: "session tool used", Policy: "harness.custom.big_reads"}},
+		{"harness and custom reasons together", contract.Input{Role: "reviewer", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push -f"}}, contract.Deny,
+			contract.Reason{Code: "policy", Message: "force pushes are not allowed (git push -f)", Policy: "harness.custom.no_force_push"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,7 +75,7 @@ func TestCustomPolicies(t *testing.T) {
 				t.Fatalf("%+v, %v; want %s", d, err, tt.want)
 			}
 			list := d.Warnings
-			if d.Decision == Deny {
+			if d.Decision == contract.Deny {
 				list = d.Reasons
 			}
 			if tt.reason.Code != "" && (len(list) == 0 || list[0] != tt.reason) {
@@ -82,7 +83,7 @@ func TestCustomPolicies(t *testing.T) {
 			}
 		})
 	}
-	if d, _ := e.Decide(ctx, Input{Role: "reviewer", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push -f"}}); len(d.Reasons) != 2 || d.Reasons[1].Code != CodeToolDenied {
+	if d, _ := e.Decide(ctx, contract.Input{Role: "reviewer", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push -f"}}); len(d.Reasons) != 2 || d.Reasons[1].Code != contract.CodeToolDenied {
 		t.Errorf("the harness's reason is kept beside the policy's: %+v", d.Reasons)
 	}
 }
@@ -130,8 +131,8 @@ func TestMalformedCustomRulesDeny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := e.Decide(context.Background(), Input{Role: "coder", Tool: "ctx_read"})
-	if d.Decision != Deny || d.Reasons[0].Policy != "harness.custom.m" || !strings.Contains(d.Reasons[0].Message, "deny must be a set") {
+	d, _ := e.Decide(context.Background(), contract.Input{Role: "coder", Tool: "ctx_read"})
+	if d.Decision != contract.Deny || d.Reasons[0].Policy != "harness.custom.m" || !strings.Contains(d.Reasons[0].Message, "deny must be a set") {
 		t.Errorf("%+v", d)
 	}
 }
@@ -150,14 +151,14 @@ func TestReloadKeepsLastGoodCustomPolicy(t *testing.T) {
 	if err := e.Reload(ctx, doc, broken); !errors.As(err, &list) || !strings.HasPrefix(list[0].Error(), "p.rego:3:15: rego_parse_error: unexpected if keyword") {
 		t.Fatalf("broken reload: %v", err)
 	}
-	in := Input{Role: "coder", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push --force"}}
-	if d, _ := e.Decide(ctx, in); d.Decision != Deny {
+	in := contract.Input{Role: "coder", Tool: "ctx_shell", Arguments: map[string]any{"command": "git push --force"}}
+	if d, _ := e.Decide(ctx, in); d.Decision != contract.Deny {
 		t.Errorf("the last good policy is gone: %+v", d)
 	}
 	if err := e.Reload(ctx, doc); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := e.Decide(ctx, in); d.Decision != Allow {
+	if d, _ := e.Decide(ctx, in); d.Decision != contract.Allow {
 		t.Errorf("after removing the policy: %+v", d)
 	}
 }
@@ -184,20 +185,20 @@ switch_deny contains msg if {
 		from, to, by string
 		rule         string // "" when allowed
 	}{
-		{"coder", "reviewer", ByAgent, ""},
-		{"reviewer", "coder", ByAgent, ""},
-		{"coder", "debugger", ByAgent, ""},
-		{"coder", "admin", ByAgent, "privileged_role"},
-		{"coder", "ops", ByAgent, "privileged_role"},
-		{"coder", "anything", ByAgent, "unrestricted_role"},
-		{"coder", "admin", ByOperator, ""},
-		{"coder", "anything", ByOperator, ""},
-		{"reviewer", "debugger", ByAgent, "harness.custom.only_coder"},
-		{"reviewer", "debugger", ByOperator, ""},
-		{"coder", "nobody", ByOperator, "unknown_role"},
+		{"coder", "reviewer", contract.ByAgent, ""},
+		{"reviewer", "coder", contract.ByAgent, ""},
+		{"coder", "debugger", contract.ByAgent, ""},
+		{"coder", "admin", contract.ByAgent, "privileged_role"},
+		{"coder", "ops", contract.ByAgent, "privileged_role"},
+		{"coder", "anything", contract.ByAgent, "unrestricted_role"},
+		{"coder", "admin", contract.ByOperator, ""},
+		{"coder", "anything", contract.ByOperator, ""},
+		{"reviewer", "debugger", contract.ByAgent, "harness.custom.only_coder"},
+		{"reviewer", "debugger", contract.ByOperator, ""},
+		{"coder", "nobody", contract.ByOperator, "unknown_role"},
 	}
 	for _, tt := range tests {
-		s, err := e.Switch(ctx, SwitchInput{From: tt.from, To: tt.to, By: tt.by, Session: "s"})
+		s, err := e.Switch(ctx, contract.SwitchInput{From: tt.from, To: tt.to, By: tt.by, Session: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +206,7 @@ switch_deny contains msg if {
 		if len(s.Reasons) > 0 {
 			rule = s.Reasons[0].Rule
 		}
-		if s.Allowed != (tt.rule == "") || rule != tt.rule || (!s.Allowed && s.Reasons[0].Code != CodeSwitchDenied) {
+		if s.Allowed != (tt.rule == "") || rule != tt.rule || (!s.Allowed && s.Reasons[0].Code != contract.CodeSwitchDenied) {
 			t.Errorf("%s → %s by %s: %+v; want rule %q", tt.from, tt.to, tt.by, s, tt.rule)
 		}
 	}

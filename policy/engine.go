@@ -14,6 +14,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/strict"
 	harnessrego "github.com/agentharness/harness/rego"
 )
@@ -167,14 +168,14 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 // whose reason (code evaluation_error or invalid_input) names it; the
 // returned error is non-nil only when ctx ended first, and the decision is
 // a deny then too.
-func (e *Engine) Decide(ctx context.Context, in Input) (Decision, error) {
+func (e *Engine) Decide(ctx context.Context, in contract.Input) (contract.Decision, error) {
 	return e.decide(ctx, in)
 }
 
 // decide evaluates the decision with extra evaluation options (a tracer).
-func (e *Engine) decide(ctx context.Context, in Input, opts ...rego.EvalOption) (Decision, error) {
+func (e *Engine) decide(ctx context.Context, in contract.Input, opts ...rego.EvalOption) (contract.Decision, error) {
 	if err := ctx.Err(); err != nil {
-		return denied(in, CodeEvalError, "policy evaluation stopped: "+err.Error()), err
+		return denied(in, contract.CodeEvalError, "policy evaluation stopped: "+err.Error()), err
 	}
 	l := e.cur.Load()
 	var shellPolicy string
@@ -183,28 +184,28 @@ func (e *Engine) decide(ctx context.Context, in Input, opts ...rego.EvalOption) 
 	}
 	value, err := inputValue(in, shellPolicy)
 	if err != nil {
-		return denied(in, CodeInvalidInput, err.Error()), nil
+		return denied(in, contract.CodeInvalidInput, err.Error()), nil
 	}
 	rs, err := l.query.Eval(ctx, append([]rego.EvalOption{rego.EvalParsedInput(value)}, opts...)...)
 	if err != nil {
 		if ctx.Err() != nil {
-			return denied(in, CodeEvalError, "policy evaluation stopped: "+ctx.Err().Error()), ctx.Err()
+			return denied(in, contract.CodeEvalError, "policy evaluation stopped: "+ctx.Err().Error()), ctx.Err()
 		}
-		return denied(in, CodeEvalError, "policy evaluation failed: "+err.Error()), nil
+		return denied(in, contract.CodeEvalError, "policy evaluation failed: "+err.Error()), nil
 	}
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return denied(in, CodeEvalError, "policy evaluation failed: "+Query+" is undefined"), nil
+		return denied(in, contract.CodeEvalError, "policy evaluation failed: "+Query+" is undefined"), nil
 	}
 	d, err := decisionFrom(rs[0].Expressions[0].Value)
 	if err != nil {
-		return denied(in, CodeEvalError, "policy evaluation failed: malformed decision: "+err.Error()), nil
+		return denied(in, contract.CodeEvalError, "policy evaluation failed: malformed decision: "+err.Error()), nil
 	}
 	return d, nil
 }
 
 // inputValue builds the input document directly as an AST value, which
 // saves OPA a conversion on every call.
-func inputValue(in Input, shellPolicy string) (ast.Value, error) {
+func inputValue(in contract.Input, shellPolicy string) (ast.Value, error) {
 	args := ast.NewObject()
 	if in.Arguments != nil {
 		v, err := ast.InterfaceToValue(in.Arguments)
@@ -234,10 +235,10 @@ func inputValue(in Input, shellPolicy string) (ast.Value, error) {
 }
 
 // decisionFrom reads the policy's result into a Decision, checking its shape.
-func decisionFrom(v any) (Decision, error) {
+func decisionFrom(v any) (contract.Decision, error) {
 	r := reader{}
 	m := r.object(v, "decision")
-	d := Decision{
+	d := contract.Decision{
 		Decision:       r.str(m, "decision"),
 		Allowed:        r.boolean(m, "allowed"),
 		Role:           r.str(m, "role"),
@@ -249,17 +250,17 @@ func decisionFrom(v any) (Decision, error) {
 		Signal:         r.str(m, "signal"),
 	}
 	b := r.object(m["budget"], "budget")
-	d.Budget = Budget{Tokens: r.dimension(b, "tokens"), Shell: r.dimension(b, "shell"), Cost: r.dimension(b, "cost")}
+	d.Budget = contract.Budget{Tokens: r.dimension(b, "tokens"), Shell: r.dimension(b, "shell"), Cost: r.dimension(b, "cost")}
 	if r.err != nil {
-		return Decision{}, r.err
+		return contract.Decision{}, r.err
 	}
 	switch {
-	case d.Decision != Allow && d.Decision != Warn && d.Decision != Deny:
-		return Decision{}, fmt.Errorf("decision %q is not allow, warn or deny", d.Decision)
-	case d.Allowed != (d.Decision != Deny):
-		return Decision{}, fmt.Errorf("allowed=%v contradicts decision %q", d.Allowed, d.Decision)
-	case d.Decision == Deny && len(d.Reasons) == 0:
-		return Decision{}, errors.New("a deny without reasons")
+	case d.Decision != contract.Allow && d.Decision != contract.Warn && d.Decision != contract.Deny:
+		return contract.Decision{}, fmt.Errorf("decision %q is not allow, warn or deny", d.Decision)
+	case d.Allowed != (d.Decision != contract.Deny):
+		return contract.Decision{}, fmt.Errorf("allowed=%v contradicts decision %q", d.Allowed, d.Decision)
+	case d.Decision == contract.Deny && len(d.Reasons) == 0:
+		return contract.Decision{}, errors.New("a deny without reasons")
 	}
 	return d, nil
 }
@@ -310,16 +311,16 @@ func (r *reader) integer(m map[string]any, key string) int64 {
 	return i
 }
 
-func (r *reader) reasons(m map[string]any, key string) []Reason {
+func (r *reader) reasons(m map[string]any, key string) []contract.Reason {
 	list, ok := m[key].([]any)
 	if !ok {
 		r.fail("%s: want an array, got %T", key, m[key])
 		return nil
 	}
-	out := make([]Reason, 0, len(list))
+	out := make([]contract.Reason, 0, len(list))
 	for _, item := range list {
 		o := r.object(item, key)
-		reason := Reason{Code: r.str(o, "code"), Message: r.str(o, "message")}
+		reason := contract.Reason{Code: r.str(o, "code"), Message: r.str(o, "message")}
 		if p, ok := o["policy"]; ok {
 			reason.Policy, _ = p.(string)
 		}
@@ -331,12 +332,24 @@ func (r *reader) reasons(m map[string]any, key string) []Reason {
 	return out
 }
 
-func (r *reader) dimension(m map[string]any, key string) Dimension {
+func (r *reader) dimension(m map[string]any, key string) contract.Dimension {
 	o := r.object(m[key], "budget."+key)
-	return Dimension{
+	return contract.Dimension{
 		Used:    r.integer(o, "used"),
 		Limit:   r.integer(o, "limit"),
 		Percent: r.integer(o, "percent"),
 		Level:   r.str(o, "level"),
+	}
+}
+
+// denied is the decision for a call the engine could not evaluate.
+func denied(in contract.Input, code, msg string) contract.Decision {
+	return contract.Decision{
+		Decision: contract.Deny,
+		Role:     in.Role,
+		Tool:     in.Tool,
+		Reasons:  []contract.Reason{{Code: code, Message: msg}},
+		Warnings: []contract.Reason{},
+		Signal:   contract.LevelOK,
 	}
 }

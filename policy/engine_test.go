@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/testroles"
 	"github.com/agentharness/harness/roles"
 )
@@ -40,44 +41,44 @@ var decideCases = []struct {
 	name     string
 	role     string
 	tool     string
-	usage    Usage
+	usage    contract.Usage
 	want     string
 	codes    string // reason codes (deny) or warning codes, comma-separated
 	wantLine string // status line, when checked
 }{
-	{name: "coder edits", role: "coder", tool: "ctx_edit", want: Allow},
-	{name: "coder any tool", role: "coder", tool: "mcp__github__create_issue", want: Allow},
-	{name: "reviewer reads", role: "reviewer", tool: "ctx_read", want: Allow},
-	{name: "reviewer edit", role: "reviewer", tool: "ctx_edit", want: Deny, codes: "tool_denied"},
-	{name: "reviewer shell", role: "reviewer", tool: "ctx_shell", want: Deny, codes: "tool_denied"},
-	{name: "reviewer execute", role: "reviewer", tool: "ctx_execute", want: Deny, codes: "tool_denied"},
-	{name: "ops shell", role: "ops", tool: "ctx_shell", want: Allow},
-	{name: "ops edit", role: "ops", tool: "ctx_edit", want: Deny, codes: "tool_denied"},
-	{name: "admin anything", role: "admin", tool: "ctx_edit", want: Allow},
-	{name: "inherited tools kept", role: "tight-reviewer", tool: "ctx_edit", want: Deny, codes: "tool_denied"},
-	{name: "inherited reads", role: "tight-reviewer", tool: "ctx_read", want: Allow},
-	{name: "inherited limits", role: "tight-reviewer", tool: "ctx_read", usage: Usage{Tokens: 1000}, want: Deny, codes: "budget_exhausted"},
-	{name: "prefix matches", role: "ctx-only", tool: "ctx_read", want: Allow},
-	{name: "prefix does not match", role: "ctx-only", tool: "read", want: Deny, codes: "tool_not_allowed"},
-	{name: "middle star", role: "middle", tool: "mcp__fs__read", want: Allow},
-	{name: "glob characters are literal", role: "middle", tool: "axb", want: Deny, codes: "tool_not_allowed"},
-	{name: "question mark literal", role: "middle", tool: "a?bcd", want: Allow},
-	{name: "deny star", role: "deny-all", tool: "ctx_read", want: Deny, codes: "tool_denied"},
-	{name: "deny star exempt", role: "deny-all", tool: "ctx_session", want: Allow},
-	{name: "shell policy deny", role: "no-shell", tool: "ctx_shell", want: Deny, codes: "shell_denied"},
-	{name: "tokens warning", role: "coder", tool: "ctx_read", usage: Usage{Tokens: 170000}, want: Warn, codes: "budget_warning"},
-	{name: "tokens exhausted", role: "coder", tool: "ctx_read", usage: Usage{Tokens: 200000}, want: Deny, codes: "budget_exhausted",
+	{name: "coder edits", role: "coder", tool: "ctx_edit", want: contract.Allow},
+	{name: "coder any tool", role: "coder", tool: "mcp__github__create_issue", want: contract.Allow},
+	{name: "reviewer reads", role: "reviewer", tool: "ctx_read", want: contract.Allow},
+	{name: "reviewer edit", role: "reviewer", tool: "ctx_edit", want: contract.Deny, codes: "tool_denied"},
+	{name: "reviewer shell", role: "reviewer", tool: "ctx_shell", want: contract.Deny, codes: "tool_denied"},
+	{name: "reviewer execute", role: "reviewer", tool: "ctx_execute", want: contract.Deny, codes: "tool_denied"},
+	{name: "ops shell", role: "ops", tool: "ctx_shell", want: contract.Allow},
+	{name: "ops edit", role: "ops", tool: "ctx_edit", want: contract.Deny, codes: "tool_denied"},
+	{name: "admin anything", role: "admin", tool: "ctx_edit", want: contract.Allow},
+	{name: "inherited tools kept", role: "tight-reviewer", tool: "ctx_edit", want: contract.Deny, codes: "tool_denied"},
+	{name: "inherited reads", role: "tight-reviewer", tool: "ctx_read", want: contract.Allow},
+	{name: "inherited limits", role: "tight-reviewer", tool: "ctx_read", usage: contract.Usage{Tokens: 1000}, want: contract.Deny, codes: "budget_exhausted"},
+	{name: "prefix matches", role: "ctx-only", tool: "ctx_read", want: contract.Allow},
+	{name: "prefix does not match", role: "ctx-only", tool: "read", want: contract.Deny, codes: "tool_not_allowed"},
+	{name: "middle star", role: "middle", tool: "mcp__fs__read", want: contract.Allow},
+	{name: "glob characters are literal", role: "middle", tool: "axb", want: contract.Deny, codes: "tool_not_allowed"},
+	{name: "question mark literal", role: "middle", tool: "a?bcd", want: contract.Allow},
+	{name: "deny star", role: "deny-all", tool: "ctx_read", want: contract.Deny, codes: "tool_denied"},
+	{name: "deny star exempt", role: "deny-all", tool: "ctx_session", want: contract.Allow},
+	{name: "shell policy deny", role: "no-shell", tool: "ctx_shell", want: contract.Deny, codes: "shell_denied"},
+	{name: "tokens warning", role: "coder", tool: "ctx_read", usage: contract.Usage{Tokens: 170000}, want: contract.Warn, codes: "budget_warning"},
+	{name: "tokens exhausted", role: "coder", tool: "ctx_read", usage: contract.Usage{Tokens: 200000}, want: contract.Deny, codes: "budget_exhausted",
 		wantLine: "Budget[coder]: tokens 200000/200000 (100%) | shell 0/100 (0%) | cost $0.00/$5.00 (0%) → EXHAUSTED"},
-	{name: "session when exhausted", role: "coder", tool: "ctx_session", usage: Usage{Tokens: 200000}, want: Warn, codes: "budget_warning"},
-	{name: "shell 99 of 100", role: "coder", tool: "ctx_shell", usage: Usage{Shell: 99}, want: Warn, codes: "budget_warning"},
-	{name: "shell 100 of 100", role: "coder", tool: "ctx_shell", usage: Usage{Shell: 100}, want: Deny, codes: "budget_exhausted,shell_budget"},
-	{name: "zero shell refuses shell", role: "zero-shell", tool: "ctx_shell", want: Deny, codes: "shell_budget"},
-	{name: "zero shell reads", role: "zero-shell", tool: "ctx_read", want: Allow},
-	{name: "255 never blocks", role: "never-block", tool: "ctx_shell", usage: Usage{Tokens: 500, Shell: 9}, want: Warn, codes: "budget_warning,budget_warning"},
-	{name: "seeds status line", role: "coder", tool: "ctx_read", usage: Usage{Tokens: 50000, Shell: 5, CostMicros: 500000}, want: Allow,
+	{name: "session when exhausted", role: "coder", tool: "ctx_session", usage: contract.Usage{Tokens: 200000}, want: contract.Warn, codes: "budget_warning"},
+	{name: "shell 99 of 100", role: "coder", tool: "ctx_shell", usage: contract.Usage{Shell: 99}, want: contract.Warn, codes: "budget_warning"},
+	{name: "shell 100 of 100", role: "coder", tool: "ctx_shell", usage: contract.Usage{Shell: 100}, want: contract.Deny, codes: "budget_exhausted,shell_budget"},
+	{name: "zero shell refuses shell", role: "zero-shell", tool: "ctx_shell", want: contract.Deny, codes: "shell_budget"},
+	{name: "zero shell reads", role: "zero-shell", tool: "ctx_read", want: contract.Allow},
+	{name: "255 never blocks", role: "never-block", tool: "ctx_shell", usage: contract.Usage{Tokens: 500, Shell: 9}, want: contract.Warn, codes: "budget_warning,budget_warning"},
+	{name: "seeds status line", role: "coder", tool: "ctx_read", usage: contract.Usage{Tokens: 50000, Shell: 5, CostMicros: 500000}, want: contract.Allow,
 		wantLine: "Budget[coder]: tokens 50000/200000 (25%) | shell 5/100 (5%) | cost $0.50/$5.00 (10%) → OK"},
-	{name: "unknown role", role: "nobody", tool: "ctx_read", want: Deny, codes: "unknown_role"},
-	{name: "negative usage", role: "coder", tool: "ctx_read", usage: Usage{Tokens: -1}, want: Deny, codes: "invalid_input"},
+	{name: "unknown role", role: "nobody", tool: "ctx_read", want: contract.Deny, codes: "unknown_role"},
+	{name: "negative usage", role: "coder", tool: "ctx_read", usage: contract.Usage{Tokens: -1}, want: contract.Deny, codes: "invalid_input"},
 }
 
 func TestDecide(t *testing.T) {
@@ -86,15 +87,15 @@ func TestDecide(t *testing.T) {
 	for _, tt := range decideCases {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d, err := e.Decide(context.Background(), Input{Role: tt.role, Tool: tt.tool, Budget: tt.usage, Session: "s", Agent: "a"})
+			d, err := e.Decide(context.Background(), contract.Input{Role: tt.role, Tool: tt.tool, Budget: tt.usage, Session: "s", Agent: "a"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Decision != tt.want || d.Allowed != (tt.want != Deny) {
+			if d.Decision != tt.want || d.Allowed != (tt.want != contract.Deny) {
 				t.Fatalf("decision %s (allowed %v), want %s: %+v", d.Decision, d.Allowed, tt.want, d)
 			}
 			list := d.Warnings
-			if d.Decision == Deny {
+			if d.Decision == contract.Deny {
 				list = d.Reasons
 			}
 			var codes []string
@@ -152,7 +153,7 @@ func TestMatcherAgreesWithPolicy(t *testing.T) {
 			if tool == "" {
 				continue
 			}
-			dec, _ := e.Decide(ctx, Input{Role: "p", Tool: tool})
+			dec, _ := e.Decide(ctx, contract.Input{Role: "p", Tool: tool})
 			if got, want := doc.Roles["p"].Allowed.Match(tool), dec.Allowed; got != want {
 				t.Errorf("pattern %q, tool %q: Go matcher %v, policy %v", p, tool, got, want)
 			}
@@ -182,8 +183,8 @@ func TestReloadWhileDeciding(t *testing.T) {
 					return
 				default:
 				}
-				d, err := e.Decide(ctx, Input{Role: "reviewer", Tool: "ctx_edit"})
-				if err != nil || (d.Decision != Allow && d.Decision != Deny) || (d.Decision == Deny && d.Reasons[0].Code != CodeToolDenied) {
+				d, err := e.Decide(ctx, contract.Input{Role: "reviewer", Tool: "ctx_edit"})
+				if err != nil || (d.Decision != contract.Allow && d.Decision != contract.Deny) || (d.Decision == contract.Deny && d.Reasons[0].Code != contract.CodeToolDenied) {
 					t.Errorf("torn decision during reload: %+v %v", d, err)
 					return
 				}
@@ -204,7 +205,7 @@ func TestReloadWhileDeciding(t *testing.T) {
 	if err := e.Reload(ctx, loose); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := e.Decide(ctx, Input{Role: "reviewer", Tool: "ctx_edit"}); d.Decision != Allow {
+	if d, _ := e.Decide(ctx, contract.Input{Role: "reviewer", Tool: "ctx_edit"}); d.Decision != contract.Allow {
 		t.Errorf("after reload: %+v", d)
 	}
 }
@@ -212,17 +213,17 @@ func TestReloadWhileDeciding(t *testing.T) {
 func TestStatusLineAndMoney(t *testing.T) {
 	t.Parallel()
 	for micros, want := range map[int64]string{0: "$0.00", 500000: "$0.50", 4_999_999: "$4.99", 50_000_000: "$50.00", 1: "$0.00"} {
-		if got := FormatUSD(micros); got != want {
+		if got := contract.FormatUSD(micros); got != want {
 			t.Errorf("FormatUSD(%d) = %s, want %s", micros, got, want)
 		}
 	}
 	for in, want := range map[string]int64{"0.50": 500000, "$5": 5_000_000, "0.000001": 1, ".5": 500000, "12": 12_000_000} {
-		if got, err := ParseUSD(in); err != nil || got != want {
+		if got, err := contract.ParseUSD(in); err != nil || got != want {
 			t.Errorf("ParseUSD(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "-1", "1.0000001", "1e3", "abc", "1.2.3", "."} {
-		if _, err := ParseUSD(bad); err == nil {
+		if _, err := contract.ParseUSD(bad); err == nil {
 			t.Errorf("ParseUSD(%q) accepted", bad)
 		}
 	}
@@ -256,11 +257,11 @@ decision := {"decision": "allow", "allowed": false, "role": "", "tool": "", "she
 			}
 			e := &Engine{}
 			e.cur.Store(l)
-			d, err := e.Decide(ctx, Input{Role: "coder", Tool: "ctx_read"})
+			d, err := e.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Decision != Deny || d.Allowed || len(d.Reasons) != 1 || d.Reasons[0].Code != CodeEvalError || !strings.HasPrefix(d.Reasons[0].Message, tt.want) {
+			if d.Decision != contract.Deny || d.Allowed || len(d.Reasons) != 1 || d.Reasons[0].Code != contract.CodeEvalError || !strings.HasPrefix(d.Reasons[0].Message, tt.want) {
 				t.Errorf("got %+v, want a deny with %q", d, tt.want)
 			}
 		})
@@ -270,8 +271,8 @@ decision := {"decision": "allow", "allowed": false, "role": "", "tool": "", "she
 		e := testEngine(t)
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		d, err := e.Decide(cctx, Input{Role: "coder", Tool: "ctx_read"})
-		if err == nil || d.Decision != Deny {
+		d, err := e.Decide(cctx, contract.Input{Role: "coder", Tool: "ctx_read"})
+		if err == nil || d.Decision != contract.Deny {
 			t.Errorf("cancelled context: %+v, %v", d, err)
 		}
 	})
@@ -286,7 +287,7 @@ decision := {"decision": "allow", "allowed": false, "role": "", "tool": "", "she
 		if err := e.Reload(ctx, bad); err == nil {
 			t.Fatal("data that cannot be serialised was loaded")
 		}
-		if d, _ := e.Decide(ctx, Input{Role: "coder", Tool: "ctx_read"}); d.Decision != Allow {
+		if d, _ := e.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read"}); d.Decision != contract.Allow {
 			t.Errorf("engine changed after a failed reload: %+v", d)
 		}
 	})
@@ -300,7 +301,7 @@ func TestThresholdLevelsAgreeWithPolicy(t *testing.T) {
 	e := testEngine(t)
 	for name, r := range e.Document().Roles {
 		for _, used := range []int64{0, 1, 2, 79, 80, 99, 100, 101, 119999, 120000, 149999, 150000, 159999, 160000, 199999, 200000, 4_000_000, 5_000_000, 1 << 40} {
-			d, _ := e.Decide(ctx, Input{Role: name, Tool: "ctx_session", Budget: Usage{Tokens: used, Shell: used, CostMicros: used}})
+			d, _ := e.Decide(ctx, contract.Input{Role: name, Tool: "ctx_session", Budget: contract.Usage{Tokens: used, Shell: used, CostMicros: used}})
 			for dim, got := range map[string]string{"tokens": d.Budget.Tokens.Level, "shell": d.Budget.Shell.Level, "cost": d.Budget.Cost.Level} {
 				if want := r.Thresholds[dim].Level(used); got != want {
 					t.Errorf("%s %s at %d: policy %s, Go %s", name, dim, used, got, want)
@@ -314,17 +315,17 @@ func TestTrace(t *testing.T) {
 	t.Parallel()
 	e := testEngine(t)
 	var full, fails strings.Builder
-	d, err := e.Trace(context.Background(), Input{Role: "reviewer", Tool: "ctx_edit"}, "full", &full)
-	if err != nil || d.Decision != Deny {
+	d, err := e.Trace(context.Background(), contract.Input{Role: "reviewer", Tool: "ctx_edit"}, "full", &full)
+	if err != nil || d.Decision != contract.Deny {
 		t.Fatalf("%+v, %v", d, err)
 	}
 	if !strings.Contains(full.String(), "harness.rego:") || !strings.Contains(full.String(), "data.harness.decision") {
 		t.Errorf("full trace lacks locations or the query:\n%.500s", full.String())
 	}
-	if _, err := e.Trace(context.Background(), Input{Role: "reviewer", Tool: "ctx_edit"}, "fails", &fails); err != nil || fails.Len() >= full.Len() {
+	if _, err := e.Trace(context.Background(), contract.Input{Role: "reviewer", Tool: "ctx_edit"}, "fails", &fails); err != nil || fails.Len() >= full.Len() {
 		t.Errorf("fails trace (%d bytes) is not a filter of the full one (%d bytes): %v", fails.Len(), full.Len(), err)
 	}
-	if _, err := e.Trace(context.Background(), Input{Role: "coder", Tool: "x"}, "everything", &fails); err == nil {
+	if _, err := e.Trace(context.Background(), contract.Input{Role: "coder", Tool: "x"}, "everything", &fails); err == nil {
 		t.Error("an unknown trace mode was accepted")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
@@ -20,15 +21,15 @@ func ExampleEngine_Decide() {
 	if err != nil {
 		panic(err)
 	}
-	d, _ := engine.Decide(ctx, policy.Input{
+	d, _ := engine.Decide(ctx, contract.Input{
 		Role:   "reviewer",
 		Tool:   "ctx_shell",
-		Budget: policy.Usage{Tokens: 50000, CostMicros: 500000},
+		Budget: contract.Usage{Tokens: 50000, CostMicros: 500000},
 	})
 	fmt.Println(d.Decision, d.Reasons[0].Code)
 	fmt.Println(d.StatusLine())
 
-	d, _ = engine.Decide(ctx, policy.Input{Role: "coder", Tool: "ctx_read", Budget: policy.Usage{Tokens: 170000}})
+	d, _ = engine.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read", Budget: contract.Usage{Tokens: 170000}})
 	fmt.Println(d.Decision, d.Warnings[0].Message)
 	// Output:
 	// deny tool_denied

@@ -15,6 +15,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/testroles"
 )
 
@@ -92,7 +93,7 @@ func TestFastPathAgreesWithTheRules(t *testing.T) {
 				for _, tool := range tools {
 					for _, u := range usages(r) {
 						for _, path := range paths {
-							v, err := inputValue(Input{Role: name, Tool: tool, Budget: u, Session: "s", Agent: "a",
+							v, err := inputValue(contract.Input{Role: name, Tool: tool, Budget: u, Session: "s", Agent: "a",
 								Arguments: map[string]any{"path": path}}, r.ShellPolicy)
 							if err != nil {
 								t.Fatal(err)
@@ -125,7 +126,7 @@ func TestFastPathAgreesWithTheRules(t *testing.T) {
 				// that is not exempt must come from the fast path (tracing is
 				// slow: one input in 7 is checked).
 				d := got.(map[string]any)
-				if d["decision"] != Allow || i >= complete || i%7 != 0 || doc.Config.ExemptTools[d["tool"].(string)] {
+				if d["decision"] != contract.Allow || i >= complete || i%7 != 0 || doc.Config.ExemptTools[d["tool"].(string)] {
 					continue
 				}
 				clear++
@@ -145,20 +146,20 @@ func TestFastPathAgreesWithTheRules(t *testing.T) {
 // The common calls take the fast path: the full rules are not evaluated.
 func TestCommonCallsTakeTheFastPath(t *testing.T) {
 	e := testEngine(t)
-	for _, in := range []Input{
+	for _, in := range []contract.Input{
 		{Role: "coder", Tool: "ctx_read"},
-		{Role: "coder", Tool: "mcp__github__create_issue", Budget: Usage{Tokens: 1000, Shell: 3, CostMicros: 20000}},
-		{Role: "ops", Tool: "ctx_shell", Budget: Usage{Shell: 10}},
+		{Role: "coder", Tool: "mcp__github__create_issue", Budget: contract.Usage{Tokens: 1000, Shell: 3, CostMicros: 20000}},
+		{Role: "ops", Tool: "ctx_shell", Budget: contract.Usage{Shell: 10}},
 		{Role: "reviewer", Tool: "ctx_read", Arguments: map[string]any{"path": "main.go"}},
 	} {
-		var d Decision
+		var d contract.Decision
 		full := usesFullDecision(t, func(o rego.EvalOption) {
 			var err error
 			if d, err = e.decide(context.Background(), in, o); err != nil {
 				t.Fatal(err)
 			}
 		})
-		if full || d.Decision != Allow {
+		if full || d.Decision != contract.Allow {
 			t.Errorf("%+v: %s, full rules evaluated: %v", in, d.Decision, full)
 		}
 	}
@@ -179,8 +180,8 @@ func usesFullDecision(t *testing.T, eval func(rego.EvalOption)) bool {
 }
 
 // usages are the usages around every threshold of a role.
-func usages(r compiler.RoleDoc) []Usage {
-	out := []Usage{{}, {Tokens: -1}}
+func usages(r compiler.RoleDoc) []contract.Usage {
+	out := []contract.Usage{{}, {Tokens: -1}}
 	for _, dim := range []string{"tokens", "shell", "cost"} {
 		th := r.Thresholds[dim]
 		points := []int64{th.WarnAt - 1, th.WarnAt}
@@ -193,7 +194,7 @@ func usages(r compiler.RoleDoc) []Usage {
 			if n < 0 {
 				continue
 			}
-			u := Usage{}
+			u := contract.Usage{}
 			switch dim {
 			case "tokens":
 				u.Tokens = n

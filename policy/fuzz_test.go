@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"testing"
+
+	"github.com/agentharness/harness/contract"
 )
 
 // FuzzDecide throws arbitrary calls at the engine. Properties: it never
@@ -17,15 +19,15 @@ func FuzzDecide(f *testing.F) {
 	f.Add(uint8(2), "ctx_shell", int64(99), int64(300), int64(3000000))
 	f.Add(uint8(5), "ctx_", int64(-1), int64(1<<40), int64(0))
 	f.Fuzz(func(t *testing.T, roleIndex uint8, tool string, tokens, shell, cost int64) {
-		in := Input{Role: names[int(roleIndex)%len(names)], Tool: tool, Budget: Usage{Tokens: tokens, Shell: shell, CostMicros: cost}}
+		in := contract.Input{Role: names[int(roleIndex)%len(names)], Tool: tool, Budget: contract.Usage{Tokens: tokens, Shell: shell, CostMicros: cost}}
 		d, err := e.Decide(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Decision != Allow && d.Decision != Warn && d.Decision != Deny {
+		if d.Decision != contract.Allow && d.Decision != contract.Warn && d.Decision != contract.Deny {
 			t.Fatalf("decision %q", d.Decision)
 		}
-		if d.Decision == Deny && len(d.Reasons) == 0 {
+		if d.Decision == contract.Deny && len(d.Reasons) == 0 {
 			t.Fatal("a deny without reasons")
 		}
 		if !d.Allowed {

@@ -4,47 +4,17 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentharness/harness/contract"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 )
 
-// Who asks for a role switch.
-const (
-	ByAgent    = "agent"    // under the switch rules
-	ByOperator = "operator" // may enter privileged roles
-)
-
-// CodeSwitchDenied is the code of a refused switch's reasons.
-const CodeSwitchDenied = "switch_denied"
-
-// SwitchInput is a request to change a session's active role.
-type SwitchInput struct {
-	From    string `json:"from"`
-	To      string `json:"to"`
-	By      string `json:"by"`
-	Session string `json:"session"`
-	Agent   string `json:"agent"`
-	// MaxRole is the most privileged role the agent may hold ("" for no
-	// such bound): an agent may switch only to the roles within it.
-	MaxRole string `json:"max_role,omitempty"`
-}
-
-// SwitchDecision is data.harness.switch: whether the switch may happen and,
-// if not, the rules that refused it (each reason names its rule).
-type SwitchDecision struct {
-	Allowed bool     `json:"allowed"`
-	From    string   `json:"from"`
-	To      string   `json:"to"`
-	By      string   `json:"by"`
-	Reasons []Reason `json:"reasons"`
-}
-
 // Switch decides a role switch. Like Decide, it fails closed: anything
 // that goes wrong refuses the switch and says why.
-func (e *Engine) Switch(ctx context.Context, in SwitchInput) (SwitchDecision, error) {
-	refused := func(msg string) SwitchDecision {
-		return SwitchDecision{From: in.From, To: in.To, By: in.By,
-			Reasons: []Reason{{Code: CodeSwitchDenied, Rule: CodeEvalError, Message: msg}}}
+func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.SwitchDecision, error) {
+	refused := func(msg string) contract.SwitchDecision {
+		return contract.SwitchDecision{From: in.From, To: in.To, By: in.By,
+			Reasons: []contract.Reason{{Code: contract.CodeSwitchDenied, Rule: contract.CodeEvalError, Message: msg}}}
 	}
 	if err := ctx.Err(); err != nil {
 		return refused("policy evaluation stopped: " + err.Error()), err
@@ -66,7 +36,7 @@ func (e *Engine) Switch(ctx context.Context, in SwitchInput) (SwitchDecision, er
 	}
 	r := reader{}
 	m := r.object(rs[0].Expressions[0].Value, "switch")
-	d := SwitchDecision{
+	d := contract.SwitchDecision{
 		Allowed: r.boolean(m, "allowed"),
 		From:    r.str(m, "from"),
 		To:      r.str(m, "to"),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/agentharness/harness/contract"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/topdown/lineage"
@@ -17,12 +18,12 @@ var TraceModes = []string{"full", "notes", "fails", "debug"}
 // Trace decides like Decide and writes OPA's trace of the evaluation,
 // filtered by mode, to w. Tracing costs about ten times a decision: only
 // explain paths call it.
-func (e *Engine) Trace(ctx context.Context, in Input, mode string, w io.Writer) (Decision, error) {
+func (e *Engine) Trace(ctx context.Context, in contract.Input, mode string, w io.Writer) (contract.Decision, error) {
 	filter := map[string]func([]*topdown.Event) []*topdown.Event{
 		"full": lineage.Full, "notes": lineage.Notes, "fails": lineage.Fails, "debug": lineage.Debug,
 	}[mode]
 	if filter == nil {
-		return Decision{}, fmt.Errorf("trace mode %q: want one of %v", mode, TraceModes)
+		return contract.Decision{}, fmt.Errorf("trace mode %q: want one of %v", mode, TraceModes)
 	}
 	buf := topdown.NewBufferTracer()
 	d, err := e.decide(ctx, in, rego.EvalQueryTracer(buf))

@@ -4,12 +4,13 @@ import (
 	"errors"
 
 	"fmt"
-	"github.com/agentharness/harness/internal/strict"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agentharness/harness/internal/strict"
 )
 
 // Set is the resolved roles of one load, by name.

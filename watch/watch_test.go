@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/custom"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
@@ -59,7 +60,7 @@ func TestRebuildOnEdits(t *testing.T) {
 	})
 	time.Sleep(50 * time.Millisecond) // the watcher is up
 	decide := func(role, cmd string) string {
-		d, _ := e.Decide(ctx, policy.Input{Role: role, Tool: "ctx_shell", Arguments: map[string]any{"command": cmd}})
+		d, _ := e.Decide(ctx, contract.Input{Role: role, Tool: "ctx_shell", Arguments: map[string]any{"command": cmd}})
 		return d.Decision
 	}
 	eventually := func(what string, ok func() bool) {
@@ -84,7 +85,7 @@ func TestRebuildOnEdits(t *testing.T) {
 	// A policy appears (its directory did not exist when watching began).
 	policyFile := filepath.Join(policiesDir, "no_ls.rego")
 	write(policyFile, "package harness.custom.no_ls\n\ndeny contains \"no ls\" if input.arguments.command == \"ls\"\n")
-	eventually("the new policy", func() bool { return decide("coder", "ls") == policy.Deny })
+	eventually("the new policy", func() bool { return decide("coder", "ls") == contract.Deny })
 
 	// A broken edit keeps the last good policy and says where it broke.
 	write(policyFile, "package harness.custom.no_ls\n\ndeny contains \"no ls\" if input.arguments.command ==\n")
@@ -93,15 +94,15 @@ func TestRebuildOnEdits(t *testing.T) {
 		defer mu.Unlock()
 		return len(errs) > 0 && strings.Contains(errs[len(errs)-1], policyFile+":")
 	})
-	if decide("coder", "ls") != policy.Deny {
+	if decide("coder", "ls") != contract.Deny {
 		t.Error("a broken edit replaced the last good policy")
 	}
 
 	// The next edit is tried again.
 	write(policyFile, "package harness.custom.no_ls\n\ndeny contains \"no pwd\" if input.arguments.command == \"pwd\"\n")
-	eventually("the fixed policy", func() bool { return decide("coder", "pwd") == policy.Deny && decide("coder", "ls") == policy.Allow })
+	eventually("the fixed policy", func() bool { return decide("coder", "pwd") == contract.Deny && decide("coder", "ls") == contract.Allow })
 
 	// A new role file is picked up too.
 	write(filepath.Join(rolesDir, "no-shell.toml"), "[role]\nshell_policy = \"deny\"\n")
-	eventually("the new role", func() bool { return decide("no-shell", "make") == policy.Deny })
+	eventually("the new role", func() bool { return decide("no-shell", "make") == contract.Deny })
 }

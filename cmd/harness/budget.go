@@ -7,8 +7,8 @@ import (
 	"os"
 
 	budgetpkg "github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/govern"
-	"github.com/agentharness/harness/policy"
 )
 
 // record charges a finished call.
@@ -85,7 +85,7 @@ func costText(micros int64) string {
 	if micros < 10_000 {
 		return fmt.Sprintf("$%d.%06d", micros/1_000_000, micros%1_000_000)
 	}
-	return policy.FormatUSD(micros)
+	return contract.FormatUSD(micros)
 }
 
 // budget prints a session's status line, or resets its usage.
@@ -122,12 +122,12 @@ func (c *cli) budget(args []string) int {
 	}
 	if *asJSON {
 		out := struct {
-			Session    string        `json:"session"`
-			Agent      string        `json:"agent,omitempty"`
-			Role       string        `json:"role"`
-			Signal     string        `json:"signal"`
-			Budget     policy.Budget `json:"budget"`
-			StatusLine string        `json:"status_line"`
+			Session    string          `json:"session"`
+			Agent      string          `json:"agent,omitempty"`
+			Role       string          `json:"role"`
+			Signal     string          `json:"signal"`
+			Budget     contract.Budget `json:"budget"`
+			StatusLine string          `json:"status_line"`
 		}{k.Session, k.Agent, d.Role, d.Signal, d.Budget, d.StatusLine()}
 		if err := c.writeJSON(out); err != nil {
 			return c.fail("%v", err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/explain"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/policy"
@@ -43,7 +44,7 @@ func (c *cli) decide(args []string) int {
 	if !stateless && (*tokens != "" || *shell != "" || *cost != "") {
 		return c.fail("decide: with a session the counters come from the ledger; --tokens, --shell and --cost are for decisions without one")
 	}
-	var usage policy.Usage
+	var usage contract.Usage
 	for _, n := range []struct {
 		flag, text string
 		dst        *int64
@@ -59,7 +60,7 @@ func (c *cli) decide(args []string) int {
 	}
 	var err error
 	if *cost != "" {
-		if usage.CostMicros, err = policy.ParseUSD(*cost); err != nil {
+		if usage.CostMicros, err = contract.ParseUSD(*cost); err != nil {
 			return c.fail("decide: --cost: %v", err)
 		}
 	}
@@ -87,7 +88,7 @@ func (c *cli) decide(args []string) int {
 		if e, ok = c.engine(ctx, w); !ok {
 			return exitError
 		}
-		d, err := e.Decide(ctx, policy.Input{Role: startRole, Tool: *tool, Arguments: arguments, Budget: usage, Agent: k.Agent, Project: w.project()})
+		d, err := e.Decide(ctx, contract.Input{Role: startRole, Tool: *tool, Arguments: arguments, Budget: usage, Agent: k.Agent, Project: w.project()})
 		if err != nil {
 			return c.fail("decide: %v", err)
 		}
@@ -129,8 +130,8 @@ func (c *cli) decide(args []string) int {
 	}
 	if trace.mode != "" {
 		d := o.Decision
-		in := policy.Input{Role: d.Role, Tool: *tool, Arguments: arguments, Session: k.Session, Agent: k.Agent, Project: w.project(),
-			Budget: policy.Usage{Tokens: d.Budget.Tokens.Used, Shell: d.Budget.Shell.Used, CostMicros: d.Budget.Cost.Used}}
+		in := contract.Input{Role: d.Role, Tool: *tool, Arguments: arguments, Session: k.Session, Agent: k.Agent, Project: w.project(),
+			Budget: contract.Usage{Tokens: d.Budget.Tokens.Used, Shell: d.Budget.Shell.Used, CostMicros: d.Budget.Cost.Used}}
 		fmt.Fprintf(c.stdout, "trace (%s):\n", trace.mode)
 		if _, err := e.Trace(ctx, in, trace.mode, c.stdout); err != nil {
 			return c.fail("decide: %v", err)
@@ -138,7 +139,7 @@ func (c *cli) decide(args []string) int {
 	}
 	if *asJSON {
 		out := struct {
-			policy.Decision
+			contract.Decision
 			StatusLine string `json:"status_line"`
 			Shadowed   bool   `json:"shadowed,omitempty"`
 			Reserved   bool   `json:"reserved,omitempty"`

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
-	"github.com/agentharness/harness/policy"
 )
 
 // events prints the harness events, or follows them.
@@ -90,7 +90,7 @@ func formatEvent(e events.Event) string {
 
 func amount(dim string, n int64) string {
 	if dim == "cost" {
-		return policy.FormatUSD(n)
+		return contract.FormatUSD(n)
 	}
 	return fmt.Sprint(n)
 }
@@ -115,9 +115,9 @@ func (c *cli) log(args []string) int {
 	}
 	type entry struct {
 		events.Entry
-		in  policy.Input
-		out policy.Decision
-		sw  policy.SwitchDecision
+		in  contract.Input
+		out contract.Decision
+		sw  contract.SwitchDecision
 		raw []byte
 	}
 	var found []entry

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/contract"
 )
 
 // role shows a session's active role, or switches it.
@@ -37,9 +37,9 @@ func (c *cli) role(args []string) int {
 	k := c.sessionKey(*session, *agent, "default")
 
 	if verb != "" {
-		by := policy.ByAgent
+		by := contract.ByAgent
 		if verb == "set" {
-			by = policy.ByOperator
+			by = contract.ByOperator
 		}
 		o, err := g.Switch(ctx, k, rest[0], by)
 		if err != nil {
@@ -74,7 +74,7 @@ func (c *cli) role(args []string) int {
 			if name == r.Name {
 				continue
 			}
-			if s, _ := g.Engine().Switch(ctx, policy.SwitchInput{From: r.Name, To: name, By: policy.ByAgent, Session: k.Session, Agent: k.Agent, MaxRole: g.MaxRole(k.Agent)}); s.Allowed {
+			if s, _ := g.Engine().Switch(ctx, contract.SwitchInput{From: r.Name, To: name, By: contract.ByAgent, Session: k.Session, Agent: k.Agent, MaxRole: g.MaxRole(k.Agent)}); s.Allowed {
 				open = append(open, name)
 			} else {
 				closed = append(closed, name)

@@ -337,7 +337,7 @@ func (c *cli) governor(ctx context.Context, w *world, ledger string) (g *govern.
 		}
 	}
 	opts := govern.Options{
-		Engine: e, Store: store, Prices: w.cfg.Prices, Mode: w.cfg.Mode, DefaultRole: w.cfg.DefaultRole,
+		Engine: e, Store: store, Prices: w.cfg.Prices, Shadow: w.cfg.Mode == config.Shadow, DefaultRole: w.cfg.DefaultRole,
 		AgentRoles: w.cfg.AgentRoles, AgentMaxRoles: w.cfg.AgentMaxRoles, Project: w.project(), EnvRole: c.env.getenv("LEAN_CTX_ROLE"),
 		OnError: func(err error) { fmt.Fprintf(c.stderr, "harness: warning: %v\n", err) },
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -115,7 +115,7 @@ func TestDecideJSON(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	var got struct {
-		policy.Decision
+		contract.Decision
 		StatusLine string `json:"status_line"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {

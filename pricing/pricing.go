@@ -1,4 +1,8 @@
-package budget
+// Package pricing is the price table: what a model's input and output tokens
+// cost, in integer micro-dollars, and the exact cost of a call. It is data
+// and arithmetic only; the configuration fills the table and the governor
+// charges with it.
+package pricing
 
 import (
 	"fmt"
@@ -27,8 +31,8 @@ type Prices struct {
 // does not know).
 const DefaultModel = "default"
 
-// DefaultPrices is the price table without configuration.
-func DefaultPrices() Prices {
+// Default is the price table without configuration.
+func Default() Prices {
 	return Prices{
 		DefaultModel: DefaultModel,
 		Models:       map[string]Price{DefaultModel: {InputMicrosPerMTok: 2_500_000, OutputMicrosPerMTok: 10_000_000}},

@@ -1,9 +1,11 @@
-package policy
-
-import (
-	"fmt"
-	"strings"
-)
+// Package contract holds the shapes every part of the harness agrees on
+// (the harness contract, v1): the decision input and output, reasons and
+// their codes, budget levels, the status line, role switches, and the
+// contract's defaults. It is data only: no evaluation (the policy package
+// decides), no storage, no I/O. Anything that reads or writes decisions
+// (the event and decision logs, the gateway, the hook, reports) imports
+// this package without linking the policy engine.
+package contract
 
 // Usage is a session's consumption before a call. Money is in integer
 // micro-dollars.
@@ -35,7 +37,7 @@ const (
 	Deny  = "deny"
 )
 
-// Budget levels.
+// Budget levels of a dimension, and a decision's signal (the worst level).
 const (
 	LevelOK        = "OK"
 	LevelWarning   = "WARNING"
@@ -97,56 +99,61 @@ type Decision struct {
 	Budget         Budget   `json:"budget"`
 }
 
-// denied is the decision for a call the engine could not evaluate.
-func denied(in Input, code, msg string) Decision {
-	return Decision{
-		Decision: Deny,
-		Role:     in.Role,
-		Tool:     in.Tool,
-		Reasons:  []Reason{{Code: code, Message: msg}},
-		Warnings: []Reason{},
-		Signal:   LevelOK,
-	}
+// Status is a session's budget under its role, without a call: what the
+// status line shows.
+type Status struct {
+	Role   string `json:"role"`
+	Signal string `json:"signal"`
+	Budget Budget `json:"budget"`
 }
 
-// StatusLine is the budget summary of section 5 of the contract:
-//
-//	Budget[coder]: tokens 50000/200000 (25%) | shell 5/100 (5%) | cost $0.50/$5.00 (10%) → OK
-func (d Decision) StatusLine() string {
-	b := d.Budget
-	return fmt.Sprintf("Budget[%s]: tokens %d/%d (%d%%) | shell %d/%d (%d%%) | cost %s/%s (%d%%) → %s",
-		d.Role,
-		b.Tokens.Used, b.Tokens.Limit, b.Tokens.Percent,
-		b.Shell.Used, b.Shell.Limit, b.Shell.Percent,
-		FormatUSD(b.Cost.Used), FormatUSD(b.Cost.Limit), b.Cost.Percent,
-		d.Signal)
+// Status is the budget the decision was made on.
+func (d Decision) Status() Status { return Status{Role: d.Role, Signal: d.Signal, Budget: d.Budget} }
+
+// StatusLine is the status line of the budget the decision was made on.
+func (d Decision) StatusLine() string { return d.Status().StatusLine() }
+
+// Who asks for a role switch.
+const (
+	ByAgent    = "agent"    // under the switch rules
+	ByOperator = "operator" // may enter privileged roles
+)
+
+// CodeSwitchDenied is the code of a refused switch's reasons.
+const CodeSwitchDenied = "switch_denied"
+
+// SwitchInput is a request to change a session's active role.
+type SwitchInput struct {
+	From    string `json:"from"`
+	To      string `json:"to"`
+	By      string `json:"by"`
+	Session string `json:"session"`
+	Agent   string `json:"agent"`
+	// MaxRole is the most privileged role the agent may hold ("" for no
+	// such bound): an agent may switch only to the roles within it.
+	MaxRole string `json:"max_role,omitempty"`
 }
 
-// FormatUSD prints micro-dollars as dollars with two decimals, rounded down
-// (usage is never overstated): 4_999_999 → "$4.99".
-func FormatUSD(micros int64) string {
-	sign := ""
-	if micros < 0 {
-		sign, micros = "-", -micros
-	}
-	return fmt.Sprintf("%s$%d.%02d", sign, micros/1_000_000, micros/10_000%100)
+// SwitchDecision is data.harness.switch: whether the switch may happen and,
+// if not, the rules that refused it (each reason names its rule).
+type SwitchDecision struct {
+	Allowed bool     `json:"allowed"`
+	From    string   `json:"from"`
+	To      string   `json:"to"`
+	By      string   `json:"by"`
+	Reasons []Reason `json:"reasons"`
 }
 
-// ParseUSD reads a dollar amount ("0.5", "$5", "12.345678") exactly, as
-// micro-dollars. More than six decimals, a sign, or anything but digits and
-// one dot is an error.
-func ParseUSD(s string) (int64, error) {
-	t := strings.TrimPrefix(strings.TrimSpace(s), "$")
-	whole, frac, _ := strings.Cut(t, ".")
-	if whole == "" && frac == "" || len(frac) > 6 || len(whole) > 12 {
-		return 0, fmt.Errorf("invalid dollar amount %q: want digits with at most 6 decimals, like 0.50", s)
-	}
-	var n int64
-	for _, c := range whole + frac + strings.Repeat("0", 6-len(frac)) {
-		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("invalid dollar amount %q: want digits with at most 6 decimals, like 0.50", s)
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, nil
-}
+// The contract's defaults (section 4), which harness.toml may change.
+var (
+	// DefaultShellTools are counted against the shell budget and governed
+	// by shell_policy.
+	DefaultShellTools = []string{"ctx_shell", "ctx_execute"}
+	// DefaultExemptTools skip the tool lists and budgets, so that an agent
+	// can always see its role and budget.
+	DefaultExemptTools = []string{SessionTool}
+)
+
+// SessionTool is the agent's window on its role and budget (ctx_session),
+// exempt by default.
+const SessionTool = "ctx_session"

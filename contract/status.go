@@ -1,0 +1,48 @@
+package contract
+
+import (
+	"fmt"
+	"strings"
+)
+
+// StatusLine is the budget summary of section 5 of the contract:
+//
+//	Budget[coder]: tokens 50000/200000 (25%) | shell 5/100 (5%) | cost $0.50/$5.00 (10%) → OK
+func (s Status) StatusLine() string {
+	b := s.Budget
+	return fmt.Sprintf("Budget[%s]: tokens %d/%d (%d%%) | shell %d/%d (%d%%) | cost %s/%s (%d%%) → %s",
+		s.Role,
+		b.Tokens.Used, b.Tokens.Limit, b.Tokens.Percent,
+		b.Shell.Used, b.Shell.Limit, b.Shell.Percent,
+		FormatUSD(b.Cost.Used), FormatUSD(b.Cost.Limit), b.Cost.Percent,
+		s.Signal)
+}
+
+// FormatUSD prints micro-dollars as dollars with two decimals, rounded down
+// (usage is never overstated): 4_999_999 → "$4.99".
+func FormatUSD(micros int64) string {
+	sign := ""
+	if micros < 0 {
+		sign, micros = "-", -micros
+	}
+	return fmt.Sprintf("%s$%d.%02d", sign, micros/1_000_000, micros/10_000%100)
+}
+
+// ParseUSD reads a dollar amount ("0.5", "$5", "12.345678") exactly, as
+// micro-dollars. More than six decimals, a sign, or anything but digits and
+// one dot is an error.
+func ParseUSD(s string) (int64, error) {
+	t := strings.TrimPrefix(strings.TrimSpace(s), "$")
+	whole, frac, _ := strings.Cut(t, ".")
+	if whole == "" && frac == "" || len(frac) > 6 || len(whole) > 12 {
+		return 0, fmt.Errorf("invalid dollar amount %q: want digits with at most 6 decimals, like 0.50", s)
+	}
+	var n int64
+	for _, c := range whole + frac + strings.Repeat("0", 6-len(frac)) {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("invalid dollar amount %q: want digits with at most 6 decimals, like 0.50", s)
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, nil
+}
