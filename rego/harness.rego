@@ -4,8 +4,13 @@
 #   Decides allow, warn or deny for one tool call of an agent, from the
 #   compiled roles (data.harness.roles), the configuration
 #   (data.harness.config) and the call (input: role, tool, arguments,
-#   shell_policy, budget, session, agent). Entry point: data.harness.decision.
-#   Rules are numbered as in section 4 of the harness contract.
+#   shell_policy, budget, session, agent, project). Entry points:
+#   data.harness.decision (one call), data.harness.status (a session's
+#   budget, without a call), data.harness.visible (the tools a role may
+#   call, for listings), data.harness.explanation (why, for people); the
+#   role switch rules are in switch.rego. Rules are numbered as in section 4
+#   of the harness contract; the surfaces (CLI, gateway, hook) ask these
+#   entry points rather than repeat a rule.
 package harness
 
 # The version of the compiled data document this policy reads.
@@ -28,14 +33,9 @@ shell_policy := role.shell_policy
 default shell_policy := ""
 
 # Usage before this call, per dimension (money in integer micro-dollars),
-# when the input is well formed and the data is of this policy's version:
-# the common case, checked in one rule. Only when it fails are the problems
-# spelt out (invalid).
+# when the budget is well formed: the common case, checked in one rule.
+# Only when the input is not valid are the problems spelt out (invalid).
 _checked_usage := {"tokens": t, "shell": s, "cost": c} if {
-	data.harness.schema_version == supported_schema
-	tool != ""
-	role_name != ""
-	is_object(object.get(input, "arguments", {}))
 	b := _budget
 	t := b.tokens
 	is_number(t)
@@ -51,7 +51,13 @@ _checked_usage := {"tokens": t, "shell": s, "cost": c} if {
 	c == floor(c)
 }
 
-valid_input if _checked_usage
+valid_input if {
+	data.harness.schema_version == supported_schema
+	tool != ""
+	role_name != ""
+	is_object(object.get(input, "arguments", {}))
+	_checked_usage
+}
 
 usage := _checked_usage
 
@@ -97,7 +103,11 @@ invalid contains msg if {
 
 exempt if data.harness.config.exempt_tools[tool]
 
+default exempt := false
+
 shell_tool if data.harness.config.shell_tools[tool]
+
+default shell_tool := false
 
 # -- Rule 2: tool lists ------------------------------------------------------
 
@@ -118,10 +128,7 @@ else if {
 	glob.match(g, null, t)
 } else := false
 
-tool_denied if {
-	role.denied.patterns != [] # most roles deny nothing: skip the matching
-	matches(role.denied, tool)
-}
+tool_denied if _denies(role, tool)
 
 tool_allowed if matches(role.allowed, tool)
 
@@ -142,9 +149,15 @@ access_reasons contains r if {
 
 shell_denied if {
 	not exempt
-	shell_tool
-	role.shell_policy == "deny"
+	role
+	not _shell_allowed(role, tool)
 }
+
+# Rule 3 for any role and tool: a shell tool under shell_policy "deny" is
+# refused.
+_shell_allowed(_, t) if not data.harness.config.shell_tools[t]
+
+_shell_allowed(r, _) if r.shell_policy != "deny"
 
 # A shell call under shell_policy "compress" is allowed, its output marked
 # for compression.
@@ -308,6 +321,77 @@ warnings contains w if {
 	w := _warning(sprintf("%s budget of role '%s' is exhausted (%s of %s): other tools are blocked", [dim, role_name, _amount(dim, budget[dim].used), _amount(dim, budget[dim].limit)]))
 }
 
+# -- What a role may call: listings --------------------------------------------
+
+# The tools of input.tools that role input.role may call by its tool lists
+# (rule 2) and shell policy (rule 3), exempt tools always: what a listing of
+# tools (the gateway's tools/list) shows. Budgets and custom policies, which
+# may look at arguments, are left to the call itself. An unknown role may
+# call nothing.
+visible contains t if {
+	some t in input.tools
+	is_string(t)
+	_callable(role, t)
+}
+
+_callable(_, t) if data.harness.config.exempt_tools[t]
+
+_callable(r, t) if {
+	not data.harness.config.exempt_tools[t]
+	not _denies(r, t)
+	matches(r.allowed, t)
+	_shell_allowed(r, t)
+}
+
+# -- A session's budget, without a call ----------------------------------------
+
+# The budget of usage input.budget under role input.role, by rules 4 and 5:
+# what the status line shows, and what tells that a change of usage (or of
+# role) crossed into WARNING or EXHAUSTED. "defined" is false for an unknown
+# role, whose limits are all 0.
+status := {
+	"role": role_name,
+	"defined": _defined,
+	"signal": signal,
+	"budget": budget,
+}
+
+_defined if role
+
+default _defined := false
+
+# -- Why, for people -------------------------------------------------------------
+
+# What an explanation of a decision shows beside the decision: what kind of
+# tool it is, every pattern of the role's lists that matches it, and the
+# role's limits and the thresholds derived from them.
+explanation := {
+	"decision": decision,
+	"exempt": exempt,
+	"shell_tool": shell_tool,
+	"denied_by": [p | some p in role.denied.patterns; _pattern_matches(p, tool)],
+	"allowed_by": [p | some p in role.allowed.patterns; _pattern_matches(p, tool)],
+	"limits": limits,
+	"thresholds": thresholds,
+}
+
+# One pattern as written: '*' matches any run of characters, every other
+# character is itself (glob.match would read ?, [, { and the like).
+_pattern_matches(p, t) if p == t
+
+_pattern_matches(p, t) if {
+	contains(p, "*")
+	glob.match(_glob_escape(p), null, t)
+}
+
+_glob_escape(p) := strings.replace_n(
+	{
+		"\\": "\\\\", "?": "\\?", "[": "\\[", "]": "\\]", "{": "\\{",
+		"}": "\\}", "!": "\\!", ",": "\\,", "-": "\\-", "^": "\\^",
+	},
+	p,
+)
+
 # -- The decision ------------------------------------------------------------
 
 outcome := "allow" if {
@@ -387,23 +471,24 @@ decision := {
 	cost < object.get(r.thresholds.cost, "exhausted_at", cost + 1)
 
 	# The shell policy and budget (rules 3, 7), and custom policies.
-	_shell_clear(r, t, shell)
+	_shell_allowed(r, t)
+	_shell_admitted(r, t, shell)
 	count(custom_denies) == 0
 	count(custom_warnings) == 0
 } else := full_decision
 
+# Rule 2's deny for any role and tool.
 _denies(r, t) if {
-	r.denied.patterns != [] # most roles deny nothing
+	r.denied.patterns != [] # most roles deny nothing: skip the matching
 	matches(r.denied, t)
 }
 
-_shell_clear(_, t, _) if not data.harness.config.shell_tools[t]
+_shell_admitted(_, t, _) if not data.harness.config.shell_tools[t]
 
-# A shell call the shell policy and budget admit (rules 3, 7; blocking off,
-# there is no count of admitted calls).
-_shell_clear(r, t, used) if {
+# A shell call the shell budget admits (rule 7; blocking off, there is no
+# count of admitted calls).
+_shell_admitted(r, t, used) if {
 	data.harness.config.shell_tools[t]
-	r.shell_policy != "deny"
 	used + 1 <= object.get(r.thresholds.shell, "admits", used + 1)
 }
 

@@ -1,6 +1,10 @@
 # Tests of the decision policy, one or more per rule of section 4 of the
-# harness contract. They run with the compiled built-in roles as data: in
-# `go test` (through OPA's tester) and with `opa test` on a compiled bundle.
+# harness contract. They run in `go test` (through OPA's tester) and with
+# `opa test` on any compiled bundle: whatever roles, configuration and
+# custom policies a project has, they decide with their own (fixture.roles
+# and fixture.config in fixture_test.rego, the built-ins and the roles of
+# rego/testdata/roles as the compiler makes them), and without the
+# project's custom policies.
 package harness.tests
 
 # -- Helpers -----------------------------------------------------------------
@@ -16,57 +20,21 @@ call(role, tool) := {
 
 spent(c, budget) := object.union(c, {"budget": budget})
 
-decide(c) := d if {
+decide(c) := decide_with(c, fixture.config)
+
+# decide_with decides c with the fixture's roles and the configuration
+# config.
+decide_with(c, config) := d if {
 	d := data.harness.decision with input as c
+		with data.harness.roles as fixture.roles
+		with data.harness.config as config
+		with data.harness.schema_version as fixture.schema_version
+		with data.harness.custom as {}
 }
 
 codes(d) := [r.code | some r in d.reasons]
 
 warning_codes(d) := [w.code | some w in d.warnings]
-
-# A compiled matcher for the tests' own roles.
-matcher(patterns) := {
-	"all": "*" in patterns,
-	"exact": {p: true | some p in patterns; not contains(p, "*")},
-	"prefixes": [trim_suffix(p, "*") | some p in patterns; endswith(p, "*"); p != "*"; not startswith(p, "*")],
-	"suffixes": [trim_prefix(p, "*") | some p in patterns; startswith(p, "*"); p != "*"; not endswith(p, "*")],
-	"globs": [p | some p in patterns; startswith(p, "*"); endswith(p, "*"); p != "*"],
-	"patterns": sort(patterns),
-}
-
-# The thresholds the compiler derives from limits (see NewThreshold).
-thresholds(l) := {dim: _threshold(l[key], l.warn_percent, l.block_percent) |
-	some dim, key in {"tokens": "tokens", "shell": "shell", "cost": "cost_micros"}
-}
-
-_threshold(limit, warn, block) := object.union(
-	{"warn_at": _warn_at(limit, warn)},
-	object.union(
-		{"admits": floor((limit * block) / 100) | block <= 100},
-		{"exhausted_at": ceil((limit * block) / 100) | block <= 100; limit > 0},
-	),
-)
-
-_warn_at(limit, warn) := ceil((limit * warn) / 100) if limit > 0
-
-else := 1
-
-# A compiled role: everything allowed, the coder's limits, unless overridden.
-custom(over) := object.union(base, {"thresholds": thresholds(base.limits)}) if {
-	base := object.union(_custom_defaults, over)
-}
-
-_custom_defaults := {
-	"source": "project",
-	"description": "test role",
-	"shell_policy": "track",
-	"privileged": false,
-	"unrestricted": false,
-	"allowed": matcher(["*"]),
-	"denied": matcher([]),
-	"limits": {"tokens": 200000, "shell": 100, "cost_micros": 5000000, "warn_percent": 80, "block_percent": 100},
-	"io": {},
-}
 
 # -- Rule 2: tool lists --------------------------------------------------------
 
@@ -109,75 +77,61 @@ test_ops_shell_but_not_edit if {
 }
 
 test_prefix_pattern_matches_only_its_prefix if {
-	r := custom({"allowed": matcher(["ctx_*"])})
-	decide(call("t", "ctx_read")).decision == "allow" with data.harness.roles.t as r
-	codes(decide(call("t", "read"))) == ["tool_not_allowed"] with data.harness.roles.t as r
-	codes(decide(call("t", "xctx_read"))) == ["tool_not_allowed"] with data.harness.roles.t as r
+	decide(call("ctx-only", "ctx_read")).decision == "allow"
+	codes(decide(call("ctx-only", "read"))) == ["tool_not_allowed"]
+	codes(decide(call("ctx-only", "xctx_read"))) == ["tool_not_allowed"]
 }
 
 test_suffix_and_middle_patterns if {
-	r := custom({"allowed": {
-		"all": false, "exact": {}, "prefixes": [], "suffixes": ["_read"],
-		"globs": ["mcp__*__list"], "patterns": ["*_read", "mcp__*__list"],
-	}})
-	decide(call("t", "ctx_smart_read")).decision == "allow" with data.harness.roles.t as r
-	decide(call("t", "mcp__github__list")).decision == "allow" with data.harness.roles.t as r
-	codes(decide(call("t", "mcp__github__lister"))) == ["tool_not_allowed"] with data.harness.roles.t as r
-	codes(decide(call("t", "ctx_reader"))) == ["tool_not_allowed"] with data.harness.roles.t as r
+	decide(call("shapes", "ctx_smart_read")).decision == "allow"
+	decide(call("shapes", "mcp__github__list")).decision == "allow"
+	codes(decide(call("shapes", "mcp__github__lister"))) == ["tool_not_allowed"]
+	codes(decide(call("shapes", "ctx_reader"))) == ["tool_not_allowed"]
 }
 
 test_patterns_are_case_sensitive if {
-	r := custom({"allowed": matcher(["ctx_read"])})
-	codes(decide(call("t", "CTX_READ"))) == ["tool_not_allowed"] with data.harness.roles.t as r
+	codes(decide(call("exact", "CTX_READ"))) == ["tool_not_allowed"]
 }
 
 test_denied_beats_allowed if {
-	r := custom({"allowed": matcher(["ctx_*"]), "denied": matcher(["ctx_edit"])})
-	d := decide(call("t", "ctx_edit")) with data.harness.roles.t as r
+	d := decide(call("ctx-but-edit", "ctx_edit"))
 	codes(d) == ["tool_denied"]
-	d.reasons[0].message == "tool 'ctx_edit' is denied for role 't'"
+	d.reasons[0].message == "tool 'ctx_edit' is denied for role 'ctx-but-edit'"
 }
 
 # -- Rule 1: exempt tools ------------------------------------------------------
 
 test_denied_star_denies_all_but_exempt if {
-	r := custom({"denied": matcher(["*"])})
 	every t in ["ctx_read", "ctx_shell", "x"] {
-		codes(decide(call("t", t))) == ["tool_denied"] with data.harness.roles.t as r
+		codes(decide(call("deny-all", t))) == ["tool_denied"]
 	}
-	decide(call("t", "ctx_session")).decision == "allow" with data.harness.roles.t as r
+	decide(call("deny-all", "ctx_session")).decision == "allow"
 }
 
 test_empty_allow_list_allows_only_exempt if {
-	r := custom({"allowed": matcher([])})
-	codes(decide(call("t", "ctx_read"))) == ["tool_not_allowed"] with data.harness.roles.t as r
-	decide(call("t", "ctx_session")).decision == "allow" with data.harness.roles.t as r
+	codes(decide(call("allow-none", "ctx_read"))) == ["tool_not_allowed"]
+	decide(call("allow-none", "ctx_session")).decision == "allow"
 }
 
 test_exempt_tools_come_from_config if {
-	decide(call("reviewer", "ctx_edit")).decision == "allow" with data.harness.config.exempt_tools as {"ctx_edit": true}
-	r := custom({"allowed": matcher(["ctx_read"])})
-	codes(decide(call("t", "ctx_session"))) == ["tool_not_allowed"] with data.harness.roles.t as r
-		with data.harness.config.exempt_tools as {}
+	edit := {"shell_tools": fixture.config.shell_tools, "exempt_tools": {"ctx_edit": true}}
+	decide_with(call("reviewer", "ctx_edit"), edit).decision == "allow"
+	codes(decide_with(call("exact", "ctx_session"), edit)) == ["tool_not_allowed"]
 }
 
 # -- Rule 3: shell policy ------------------------------------------------------
 
 test_shell_policy_deny_refuses_allowed_shell if {
-	r := custom({"shell_policy": "deny"})
 	every t in ["ctx_shell", "ctx_execute"] {
-		d := decide(call("t", t)) with data.harness.roles.t as r
-		codes(d) == ["shell_denied"]
+		codes(decide(call("no-shell", t))) == ["shell_denied"]
 	}
-	decide(call("t", "ctx_read")).decision == "allow" with data.harness.roles.t as r
+	decide(call("no-shell", "ctx_read")).decision == "allow"
 }
 
 test_shell_tools_come_from_config if {
-	r := custom({"shell_policy": "deny"})
-	codes(decide(call("t", "bash"))) == ["shell_denied"] with data.harness.roles.t as r
-		with data.harness.config.shell_tools as {"bash": true}
-	decide(call("t", "ctx_shell")).decision == "allow" with data.harness.roles.t as r
-		with data.harness.config.shell_tools as {"bash": true}
+	config := {"shell_tools": {"bash": true}, "exempt_tools": fixture.config.exempt_tools}
+	codes(decide_with(call("no-shell", "bash"), config)) == ["shell_denied"]
+	decide_with(call("no-shell", "ctx_shell"), config).decision == "allow"
 }
 
 test_compress_marks_shell_output if {
@@ -259,15 +213,13 @@ test_cost_exhausted if {
 }
 
 test_block_at_lower_percent if {
-	r := custom({"limits": {"tokens": 1000, "shell": 10, "cost_micros": 1000000, "warn_percent": 50, "block_percent": 90}})
-	decide(spent(call("t", "ctx_read"), {"tokens": 899})).decision == "warn" with data.harness.roles.t as r
-	codes(decide(spent(call("t", "ctx_read"), {"tokens": 900}))) == ["budget_exhausted"] with data.harness.roles.t as r
+	decide(spent(call("block-90", "ctx_read"), {"tokens": 899})).decision == "warn"
+	codes(decide(spent(call("block-90", "ctx_read"), {"tokens": 900}))) == ["budget_exhausted"]
 }
 
 test_block_255_never_blocks if {
-	r := custom({"limits": {"tokens": 1000, "shell": 10, "cost_micros": 1000000, "warn_percent": 80, "block_percent": 255}})
-	c := spent(call("t", "ctx_shell"), {"tokens": 5000, "shell": 50, "cost_micros": 9000000})
-	d := decide(c) with data.harness.roles.t as r
+	c := spent(call("never-block", "ctx_shell"), {"tokens": 5000, "shell": 50, "cost_micros": 9000000})
+	d := decide(c)
 	d.decision == "warn"
 	d.signal == "WARNING"
 	d.budget.tokens.percent == 500
@@ -288,16 +240,13 @@ test_shell_100_of_100_denies if {
 }
 
 test_shell_limit_zero_refuses_every_shell_call if {
-	r := custom({"limits": {"tokens": 1000, "shell": 0, "cost_micros": 1000000, "warn_percent": 80, "block_percent": 100}})
-	d := decide(call("t", "ctx_shell")) with data.harness.roles.t as r
-	codes(d) == ["shell_budget"]
-	decide(call("t", "ctx_read")).decision == "allow" with data.harness.roles.t as r
+	codes(decide(call("zero-shell", "ctx_shell"))) == ["shell_budget"]
+	decide(call("zero-shell", "ctx_read")).decision == "allow"
 }
 
 test_shell_admission_follows_block_percent if {
-	r := custom({"limits": {"tokens": 1000, "shell": 10, "cost_micros": 1000000, "warn_percent": 50, "block_percent": 50}})
-	decide(spent(call("t", "ctx_shell"), {"shell": 4})).allowed == true with data.harness.roles.t as r
-	"shell_budget" in codes(decide(spent(call("t", "ctx_shell"), {"shell": 5}))) with data.harness.roles.t as r
+	decide(spent(call("half", "ctx_shell"), {"shell": 4})).allowed == true
+	"shell_budget" in codes(decide(spent(call("half", "ctx_shell"), {"shell": 5})))
 }
 
 # -- The decision object -------------------------------------------------------
@@ -328,7 +277,8 @@ test_contract_example if {
 test_unknown_role_denies if {
 	d := decide(call("nobody", "ctx_read"))
 	codes(d) == ["unknown_role"]
-	startswith(d.reasons[0].message, "role 'nobody' is not defined; known roles: admin, coder, debugger, ops, reviewer")
+	d.reasons[0].message == sprintf("role 'nobody' is not defined; known roles: %s", [concat(", ", sort(object.keys(fixture.roles)))])
+	startswith(d.reasons[0].message, "role 'nobody' is not defined; known roles: admin, allow-none, anything-goes, block-90, coder,")
 	codes(decide(call("nobody", "ctx_session"))) == ["unknown_role"]
 }
 
@@ -350,7 +300,102 @@ test_missing_budget_counts_as_zero if {
 }
 
 test_schema_mismatch_denies if {
-	d := decide(call("coder", "ctx_read")) with data.harness.schema_version as 2
+	d := data.harness.decision with input as call("coder", "ctx_read")
+		with data.harness.roles as fixture.roles
+		with data.harness.config as fixture.config
+		with data.harness.schema_version as 2
+		with data.harness.custom as {}
 	codes(d) == ["invalid_input"]
 	contains(d.reasons[0].message, "schema_version 2")
+}
+
+# -- Listings, status and explanations -------------------------------------------
+
+visible_for(role, tools) := v if {
+	v := data.harness.visible with input as {"role": role, "tools": tools}
+		with data.harness.roles as fixture.roles
+		with data.harness.config as fixture.config
+}
+
+test_visible_follows_the_tool_lists_and_shell_policy if {
+	tools := ["ctx_read", "ctx_edit", "ctx_shell", "ctx_session", "mcp__gh__list", 7]
+	visible_for("reviewer", tools) == {"ctx_read", "ctx_session"}
+	visible_for("coder", tools) == {"ctx_read", "ctx_edit", "ctx_shell", "ctx_session", "mcp__gh__list"}
+	visible_for("no-shell", tools) == {"ctx_read", "ctx_edit", "ctx_session", "mcp__gh__list"}
+	visible_for("deny-all", tools) == {"ctx_session"}
+	visible_for("nobody", tools) == set()
+}
+
+# A listing shows a tool exactly when a call of it is not refused by the
+# tool lists or the shell policy.
+test_visible_agrees_with_decisions if {
+	access := {"tool_denied", "tool_not_allowed", "shell_denied"}
+	every role, _ in fixture.roles {
+		every t in ["ctx_read", "ctx_edit", "ctx_shell", "ctx_execute", "ctx_session", "mcp__gh__list", "x_read", "other"] {
+			refused := {c | some c in codes(decide(call(role, t))); c in access}
+			_shown_unless_refused(visible_for(role, [t]), t, count(refused))
+		}
+	}
+}
+
+_shown_unless_refused(shown, t, 0) if t in shown
+
+_shown_unless_refused(shown, t, n) if {
+	n > 0
+	not t in shown
+}
+
+status_of(role, budget) := s if {
+	s := data.harness.status with input as {"role": role, "budget": budget}
+		with data.harness.roles as fixture.roles
+		with data.harness.config as fixture.config
+}
+
+test_status if {
+	s := status_of("coder", {"tokens": 170000, "shell": 5, "cost_micros": 0})
+	s.defined
+	s.role == "coder"
+	s.signal == "WARNING"
+	s.budget.tokens == {"used": 170000, "limit": 200000, "percent": 85, "level": "WARNING"}
+	s.budget.shell == {"used": 5, "limit": 100, "percent": 5, "level": "OK"}
+	status_of("coder", {"tokens": 200000, "shell": 0, "cost_micros": 0}).signal == "EXHAUSTED"
+	status_of("reviewer", {"tokens": 0, "shell": 1, "cost_micros": 0}).budget.shell.level == "WARNING"
+	not status_of("nobody", {"tokens": 0, "shell": 0, "cost_micros": 0}).defined
+}
+
+# The status is the budget and signal every decision of that usage carries.
+test_status_agrees_with_decisions if {
+	every role in ["coder", "reviewer", "block-90", "never-block", "zero-shell"] {
+		every usage in [
+			{"tokens": 0, "shell": 0, "cost_micros": 0},
+			{"tokens": 899, "shell": 9, "cost_micros": 900000},
+			{"tokens": 5000, "shell": 50, "cost_micros": 9000000},
+		] {
+			s := status_of(role, usage)
+			d := decide(spent(call(role, "ctx_session"), usage))
+			s.budget == d.budget
+			s.signal == d.signal
+		}
+	}
+}
+
+explain_of(c) := e if {
+	e := data.harness.explanation with input as c
+		with data.harness.roles as fixture.roles
+		with data.harness.config as fixture.config
+		with data.harness.custom as {}
+}
+
+test_explanation if {
+	e := explain_of(call("ctx-but-edit", "ctx_edit"))
+	e.denied_by == ["ctx_edit"]
+	e.allowed_by == ["ctx_*"]
+	e.decision == decide(call("ctx-but-edit", "ctx_edit"))
+	e.exempt == false
+	e.shell_tool == false
+	e.limits == fixture.roles["ctx-but-edit"].limits
+	explain_of(call("shapes", "mcp__gh__list")).allowed_by == ["mcp__*__list"]
+	explain_of(call("coder", "ctx_shell")).shell_tool == true
+	explain_of(call("coder", "ctx_session")).exempt == true
+	explain_of(call("reviewer", "other")).allowed_by == []
 }

@@ -12,7 +12,7 @@ func TestSources(t *testing.T) {
 	if got := names(policy); !slices.Equal(got, []string{"harness.rego", "switch.rego"}) {
 		t.Errorf("policy modules: %v", got)
 	}
-	if got := names(tests); !slices.Equal(got, []string{"harness_test.rego", "switch_test.rego"}) {
+	if got := names(tests); !slices.Equal(got, []string{"fixture_test.rego", "harness_test.rego", "switch_test.rego"}) {
 		t.Errorf("test modules: %v", got)
 	}
 	for _, f := range policy {

@@ -2,7 +2,9 @@
 #
 # Decides whether a session may change its active role. Entry point:
 # data.harness.switch, for input {from, to, by ("agent" or "operator"),
-# session, agent, max_role (optional)}. An agent may not switch itself into
+# session, agent, max_role (optional)}; data.harness.switch_targets, for the
+# same input without "to", says of every role whether that switch may reach
+# it (what ctx_session and `harness role` offer). An agent may not switch itself into
 # a privileged role (admin, ops, any role marked privileged), nor into a role
 # of a user or project file that allows every tool and denies none, whatever
 # its name (the built-in coder and debugger are such roles by design), nor,
@@ -19,6 +21,13 @@ switch := {
 	"to": object.get(input, "to", ""),
 	"by": object.get(input, "by", ""),
 	"reasons": [r | some r in switch_reasons],
+}
+
+# Every role, and whether the switch of input (with each role as input.to)
+# is allowed.
+switch_targets := {to: allowed |
+	some to, _ in data.harness.roles
+	allowed := switch.allowed with input.to as to
 }
 
 by_agent if input.by != "operator"

@@ -1,8 +1,20 @@
-# Tests of the role switch rules (data.harness.switch).
+# Tests of the role switch rules (data.harness.switch, switch_targets), with
+# the fixture's roles (see harness_test.rego).
 package harness.tests
 
-switching(from, to, by) := s if {
-	s := data.harness.switch with input as {"from": from, "to": to, "by": by, "session": "s-1", "agent": "test"}
+switching(from, to, by) := capped(from, to, by, "")
+
+capped(from, to, by, max_role) := switch_with(
+	{"from": from, "to": to, "by": by, "session": "s-1", "agent": "test", "max_role": max_role},
+	{},
+)
+
+# switch_with decides a switch with the fixture's roles and the custom
+# policies custom.
+switch_with(request, custom) := s if {
+	s := data.harness.switch with input as request
+		with data.harness.roles as fixture.roles
+		with data.harness.custom as custom
 }
 
 rules(s) := [r.rule | some r in s.reasons]
@@ -23,19 +35,17 @@ test_agent_may_not_enter_privileged_roles if {
 }
 
 test_agent_may_not_enter_an_unrestricted_role if {
-	r := object.union(custom({}), {"unrestricted": true})
-	s := switching("coder", "anything-goes", "agent") with data.harness.roles["anything-goes"] as r
+	s := switching("coder", "anything-goes", "agent")
 	not s.allowed
 	rules(s) == ["unrestricted_role"]
 }
 
 test_a_role_marked_privileged if {
-	r := object.union(custom({}), {"privileged": true})
-	rules(switching("coder", "prod", "agent")) == ["privileged_role"] with data.harness.roles.prod as r
+	rules(switching("coder", "prod", "agent")) == ["privileged_role"]
 }
 
 test_operator_may_enter_any_role if {
-	every to in ["admin", "ops", "coder"] {
+	every to in ["admin", "ops", "coder", "prod", "anything-goes"] {
 		switching("reviewer", to, "operator").allowed
 	}
 }
@@ -43,7 +53,7 @@ test_operator_may_enter_any_role if {
 test_unknown_role if {
 	s := switching("coder", "root", "operator")
 	rules(s) == ["unknown_role"]
-	startswith(s.reasons[0].message, "role 'root' is not defined; known roles: admin, coder")
+	startswith(s.reasons[0].message, "role 'root' is not defined; known roles: admin, allow-none, anything-goes,")
 }
 
 test_who_switches_must_be_known if {
@@ -51,13 +61,10 @@ test_who_switches_must_be_known if {
 }
 
 test_custom_switch_rules if {
-	s := switching("reviewer", "debugger", "agent") with data.harness.custom.only_coder.switch_deny as {"reviewer may only switch to coder"}
+	request := {"from": "reviewer", "to": "debugger", "by": "agent", "session": "s-1", "agent": "test"}
+	s := switch_with(request, {"only_coder": {"switch_deny": {"reviewer may only switch to coder"}}})
 	not s.allowed
 	s.reasons == [{"code": "switch_denied", "rule": "harness.custom.only_coder", "message": "reviewer may only switch to coder"}]
-}
-
-capped(from, to, by, max_role) := s if {
-	s := data.harness.switch with input as {"from": from, "to": to, "by": by, "session": "s-1", "agent": "test", "max_role": max_role}
 }
 
 test_an_agent_stays_within_its_max_role if {
@@ -76,4 +83,20 @@ test_max_role_binds_agents_only if {
 
 test_an_unknown_max_role_covers_nothing if {
 	rules(capped("coder", "reviewer", "agent", "no-such-role")) == ["max_role"]
+}
+
+# switch_targets answers for every role at once what switch answers for one.
+test_switch_targets if {
+	request := {"from": "reviewer", "by": "agent", "session": "s-1", "agent": "test", "max_role": "coder"}
+	targets := data.harness.switch_targets with input as request
+		with data.harness.roles as fixture.roles
+		with data.harness.custom as {}
+	object.keys(targets) == object.keys(fixture.roles)
+	every to, allowed in targets {
+		allowed == capped("reviewer", to, "agent", "coder").allowed
+	}
+	targets.coder
+	targets.reviewer
+	not targets.debugger # beyond coder: more shell calls
+	not targets.admin
 }

@@ -72,7 +72,8 @@ func TestCompiledBundleWithOPACLI(t *testing.T) {
 			t.Errorf("opa %v: %s", args, m[0])
 		}
 		// The harness's own tests and the project's custom policy tests.
-		if want := fmt.Sprintf("PASS: %d/%d", countTests(t), countTests(t)); !strings.Contains(out, want) {
+		n := countTests(t, "") + countTests(t, withPolicies)
+		if want := fmt.Sprintf("PASS: %d/%d", n, n); !strings.Contains(out, want) {
 			t.Errorf("opa %v: want %s:\n%s", args, want, out)
 		}
 	}
@@ -210,14 +211,73 @@ func waitHealthy(t *testing.T, url string) {
 	t.Fatalf("%s never became healthy", url)
 }
 
-// countTests counts the test rules of the harness's and the project's
-// *_test.rego files.
-func countTests(t *testing.T) int {
+// The harness's own tests pass with `opa test` on the bundle of any
+// project: roles that sort before and after the built-ins, built-ins a
+// user adjusted (as the README shows), other shell and exempt tools, and
+// custom policies that deny and warn.
+func TestOPATestOnAnyProject(t *testing.T) {
+	t.Parallel()
+	opa := opaBinary(t)
+	harnessTests := countTests(t, "")
+	tests := []struct {
+		name  string
+		files map[string]string // under home (.lean-ctx/…) or the project (project/…)
+	}{
+		{"a project role before the built-ins", map[string]string{
+			"project/.lean-ctx/roles/fsreader.toml": "[tools]\nallowed = [\"ctx_read\"]\n",
+			"project/.lean-ctx/roles/aaa.toml":      "[role]\ninherits = \"reviewer\"\n",
+		}},
+		{"roles after the built-ins", map[string]string{
+			"project/.lean-ctx/roles/zz-ops.toml": "[role]\ninherits = \"ops\"\nprivileged = false\n",
+			".lean-ctx/roles/writer.toml":         "[tools]\ndenied = [\"ctx_shell\"]\n",
+		}},
+		{"a user's adjusted reviewer and coder", map[string]string{
+			".lean-ctx/roles/reviewer.toml": "[role]\ninherits = \"reviewer\"\n\n[limits]\nmax_context_tokens = 50000\n",
+			".lean-ctx/roles/coder.toml":    "[role]\ninherits = \"coder\"\nshell_policy = \"deny\"\n\n[tools]\ndenied = [\"ctx_edit\"]\n\n[limits]\nmax_shell_invocations = 3\nwarn_at_percent = 10\n",
+		}},
+		{"other shell and exempt tools", map[string]string{
+			".lean-ctx/harness.toml": "[tools]\nshell = [\"bash\"]\nexempt = [\"ctx_cost\"]\n",
+		}},
+		{"custom policies that deny and warn everything", map[string]string{
+			"project/.lean-ctx/policies/no.rego":      "package harness.custom.no\n\ndeny contains \"no\" if input.tool != \"\"\n\nswitch_deny contains \"never\" if true\n",
+			".lean-ctx/policies/careful.rego":         "package harness.custom.careful\n\nwarn contains \"careful\" if true\n",
+			"project/.lean-ctx/policies/no_test.rego": "package harness.custom.no_test\n\ntest_denies if data.harness.decision.decision == \"deny\" with input as {\"role\": \"coder\", \"tool\": \"x\"}\n",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			project := filepath.Join(home, "project")
+			writeFile(t, filepath.Join(project, ".git"), "")
+			for name, content := range tt.files {
+				writeFile(t, filepath.Join(home, name), content)
+			}
+			dir := filepath.Join(t.TempDir(), "bundle")
+			if out, errOut, code := harnessIn(t, home, nil, "compile", "--project", project, "--out", dir); code != 0 {
+				t.Fatalf("compile: exit %d\n%s%s", code, out, errOut)
+			}
+			want := harnessTests + countTests(t, project)
+			for _, args := range [][]string{{"test", dir}, {"test", "-b", dir}} {
+				out, code := runOPA(t, opa, args...)
+				if code != 0 || !strings.Contains(out, fmt.Sprintf("PASS: %d/%d", want, want)) {
+					t.Errorf("opa %v: exit %d, want PASS: %d/%d\n%s", args, code, want, want, out)
+				}
+			}
+		})
+	}
+}
+
+// countTests counts the test rules of the harness's *_test.rego files, or,
+// for a project, of its custom policies' tests.
+func countTests(t *testing.T, project string) int {
 	t.Helper()
 	files, _ := filepath.Glob("../../rego/*_test.rego")
-	more, _ := filepath.Glob(withPolicies + "/.lean-ctx/policies/*_test.rego")
+	if project != "" {
+		files, _ = filepath.Glob(project + "/.lean-ctx/policies/*_test.rego")
+	}
 	n := 0
-	for _, f := range append(files, more...) {
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
