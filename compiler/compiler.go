@@ -109,26 +109,6 @@ func NewThreshold(limit, warn, block int64) Threshold {
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
-// Budget levels, as the policy names them.
-const (
-	LevelOK        = "OK"
-	LevelWarning   = "WARNING"
-	LevelExhausted = "EXHAUSTED"
-)
-
-// Level is the level of a dimension at usage used: the policy's rule 5, on
-// the same thresholds. The ledger uses it to see a usage change cross into
-// a level; the policy stays the authority for decisions.
-func (t Threshold) Level(used int64) string {
-	switch {
-	case t.ExhaustedAt != nil && used >= *t.ExhaustedAt:
-		return LevelExhausted
-	case used >= t.WarnAt:
-		return LevelWarning
-	}
-	return LevelOK
-}
-
 // LimitsDoc are a role's limits, in integers (money in micro-dollars).
 type LimitsDoc struct {
 	Tokens       int64 `json:"tokens"`
@@ -302,22 +282,13 @@ func NewMatcher(patterns []string) Matcher {
 }
 
 // Match reports whether tool matches m, the same way the Rego policy does.
-// The policy is the authority; this serves Go callers (tool-list filtering,
-// explanations) and is checked against the policy in tests.
+// The policy is the authority on what a role may call; this serves the
+// compiler's own reasoning about patterns (which roles are within which,
+// see Within), and a test holds it equal to the policy's matching.
 func (m Matcher) Match(tool string) bool {
-	_, ok := m.Matching(tool)
-	return ok
-}
-
-// Matching returns the first pattern (as written, in sorted order) that
-// matches tool.
-func (m Matcher) Matching(tool string) (string, bool) {
-	for _, p := range m.Patterns {
-		if p == tool || strings.Contains(p, "*") && starMatch(p, tool) {
-			return p, true
-		}
-	}
-	return "", false
+	return slices.ContainsFunc(m.Patterns, func(p string) bool {
+		return p == tool || strings.Contains(p, "*") && starMatch(p, tool)
+	})
 }
 
 // starMatch matches s against a pattern whose only special character is '*'.

@@ -79,6 +79,9 @@ type Config struct {
 	HookAllow string
 	// HookTools map agent tools to harness tools, over the defaults.
 	HookTools map[string]string
+	// RoleRefs are the places that name a role, for checking them against
+	// the roles there are (the configuration does not know the roles).
+	RoleRefs []RoleRef
 	// Files are the configuration files that were read, in order.
 	Files []string
 }
@@ -101,6 +104,27 @@ type Token struct {
 	SHA256  string
 	Role    string
 	MaxRole string
+}
+
+// RoleRef is one place of the configuration that names a role.
+type RoleRef struct {
+	Role string
+	// Agent is the agent the role is for; "" for the default role.
+	Agent string
+	// Max is true for a most privileged role (max_role), false for a
+	// starting role.
+	Max bool
+	// Key names the place: "enforcement.default_role",
+	// "agents.NAME.role", "gateway.tokens".
+	Key  string
+	File string
+	Line int
+	Col  int
+}
+
+// Errorf is an error about the reference, at its place.
+func (r RoleRef) Errorf(format string, args ...any) *strict.Error {
+	return &strict.Error{File: r.File, Line: r.Line, Col: r.Col, Key: r.Key, Msg: r.Key + ": " + fmt.Sprintf(format, args...)}
 }
 
 // Off as a log path turns that log off.
@@ -191,6 +215,10 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 	}
 	var errs strict.ErrorList
 	fail := func(key, format string, args ...any) { errs = append(errs, doc.Errorf(key, format, args...)) }
+	ref := func(key, role, agent string, max bool) {
+		p := doc.Pos.Of(key)
+		c.RoleRefs = append(c.RoleRefs, RoleRef{Role: role, Agent: agent, Max: max, Key: key, File: file, Line: p.Line, Col: p.Col})
+	}
 	for _, section := range strict.SortedKeys(doc.Values) {
 		keys, ok := schema[section]
 		if !ok {
@@ -220,6 +248,10 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 			for _, name := range strict.SortedKeys(table) {
 				if err := c.setAgent(name, table[name]); err != nil {
 					fail("agents."+name, "agents.%s: %v", name, err)
+					continue
+				}
+				for _, key := range strict.SortedKeys(table[name].(map[string]any)) {
+					ref("agents."+name+"."+key, table[name].(map[string]any)[key].(string), name, key == "max_role")
 				}
 			}
 			continue
@@ -237,6 +269,20 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 			}
 			if err := c.set(path, v, project); err != nil {
 				fail(path, "%s: %v", path, err)
+				continue
+			}
+			switch path {
+			case "enforcement.default_role":
+				ref(path, c.DefaultRole, "", false)
+			case "gateway.tokens":
+				for _, t := range c.Tokens[len(c.Tokens)-len(v.([]map[string]any)):] {
+					if t.Role != "" {
+						ref(path, t.Role, t.Agent, false)
+					}
+					if t.MaxRole != "" {
+						ref(path, t.MaxRole, t.Agent, true)
+					}
+				}
 			}
 		}
 	}

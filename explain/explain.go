@@ -1,26 +1,28 @@
 // Package explain says in words why a decision came out as it did: which
 // role and files were involved, which patterns matched the tool, and the
-// budget arithmetic. It reads a decision and the data it was made on; it
-// decides nothing (the policy does).
+// budget arithmetic. It renders the policy's explanation (what kind of tool,
+// which patterns match, the thresholds) and the role's provenance; it
+// decides and matches nothing itself.
 package explain
 
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
-	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
 
-// Write writes the explanation of d, made on the compiled document doc for
-// the resolved role r (nil when the role is unknown).
-func Write(w io.Writer, d contract.Decision, r *roles.Role, doc *compiler.Document) {
+// Write writes the policy's explanation x of a decision, for the resolved
+// role r (nil when the role is unknown).
+func Write(w io.Writer, x policy.Explanation, r *roles.Role) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("explain:")
-	rd, ok := doc.Roles[d.Role]
-	if r == nil || !ok {
+	d := x.Decision
+	if r == nil || slices.ContainsFunc(d.Reasons, func(r contract.Reason) bool { return r.Code == contract.CodeUnknownRole }) {
 		p("  role %q is not defined: every call is denied (unknown_role)", d.Role)
 		return
 	}
@@ -32,8 +34,7 @@ func Write(w io.Writer, d contract.Decision, r *roles.Role, doc *compiler.Docume
 		return "default"
 	}
 
-	exempt := doc.Config.ExemptTools[d.Tool]
-	shell := doc.Config.ShellTools[d.Tool]
+	exempt, shell := x.Exempt, x.ShellTool
 	kind := "a tool"
 	switch {
 	case exempt:
@@ -43,29 +44,29 @@ func Write(w io.Writer, d contract.Decision, r *roles.Role, doc *compiler.Docume
 	}
 	p("  tool %s: %s", d.Tool, kind)
 	if !exempt {
-		denied := false
-		if pat, ok := rd.Denied.Matching(d.Tool); ok {
-			denied = true
-			p("    denied: pattern %q of tools.denied (%s) matches → tool_denied (rule 2: denied beats allowed)", pat, origin("tools.denied"))
+		denied := len(x.DeniedBy) > 0
+		if denied {
+			p("    denied: pattern %q of tools.denied (%s) matches → tool_denied (rule 2: denied beats allowed)", x.DeniedBy[0], origin("tools.denied"))
 		} else {
-			p("    denied: no pattern of tools.denied matches (%s)", patterns(rd.Denied))
+			p("    denied: no pattern of tools.denied matches (%s)", patterns(r.Denied))
 		}
-		switch pat, ok := rd.Allowed.Matching(d.Tool); {
-		case ok:
-			p("    allowed: pattern %q of tools.allowed (%s) matches", pat, origin("tools.allowed"))
+		switch {
+		case len(x.AllowedBy) > 0:
+			p("    allowed: pattern %q of tools.allowed (%s) matches", x.AllowedBy[0], origin("tools.allowed"))
 		case denied:
-			p("    allowed: no pattern of tools.allowed matches either (%s)", patterns(rd.Allowed))
+			p("    allowed: no pattern of tools.allowed matches either (%s)", patterns(r.Allowed))
 		default:
-			p("    allowed: no pattern of tools.allowed matches (%s) → tool_not_allowed", patterns(rd.Allowed))
+			p("    allowed: no pattern of tools.allowed matches (%s) → tool_not_allowed", patterns(r.Allowed))
 		}
 	}
-	p("  shell_policy %s (%s)", rd.ShellPolicy, origin("role.shell_policy"))
+	p("  shell_policy %s (%s)", d.ShellPolicy, origin("role.shell_policy"))
 
-	block := "blocking at " + fmt.Sprint(rd.Limits.BlockPercent) + "%"
-	if rd.Limits.BlockPercent > 100 {
+	l := x.Limits
+	block := "blocking at " + fmt.Sprint(l.BlockPercent) + "%"
+	if l.BlockPercent > 100 {
 		block = "blocking off (block_at_percent 255)"
 	}
-	p("  budget: warning at %d%% (%s), %s (%s)", rd.Limits.WarnPercent, origin("limits.warn_at_percent"), block, origin("limits.block_at_percent"))
+	p("  budget: warning at %d%% (%s), %s (%s)", l.WarnPercent, origin("limits.warn_at_percent"), block, origin("limits.block_at_percent"))
 	for _, dim := range []struct {
 		name, key string
 		d         contract.Dimension
@@ -75,7 +76,7 @@ func Write(w io.Writer, d contract.Decision, r *roles.Role, doc *compiler.Docume
 		{"shell", "limits.max_shell_invocations", d.Budget.Shell, plain},
 		{"cost", "limits.max_cost_usd", d.Budget.Cost, contract.FormatUSD},
 	} {
-		t := rd.Thresholds[dim.name]
+		t := x.Thresholds[dim.name]
 		line := fmt.Sprintf("    %-6s %s of %s (%s)", dim.name, dim.format(dim.d.Used), dim.format(dim.d.Limit), origin(dim.key))
 		if dim.d.Limit > 0 {
 			line += fmt.Sprintf(": floor(%d*100/%d) = %d%%; WARNING from %s", dim.d.Used, dim.d.Limit, dim.d.Percent, dim.format(t.WarnAt))
@@ -87,9 +88,9 @@ func Write(w io.Writer, d contract.Decision, r *roles.Role, doc *compiler.Docume
 		}
 		p("%s → %s", line, dim.d.Level)
 	}
-	if t := rd.Thresholds["shell"]; shell && !exempt {
+	if t := x.Thresholds["shell"]; shell && !exempt {
 		if t.Admits != nil {
-			p("    shell admission: this would be call %d of the %d admitted (floor(%d*%d/100)) (rule 7)", d.Budget.Shell.Used+1, *t.Admits, rd.Limits.Shell, rd.Limits.BlockPercent)
+			p("    shell admission: this would be call %d of the %d admitted (floor(%d*%d/100)) (rule 7)", d.Budget.Shell.Used+1, *t.Admits, l.Shell, l.BlockPercent)
 		} else {
 			p("    shell admission: blocking is off, every shell call is admitted")
 		}
@@ -109,9 +110,11 @@ func Write(w io.Writer, d contract.Decision, r *roles.Role, doc *compiler.Docume
 
 func plain(n int64) string { return fmt.Sprint(n) }
 
-func patterns(m compiler.Matcher) string {
-	if len(m.Patterns) == 0 {
+// patterns is a role's list as the policy holds it: sorted, each once.
+func patterns(list []string) string {
+	sorted := slices.Compact(slices.Sorted(slices.Values(list)))
+	if len(sorted) == 0 {
 		return "the list is empty"
 	}
-	return "list: " + strings.Join(m.Patterns, ", ")
+	return "list: " + strings.Join(sorted, ", ")
 }

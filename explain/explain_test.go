@@ -34,10 +34,13 @@ func TestExplain(t *testing.T) {
 		{contract.Input{Role: "nobody", Tool: "x"}, []string{`role "nobody" is not defined`}},
 	}
 	for _, tt := range tests {
-		d, _ := e.Decide(ctx, tt.in)
+		x, err := e.Explain(ctx, tt.in)
+		if err != nil {
+			t.Fatal(err)
+		}
 		r, _ := set.Get(tt.in.Role)
 		var b strings.Builder
-		Write(&b, d, r, e.Document())
+		Write(&b, x, r)
 		for _, w := range tt.want {
 			if !strings.Contains(b.String(), w) {
 				t.Errorf("%s/%s: explanation lacks %q:\n%s", tt.in.Role, tt.in.Tool, w, b.String())

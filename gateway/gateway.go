@@ -17,7 +17,6 @@ import (
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/explain"
 	"github.com/agentharness/harness/govern"
-	"github.com/agentharness/harness/roles"
 )
 
 // SessionTool is the gateway's own tool: role, budget, explanations.
@@ -32,16 +31,16 @@ const (
 
 // Options are a Gateway's parts.
 type Options struct {
-	Governor *govern.Governor
-	// Roles returns the roles in force (they change on reload).
-	Roles     func() *roles.Set
+	Governor  *govern.Governor
 	Upstreams []UpstreamConfig
 	Prefix    string
 	Compress  CompressOptions
 	// Stderr receives the upstreams' stderr.
 	Stderr io.Writer
 	// Logf reports what happens to upstreams.
-	Logf    func(format string, args ...any)
+	Logf func(format string, args ...any)
+	// Version is the harness's, which the gateway gives as its own to
+	// clients and upstreams.
 	Version string
 }
 
@@ -64,8 +63,8 @@ type route struct {
 // New starts the upstreams and builds the server. An upstream that cannot
 // start is reported and retried; the gateway starts anyway.
 func New(ctx context.Context, o Options) (*Gateway, error) {
-	if o.Governor == nil || o.Roles == nil {
-		return nil, errors.New("gateway: a governor and roles are required")
+	if o.Governor == nil || o.Version == "" {
+		return nil, errors.New("gateway: a governor and a version are required")
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -75,9 +74,6 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	if o.Prefix == "" {
 		o.Prefix = PrefixAuto
-	}
-	if o.Version == "" {
-		o.Version = "0.1.0"
 	}
 	g := &Gateway{o: o, routes: map[string]route{}}
 	// An upstream's JSON-RPC error is noted under the request's id, to be
@@ -102,7 +98,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			return nil, fmt.Errorf("gateway: upstream name %q: want unique names without \"__\"", c.Name)
 		}
 		seen[c.Name] = true
-		u := newUpstream(c, o.Stderr, o.Logf, g.sync)
+		u := newUpstream(c, o.Version, o.Stderr, o.Logf, g.sync)
 		if err := u.start(ctx); err != nil {
 			o.Logf("upstream %s: %v (retrying)", c.Name, err)
 		}
@@ -163,35 +159,27 @@ func (g *Gateway) sync() {
 	g.srv.SetTools(tools...)
 }
 
-// filter shows a session only the tools its role may call, and
-// ctx_session. mcp-go runs tool filters for tools/list and, with the one
-// tool asked for, at call time; a call is let through here so that the
-// governed handler answers a deny with its reasons (ctx_session is always
-// registered, so a tools/list filter always sees two tools or more).
+// filter shows a session only the tools its role may call (as the policy
+// says: its tool lists and shell policy), and ctx_session. mcp-go runs tool
+// filters for tools/list and, with the one tool asked for, at call time; a
+// call is let through here so that the governed handler answers a deny
+// with its reasons (ctx_session is always registered, so a tools/list
+// filter always sees two tools or more).
 func (g *Gateway) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	if len(tools) <= 1 {
 		return tools
 	}
 	id := identity(ctx)
 	g.charges.wait(id.key())
-	c, err := g.o.Governor.Session(ctx, id.key(), id.StartRole)
-	if err != nil {
-		g.o.Logf("tools/list: %v", err)
-		return slices.DeleteFunc(tools, func(t mcp.Tool) bool { return t.Name != SessionTool }) // fail closed
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
 	}
-	doc := g.o.Governor.Engine().Document()
-	r, ok := doc.Roles[c.Role]
-	return slices.DeleteFunc(tools, func(t mcp.Tool) bool {
-		switch {
-		case t.Name == SessionTool || doc.Config.ExemptTools[t.Name]:
-			return false
-		case !ok:
-			return true
-		case doc.Config.ShellTools[t.Name] && r.ShellPolicy == "deny":
-			return true
-		}
-		return r.Denied.Match(t.Name) || !r.Allowed.Match(t.Name)
-	})
+	shown, err := g.o.Governor.Visible(ctx, id.key(), id.StartRole, names)
+	if err != nil {
+		g.o.Logf("tools/list: %v", err) // fail closed: ctx_session only
+	}
+	return slices.DeleteFunc(tools, func(t mcp.Tool) bool { return t.Name != SessionTool && !shown[t.Name] })
 }
 
 // proxy is the governed handler of an upstream tool.
@@ -316,13 +304,12 @@ func sessionTool() mcp.Tool {
 }
 
 // session is ctx_session: never blocked, and its switches go through the
-// switch rules.
+// switch rules. What it answers comes from the governor; this renders it.
 func (g *Gateway) session(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id := identity(ctx)
 	g.charges.wait(id.key()) // report the budget with every call charged
 	gov := g.o.Governor
 	action, value, tool := req.GetString("action", ""), req.GetString("value", ""), req.GetString("tool", "")
-	set := g.o.Roles()
 	switch {
 	case action == "role" && value != "":
 		o, err := gov.Switch(ctx, id.key(), value, contract.ByAgent)
@@ -339,41 +326,38 @@ func (g *Gateway) session(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 			res.StructuredContent = o.Decision
 			return res, nil
 		}
-		st, _ := gov.Status(ctx, id.key(), id.StartRole)
-		text := fmt.Sprintf("Role switched: %s → %s. Usage is kept; the new role's limits apply.\n%s", o.Decision.From, o.Decision.To, st.StatusLine())
+		text := fmt.Sprintf("Role switched: %s → %s. Usage is kept; the new role's limits apply.\n%s", o.Decision.From, o.Decision.To, o.Status.StatusLine())
 		if !o.Switched {
-			text = fmt.Sprintf("You are already in role %s.\n%s", value, st.StatusLine())
+			text = fmt.Sprintf("You are already in role %s.\n%s", value, o.Status.StatusLine())
 		}
 		return mcp.NewToolResultStructured(o.Decision, text), nil
 	case action == "role":
-		st, err := gov.Status(ctx, id.key(), id.StartRole)
+		info, err := gov.RoleInfo(ctx, id.key(), id.StartRole)
 		if err != nil {
 			return mcp.NewToolResultError("[harness] " + err.Error()), nil
 		}
-		r, ok := set.Get(st.Role)
-		if !ok {
-			return mcp.NewToolResultError(fmt.Sprintf("[harness] your role %s is no longer defined", st.Role)), nil
+		r := info.Role
+		if r == nil {
+			return mcp.NewToolResultError(fmt.Sprintf("[harness] your role %s is not defined", info.Status.Role)), nil
 		}
-		open, closed := g.switchable(ctx, id, r.Name, set)
 		text := fmt.Sprintf("Role %s: %s\nshell_policy %s; allowed tools: %s; denied: %s\nYou may switch to: %s (only an operator can give you: %s)\n%s",
-			r.Name, r.Description, r.ShellPolicy, list(r.Allowed), list(r.Denied), list(open), list(closed), st.StatusLine())
-		return mcp.NewToolResultStructured(map[string]any{"role": r, "may_switch_to": open, "budget": st.Budget, "signal": st.Signal}, text), nil
+			r.Name, r.Description, r.ShellPolicy, list(r.Allowed), list(r.Denied), list(info.MayEnter()), list(info.OperatorOnly()), info.Status.StatusLine())
+		return mcp.NewToolResultStructured(map[string]any{"role": r, "may_switch_to": info.MayEnter(), "budget": info.Status.Budget, "signal": info.Status.Signal}, text), nil
 	case action == "roles":
-		st, err := gov.Status(ctx, id.key(), id.StartRole)
+		info, err := gov.RoleInfo(ctx, id.key(), id.StartRole)
 		if err != nil {
 			return mcp.NewToolResultError("[harness] " + err.Error()), nil
 		}
-		open, _ := g.switchable(ctx, id, st.Role, set)
 		var b strings.Builder
-		for _, r := range set.All() {
+		for _, t := range info.Targets {
 			mark := "  "
 			switch {
-			case r.Name == st.Role:
+			case t.Current:
 				mark = "* "
-			case !slices.Contains(open, r.Name):
+			case !t.Open:
 				mark = "x "
 			}
-			fmt.Fprintf(&b, "%s%s: %s\n", mark, r.Name, r.Description)
+			fmt.Fprintf(&b, "%s%s: %s\n", mark, t.Name, t.Description)
 		}
 		b.WriteString("(* your role; x: only an operator can switch you to it)\n")
 		return mcp.NewToolResultText(b.String()), nil
@@ -384,43 +368,20 @@ func (g *Gateway) session(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		}
 		return mcp.NewToolResultStructured(map[string]any{"role": st.Role, "signal": st.Signal, "budget": st.Budget}, st.StatusLine()), nil
 	case action == "explain" && tool != "":
-		c, err := gov.Session(ctx, id.key(), id.StartRole)
+		x, err := gov.Explain(ctx, id.key(), id.StartRole, tool, nil)
 		if err != nil {
 			return mcp.NewToolResultError("[harness] " + err.Error()), nil
 		}
-		d, err := gov.Engine().Decide(ctx, contract.Input{Role: c.Role, Tool: tool, Session: id.Session, Agent: id.Agent, Project: gov.Project(),
-			Budget: contract.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros}})
-		if err != nil {
-			return mcp.NewToolResultError("[harness] " + err.Error()), nil
-		}
-		r, _ := set.Get(c.Role)
+		d := x.Decision
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s would be: %s (without arguments; policies on arguments may decide otherwise)\n", tool, d.Decision)
-		for _, x := range append(d.Reasons, d.Warnings...) {
-			fmt.Fprintf(&b, "- %s: %s\n", x.Code, x.Message)
+		for _, r := range append(d.Reasons, d.Warnings...) {
+			fmt.Fprintf(&b, "- %s: %s\n", r.Code, r.Message)
 		}
-		explain.Write(&b, d, r, gov.Engine().Document())
+		explain.Write(&b, x.Explanation, x.Role)
 		return mcp.NewToolResultStructured(d, b.String()), nil
 	}
 	return mcp.NewToolResultError(`[harness] ctx_session: want action=role (value=NAME to switch), action=roles, action=budget, or action=explain tool=NAME`), nil
-}
-
-// switchable splits the other roles into those the agent may switch to and
-// those only an operator can give it.
-func (g *Gateway) switchable(ctx context.Context, id Identity, from string, set *roles.Set) (open, closed []string) {
-	for _, name := range set.Names() {
-		if name == from {
-			continue
-		}
-		s, _ := g.o.Governor.Engine().Switch(ctx, contract.SwitchInput{From: from, To: name, By: contract.ByAgent, Session: id.Session, Agent: id.Agent,
-			MaxRole: g.o.Governor.MaxRole(id.Agent)})
-		if s.Allowed {
-			open = append(open, name)
-		} else {
-			closed = append(closed, name)
-		}
-	}
-	return open, closed
 }
 
 func list(l []string) string {

@@ -29,6 +29,7 @@ type UpstreamConfig struct {
 // when it dies.
 type upstream struct {
 	cfg     UpstreamConfig
+	version string // the harness's, in the client information it gives
 	stderr  io.Writer
 	changed func() // the upstream's tools changed (or it came back)
 	logf    func(string, ...any)
@@ -46,8 +47,8 @@ const (
 	maxBackoff = 10 * time.Second
 )
 
-func newUpstream(cfg UpstreamConfig, stderr io.Writer, logf func(string, ...any), changed func()) *upstream {
-	return &upstream{cfg: cfg, stderr: stderr, logf: logf, changed: changed, backoff: minBackoff}
+func newUpstream(cfg UpstreamConfig, version string, stderr io.Writer, logf func(string, ...any), changed func()) *upstream {
+	return &upstream{cfg: cfg, version: version, stderr: stderr, logf: logf, changed: changed, backoff: minBackoff}
 }
 
 // start connects, or schedules reconnection if it cannot.
@@ -77,7 +78,7 @@ func (u *upstream) connect(ctx context.Context) error {
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "agent-harness", Version: "0.1.0"}
+	init.Params.ClientInfo = mcp.Implementation{Name: "agent-harness", Version: u.version}
 	ictx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	if _, err := c.Initialize(ictx, init); err != nil {

@@ -27,7 +27,7 @@ func BenchmarkDecideSinks(b *testing.B) {
 			{"deny", Call{Tool: "ctx_edit", Role: "reviewer", Arguments: map[string]any{"path": "src/main.go"}}},
 		} {
 			b.Run(tt.name+"/"+call.name, func(b *testing.B) {
-				o := Options{Engine: e, Store: budget.NewMemory()}
+				o := Options{Rules: Rules{Engine: e}, Store: budget.NewMemory()}
 				if tt.sinks {
 					dir := b.TempDir()
 					ev, err := events.OpenEventLog(filepath.Join(dir, "events.jsonl"), events.DefaultRotation)

@@ -2,9 +2,11 @@ package govern
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +18,7 @@ import (
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/internal/testredis"
+	"github.com/agentharness/harness/internal/testroles"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/pricing"
 	"github.com/agentharness/harness/roles"
@@ -69,7 +72,7 @@ func TestShellRaceExactlyAdmitted(t *testing.T) {
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			g := New(Options{Engine: e, Store: s})
+			g := New(Options{Rules: Rules{Engine: e}, Store: s})
 			k := budget.Key{Agent: "agent", Session: "race"}
 			if _, err := g.Session(ctx, k, "coder"); err != nil {
 				t.Fatal(err)
@@ -115,7 +118,7 @@ func TestDeniedCallTakesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := budget.NewMemory()
-	g := New(Options{Engine: engine(t), Store: s})
+	g := New(Options{Rules: Rules{Engine: engine(t)}, Store: s})
 	k := budget.Key{Session: "s"}
 	o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "reviewer", Reserve: true})
 	if err != nil || o.Allowed || o.Reserved || o.Decision.Reasons[0].Code != contract.CodeToolDenied {
@@ -136,7 +139,7 @@ func TestDeniedCallTakesNothing(t *testing.T) {
 func TestSessionKeepsItsRole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := New(Options{Engine: engine(t), Store: budget.NewMemory(), DefaultRole: "debugger"})
+	g := New(Options{Rules: Rules{Engine: engine(t), DefaultRole: "debugger"}, Store: budget.NewMemory()})
 	k := budget.Key{Session: "s"}
 	o, _ := g.Decide(ctx, Call{Session: k, Tool: "ctx_edit", Role: "reviewer"})
 	if o.Decision.Role != "reviewer" || o.Allowed {
@@ -154,7 +157,8 @@ func TestRecordAndBudgetCrossings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := budget.NewMemory()
-	g := New(Options{Engine: engine(t), Store: s})
+	rec := &recorder{}
+	g := New(Options{Rules: Rules{Engine: engine(t)}, Store: s, Sinks: []events.Sink{rec}})
 	k := budget.Key{Session: "s"}
 	ch, err := g.Record(ctx, Result{Session: k, Tool: "ctx_read", Arguments: `{"path":"main.go"}`, Output: "hello world"})
 	if err != nil {
@@ -179,6 +183,14 @@ func TestRecordAndBudgetCrossings(t *testing.T) {
 	if got != "allow allow allow allow allow allow allow warn warn deny deny deny" {
 		t.Errorf("outcomes while the tokens grow: %s", got)
 	}
+	// Each threshold crossed once, with the policy's figures.
+	warned, exhausted := rec.of(events.BudgetWarning), rec.of(events.BudgetExhausted)
+	if len(warned) != 1 || warned[0].Dimension != "tokens" || warned[0].Used != 160010 || *warned[0].Percent != 80 || warned[0].Limit != 200000 {
+		t.Errorf("warnings %+v", warned)
+	}
+	if len(exhausted) != 1 || exhausted[0].Dimension != "tokens" || exhausted[0].Used != 200012 || exhausted[0].Role != "coder" {
+		t.Errorf("exhaustions %+v", exhausted)
+	}
 	st, _ := g.Status(ctx, k, "")
 	if st.Signal != contract.LevelExhausted || !strings.HasPrefix(st.StatusLine(), "Budget[coder]: tokens ") {
 		t.Errorf("status %s", st.StatusLine())
@@ -195,7 +207,7 @@ func TestShadowMode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := budget.NewMemory()
-	g := New(Options{Engine: engine(t), Store: s, Shadow: true})
+	g := New(Options{Rules: Rules{Engine: engine(t)}, Store: s, Shadow: true})
 	k := budget.Key{Session: "s"}
 	o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "reviewer", Reserve: true})
 	if err != nil {
@@ -206,23 +218,79 @@ func TestShadowMode(t *testing.T) {
 	}
 }
 
-// Level agrees with the signal the policy gives the same counters.
-func TestLevelAgreesWithPolicy(t *testing.T) {
+// What an agent or operator may ask of a session, answered by the policy:
+// its budget, the tools it sees, its role and where it may go, why a tool
+// is decided as it is.
+func TestSessionViews(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := New(Options{Engine: engine(t), Store: budget.NewMemory()})
-	for _, c := range []budget.Counters{
-		{Role: "coder"}, {Role: "coder", Tokens: 160000}, {Role: "coder", Tokens: 200000},
-		{Role: "reviewer", Shell: 1}, {Role: "admin", CostMicros: 45_000_000}, {Role: "ops", Shell: 300},
-	} {
-		d, err := g.Engine().Decide(ctx, contract.Input{Role: c.Role, Tool: "ctx_session",
-			Budget: contract.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros}})
-		if err != nil || g.Level(c) != d.Signal {
-			t.Errorf("%+v: Level %s, policy signal %s (%v)", c, g.Level(c), d.Signal, err)
-		}
+	set, err := roles.Load(roles.Dirs{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if g.Level(budget.Counters{Role: "nobody"}) != "EXHAUSTED" {
-		t.Error("an unknown role must not read as OK")
+	s := budget.NewMemory()
+	g := New(Options{Rules: Rules{Engine: engine(t), Roles: set, AgentMaxRoles: map[string]string{"capped": "coder"}}, Store: s})
+	k := budget.Key{Agent: "capped", Session: "v"}
+
+	st, err := g.Status(ctx, k, "reviewer")
+	if err != nil || st.Role != "reviewer" || st.StatusLine() != "Budget[reviewer]: tokens 0/150000 (0%) | shell 0/0 (0%) | cost $0.00/$3.00 (0%) → OK" {
+		t.Errorf("status of a new session: %+v, %v", st, err)
+	}
+	shown, err := g.Visible(ctx, k, "", []string{"ctx_read", "ctx_edit", "ctx_shell", "ctx_session"})
+	if err != nil || len(shown) != 2 || !shown["ctx_read"] || !shown["ctx_session"] {
+		t.Errorf("a reviewer sees %v, %v", shown, err)
+	}
+	info, err := g.RoleInfo(ctx, k, "")
+	if err != nil || info.Role == nil || info.Role.Name != "reviewer" || info.Status != st ||
+		!slices.Equal(info.MayEnter(), []string{"coder"}) || !slices.Equal(info.OperatorOnly(), []string{"admin", "debugger", "ops"}) {
+		t.Errorf("role info: %+v (may enter %v, operator only %v), %v", info, info.MayEnter(), info.OperatorOnly(), err)
+	}
+	x, err := g.Explain(ctx, k, "", "ctx_edit", nil)
+	if err != nil || x.Decision.Decision != contract.Deny || !slices.Equal(x.DeniedBy, []string{"ctx_edit"}) || x.Role.Name != "reviewer" {
+		t.Errorf("explanation: %+v, %v", x, err)
+	}
+
+	// A session whose role is gone: its status says so, with the roles
+	// there are.
+	gone := budget.Key{Session: "gone"}
+	if _, err := s.SetRole(ctx, gone, "retired"); err != nil {
+		t.Fatal(err)
+	}
+	var unknown *UnknownRoleError
+	if _, err := g.Status(ctx, gone, ""); !errors.As(err, &unknown) || unknown.Role != "retired" || !slices.Contains(unknown.Known, "coder") {
+		t.Errorf("status of a session whose role is gone: %v", err)
+	}
+	if _, err := g.RoleInfo(ctx, gone, ""); !errors.As(err, &unknown) {
+		t.Errorf("role info of a session whose role is gone: %v", err)
+	}
+	if shown, _ := g.Visible(ctx, gone, "", []string{"ctx_read", "ctx_session"}); len(shown) != 0 {
+		t.Errorf("a role that is gone sees %v", shown)
+	}
+}
+
+// Swap puts new rules in force for the next calls: a role appears, the
+// default role and an agent's ceiling change.
+func TestSwap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := New(Options{Rules: Rules{Engine: engine(t)}, Store: budget.NewMemory()})
+	if o, _ := g.Decide(ctx, Call{Session: budget.Key{Session: "a"}, Tool: "ctx_edit", Role: "auditor"}); o.Decision.Reasons[0].Code != contract.CodeUnknownRole {
+		t.Fatalf("before: %+v", o.Decision)
+	}
+	set := testroles.Set(t, map[string]string{"auditor": "[role]\ninherits = \"reviewer\"\n"})
+	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Swap(Rules{Engine: e, Roles: set, DefaultRole: "auditor", AgentMaxRoles: map[string]string{"x": "auditor"}})
+	if o, _ := g.Decide(ctx, Call{Session: budget.Key{Session: "a"}, Tool: "ctx_edit"}); o.Decision.Role != "auditor" || o.Decision.Reasons[0].Code != contract.CodeToolDenied {
+		t.Errorf("after: %+v", o.Decision)
+	}
+	if o, _ := g.Decide(ctx, Call{Session: budget.Key{Session: "b"}, Tool: "ctx_read"}); o.Decision.Role != "auditor" {
+		t.Errorf("the new default role: %+v", o.Decision)
+	}
+	if g.MaxRole("x") != "auditor" || g.Engine() != e {
+		t.Error("the new rules are not in force")
 	}
 }
 
@@ -240,7 +308,7 @@ func TestDecisionLoggedInTheBackground(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := &recorder{}
-			g := New(Options{Engine: engine(t), Store: budget.NewMemory(), Sinks: []events.Sink{rec}, Decisions: log})
+			g := New(Options{Rules: Rules{Engine: engine(t)}, Store: budget.NewMemory(), Sinks: []events.Sink{rec}, Decisions: log})
 			k := budget.Key{Session: "s", Agent: "a"}
 			var ids []string
 			for _, tool := range []string{"ctx_read", "ctx_edit"} {

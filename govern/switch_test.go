@@ -60,7 +60,7 @@ func switchGovernor(t *testing.T) (*Governor, *recorder, budget.Store, string) {
 	t.Cleanup(func() { dl.Close() })
 	rec := &recorder{}
 	s := budget.NewMemory()
-	return New(Options{Engine: e, Store: s, Sinks: []events.Sink{rec}, Decisions: dl}), rec, s, logPath
+	return New(Options{Rules: Rules{Engine: e}, Store: s, Sinks: []events.Sink{rec}, Decisions: dl}), rec, s, logPath
 }
 
 func TestSwitchKeepsUsage(t *testing.T) {
@@ -206,7 +206,7 @@ func TestAgentStaysWithinItsMaxRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := New(Options{Engine: e, Store: budget.NewMemory(), AgentMaxRoles: map[string]string{"capped": "reviewer"}})
+	g := New(Options{Rules: Rules{Engine: e, AgentMaxRoles: map[string]string{"capped": "reviewer"}}, Store: budget.NewMemory()})
 	capped, free := budget.Key{Agent: "capped", Session: "s"}, budget.Key{Agent: "free", Session: "s"}
 	for _, step := range []struct {
 		k      budget.Key

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/govern"
 )
 
@@ -160,14 +161,10 @@ func (h *ClaudeCode) post(ctx context.Context, k budget.Key, harnessTool string,
 	if err != nil {
 		return Response{Stderr: fmt.Sprintf("harness hook: charging %s: %v\n", harnessTool, err)}
 	}
-	if h.Gov.Level(ch.After) == "OK" {
-		return answer("PostToolUse", "", "", "") // the usual case: no second decision
+	if ch.Status.Signal == contract.LevelOK || ch.Status.Role == "" {
+		return answer("PostToolUse", "", "", "") // the usual case: nothing to say
 	}
-	st, err := h.Gov.Status(ctx, k, "")
-	if err != nil || st.Signal == "OK" {
-		return answer("PostToolUse", "", "", "")
-	}
-	return answer("PostToolUse", "", "", "harness: "+st.StatusLine())
+	return answer("PostToolUse", "", "", "harness: "+ch.Status.StatusLine())
 }
 
 // texts gathers the strings of a tool response (Bash's stdout and stderr,
@@ -212,5 +209,9 @@ func answer(event, decision, reason, context string) Response {
 	return Response{Stdout: append(b, '\n')}
 }
 
+// ExitRefused is the exit code that blocks a PreToolUse call, Claude Code
+// showing the model what the hook wrote on stderr.
+const ExitRefused = 2
+
 // refuse blocks the call: exit code 2, the reason on stderr.
-func refuse(msg string) Response { return Response{Stderr: msg + "\n", Exit: 2} }
+func refuse(msg string) Response { return Response{Stderr: msg + "\n", Exit: ExitRefused} }

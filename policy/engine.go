@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
+	"github.com/open-policy-agent/opa/storage"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
@@ -19,10 +21,16 @@ import (
 	harnessrego "github.com/agentharness/harness/rego"
 )
 
-// Query is the entry point of the policy; SwitchQuery that of role switches.
+// The policy's entry points: Query decides a call; the others answer what
+// the surfaces would otherwise work out themselves (see harness.rego and
+// switch.rego).
 const (
-	Query       = "data.harness.decision"
-	SwitchQuery = "data.harness.switch"
+	Query             = "data.harness.decision"
+	SwitchQuery       = "data.harness.switch"
+	StatusQuery       = "data.harness.status"
+	VisibleQuery      = "data.harness.visible"
+	ExplanationQuery  = "data.harness.explanation"
+	SwitchTargetQuery = "data.harness.switch_targets"
 )
 
 // Engine decides tool calls. The zero value is not usable: call [New].
@@ -30,13 +38,54 @@ type Engine struct {
 	cur atomic.Pointer[loaded]
 }
 
-// loaded is one prepared generation of data and policy.
+// loaded is one prepared generation of data and policy. The decision is
+// prepared at once; the other entry points when first asked (a command
+// asks one or two of them).
 type loaded struct {
-	query   rego.PreparedEvalQuery
-	switch_ rego.PreparedEvalQuery
-	doc     *compiler.Document
-	bundle  *compiler.Bundle
-	custom  []compiler.Module
+	query  rego.PreparedEvalQuery
+	doc    *compiler.Document
+	bundle *compiler.Bundle
+	custom []compiler.Module
+
+	compiler *ast.Compiler
+	store    storage.Store
+	mu       sync.Mutex
+	others   map[string]*lazyQuery
+}
+
+// lazyQuery is an entry point prepared on first use.
+type lazyQuery struct {
+	once sync.Once
+	pq   rego.PreparedEvalQuery
+	err  error
+}
+
+// prepared returns the prepared query of entry point q.
+func (l *loaded) prepared(ctx context.Context, q string) (rego.PreparedEvalQuery, error) {
+	l.mu.Lock()
+	lq, ok := l.others[q]
+	if !ok {
+		lq = &lazyQuery{}
+		l.others[q] = lq
+	}
+	l.mu.Unlock()
+	lq.once.Do(func() { lq.pq, lq.err = prepareQuery(context.WithoutCancel(ctx), l.compiler, l.store, q) })
+	return lq.pq, lq.err
+}
+
+// prepareQuery prepares one entry point on the compiled modules and data.
+func prepareQuery(ctx context.Context, c *ast.Compiler, store storage.Store, q string) (rego.PreparedEvalQuery, error) {
+	pq, err := rego.New(
+		rego.Query(q),
+		rego.Compiler(c),
+		rego.Store(store),
+		rego.SetRegoVersion(ast.RegoV1),
+		rego.StrictBuiltinErrors(true),
+	).PrepareForEval(ctx)
+	if err != nil {
+		return pq, regoErrors(err)
+	}
+	return pq, nil
 }
 
 // Modules returns the harness's own Rego policy modules (without tests).
@@ -127,7 +176,7 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 		return nil, err
 	}
 	// Compile the modules once, strictly and with the harness's
-	// capabilities; both entry points are prepared on the same compiler.
+	// capabilities; every entry point is prepared on the same compiler.
 	parsed := make(map[string]*ast.Module, len(b.Modules))
 	var errs strict.ErrorList
 	for _, m := range b.Modules {
@@ -147,21 +196,11 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 	}
 	store := inmem.NewFromReaderWithOpts(bytes.NewReader(b.Data),
 		inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
-	queries := make([]rego.PreparedEvalQuery, 2)
-	for i, q := range []string{Query, SwitchQuery} {
-		pq, err := rego.New(
-			rego.Query(q),
-			rego.Compiler(c),
-			rego.Store(store),
-			rego.SetRegoVersion(ast.RegoV1),
-			rego.StrictBuiltinErrors(true),
-		).PrepareForEval(ctx)
-		if err != nil {
-			return nil, regoErrors(err)
-		}
-		queries[i] = pq
+	pq, err := prepareQuery(ctx, c, store, Query)
+	if err != nil {
+		return nil, err
 	}
-	return &loaded{query: queries[0], switch_: queries[1], doc: doc, bundle: b}, nil
+	return &loaded{query: pq, doc: doc, bundle: b, compiler: c, store: store, others: map[string]*lazyQuery{}}, nil
 }
 
 // Decide evaluates one call. Any problem during evaluation gives a deny
@@ -178,11 +217,7 @@ func (e *Engine) decide(ctx context.Context, in contract.Input, opts ...rego.Eva
 		return denied(in, contract.CodeEvalError, "policy evaluation stopped: "+err.Error()), err
 	}
 	l := e.cur.Load()
-	var shellPolicy string
-	if r, ok := l.doc.Roles[in.Role]; ok {
-		shellPolicy = r.ShellPolicy
-	}
-	value, err := inputValue(in, shellPolicy)
+	value, err := inputValue(in, l.shellPolicy(in.Role))
 	if err != nil {
 		return denied(in, contract.CodeInvalidInput, err.Error()), nil
 	}
@@ -223,16 +258,26 @@ func inputValue(in contract.Input, shellPolicy string) (ast.Value, error) {
 		ast.Item(ast.StringTerm("tool"), ast.StringTerm(in.Tool)),
 		ast.Item(ast.StringTerm("arguments"), ast.NewTerm(args)),
 		ast.Item(ast.StringTerm("shell_policy"), ast.StringTerm(shellPolicy)),
-		ast.Item(ast.StringTerm("budget"), ast.ObjectTerm(
-			ast.Item(ast.StringTerm("tokens"), ast.IntNumberTerm(int(in.Budget.Tokens))),
-			ast.Item(ast.StringTerm("shell"), ast.IntNumberTerm(int(in.Budget.Shell))),
-			ast.Item(ast.StringTerm("cost_micros"), ast.IntNumberTerm(int(in.Budget.CostMicros))),
-		)),
+		ast.Item(ast.StringTerm("budget"), usageTerm(in.Budget)),
 		ast.Item(ast.StringTerm("session"), ast.StringTerm(in.Session)),
 		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
 		ast.Item(ast.StringTerm("project"), ast.StringTerm(in.Project)),
 	), nil
 }
+
+// usageTerm is a usage as the policy reads input.budget.
+func usageTerm(u contract.Usage) *ast.Term {
+	return ast.ObjectTerm(
+		ast.Item(ast.StringTerm("tokens"), ast.IntNumberTerm(int(u.Tokens))),
+		ast.Item(ast.StringTerm("shell"), ast.IntNumberTerm(int(u.Shell))),
+		ast.Item(ast.StringTerm("cost_micros"), ast.IntNumberTerm(int(u.CostMicros))),
+	)
+}
+
+// shellPolicy is the shell policy of role, which the engine gives the
+// policy (input.shell_policy) for custom policies to read; "" for an
+// unknown role.
+func (l *loaded) shellPolicy(role string) string { return l.doc.Roles[role].ShellPolicy }
 
 // decisionFrom reads the policy's result into a Decision, checking its shape.
 func decisionFrom(v any) (contract.Decision, error) {
@@ -249,8 +294,7 @@ func decisionFrom(v any) (contract.Decision, error) {
 		Warnings:       r.reasons(m, "warnings"),
 		Signal:         r.str(m, "signal"),
 	}
-	b := r.object(m["budget"], "budget")
-	d.Budget = contract.Budget{Tokens: r.dimension(b, "tokens"), Shell: r.dimension(b, "shell"), Cost: r.dimension(b, "cost")}
+	d.Budget = r.budget(m)
 	if r.err != nil {
 		return contract.Decision{}, r.err
 	}
@@ -330,6 +374,12 @@ func (r *reader) reasons(m map[string]any, key string) []contract.Reason {
 		out = append(out, reason)
 	}
 	return out
+}
+
+// budget reads the budget object of m.
+func (r *reader) budget(m map[string]any) contract.Budget {
+	b := r.object(m["budget"], "budget")
+	return contract.Budget{Tokens: r.dimension(b, "tokens"), Shell: r.dimension(b, "shell"), Cost: r.dimension(b, "cost")}
 }
 
 func (r *reader) dimension(m map[string]any, key string) contract.Dimension {

@@ -136,7 +136,8 @@ func TestRegoSuite(t *testing.T) {
 	}
 }
 
-// The Go matcher (used outside the policy) must agree with the Rego one.
+// The compiler's matcher (with which it works out which roles are within
+// which) must agree with the policy's matching.
 func TestMatcherAgreesWithPolicy(t *testing.T) {
 	t.Parallel()
 	patterns := []string{"ctx_*", "*_read", "mcp__*__list*", "a*b*a", "x?y*", "[ab]*", "exact", "*"}
@@ -293,18 +294,30 @@ decision := {"decision": "allow", "allowed": false, "role": "", "tool": "", "she
 	})
 }
 
-// The Go levels of the compiled thresholds agree with the policy's, for
+// The policy's levels are rule 5 of the contract, as written there, for
 // every role and a spread of usages.
-func TestThresholdLevelsAgreeWithPolicy(t *testing.T) {
+func TestLevelsAreTheContracts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := testEngine(t)
 	for name, r := range e.Document().Roles {
+		l := r.Limits
 		for _, used := range []int64{0, 1, 2, 79, 80, 99, 100, 101, 119999, 120000, 149999, 150000, 159999, 160000, 199999, 200000, 4_000_000, 5_000_000, 1 << 40} {
 			d, _ := e.Decide(ctx, contract.Input{Role: name, Tool: "ctx_session", Budget: contract.Usage{Tokens: used, Shell: used, CostMicros: used}})
-			for dim, got := range map[string]string{"tokens": d.Budget.Tokens.Level, "shell": d.Budget.Shell.Level, "cost": d.Budget.Cost.Level} {
-				if want := r.Thresholds[dim].Level(used); got != want {
-					t.Errorf("%s %s at %d: policy %s, Go %s", name, dim, used, got, want)
+			for _, dim := range []struct {
+				name  string
+				got   string
+				limit int64
+			}{{"tokens", d.Budget.Tokens.Level, l.Tokens}, {"shell", d.Budget.Shell.Level, l.Shell}, {"cost", d.Budget.Cost.Level, l.CostMicros}} {
+				want := contract.LevelOK
+				switch {
+				case dim.limit > 0 && l.BlockPercent <= 100 && used*100 >= dim.limit*l.BlockPercent:
+					want = contract.LevelExhausted
+				case dim.limit > 0 && used*100 >= dim.limit*l.WarnPercent, dim.limit == 0 && used > 0:
+					want = contract.LevelWarning
+				}
+				if dim.got != want {
+					t.Errorf("%s %s at %d: policy %s, contract %s", name, dim.name, used, dim.got, want)
 				}
 			}
 		}

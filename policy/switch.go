@@ -19,15 +19,12 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 	if err := ctx.Err(); err != nil {
 		return refused("policy evaluation stopped: " + err.Error()), err
 	}
-	input := ast.NewObject(
-		ast.Item(ast.StringTerm("from"), ast.StringTerm(in.From)),
-		ast.Item(ast.StringTerm("to"), ast.StringTerm(in.To)),
-		ast.Item(ast.StringTerm("by"), ast.StringTerm(in.By)),
-		ast.Item(ast.StringTerm("session"), ast.StringTerm(in.Session)),
-		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
-		ast.Item(ast.StringTerm("max_role"), ast.StringTerm(in.MaxRole)),
-	)
-	rs, err := e.cur.Load().switch_.Eval(ctx, rego.EvalParsedInput(input))
+	input := switchInput(in)
+	pq, err := e.cur.Load().prepared(ctx, SwitchQuery)
+	if err != nil {
+		return refused("policy evaluation failed: " + err.Error()), nil
+	}
+	rs, err := pq.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {
 		return refused("policy evaluation failed: " + err.Error()), nil
 	}
@@ -50,4 +47,16 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 		return refused(fmt.Sprintf("policy evaluation failed: allowed=%v with %d reasons", d.Allowed, len(d.Reasons))), nil
 	}
 	return d, nil
+}
+
+// switchInput is the input of the switch entry points.
+func switchInput(in contract.SwitchInput) ast.Object {
+	return ast.NewObject(
+		ast.Item(ast.StringTerm("from"), ast.StringTerm(in.From)),
+		ast.Item(ast.StringTerm("to"), ast.StringTerm(in.To)),
+		ast.Item(ast.StringTerm("by"), ast.StringTerm(in.By)),
+		ast.Item(ast.StringTerm("session"), ast.StringTerm(in.Session)),
+		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
+		ast.Item(ast.StringTerm("max_role"), ast.StringTerm(in.MaxRole)),
+	)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -49,12 +48,12 @@ func (c *cli) record(args []string) int {
 			return c.fail("record: %v", err)
 		}
 	}
-	ctx := context.Background()
-	_, g, closeLedger, ok := c.open(ctx, *project, *ledger)
+	ctx := c.env.ctx
+	h, g, ok := c.open(*project, *ledger)
 	if !ok {
 		return exitError
 	}
-	defer closeLedger()
+	defer h.Close()
 	k := c.sessionKey(*session, *agent, "default")
 	ch, err := g.Record(ctx, govern.Result{Session: k, Tool: *tool, Arguments: *argsJSON, Output: output, Model: *model})
 	if err != nil {
@@ -103,12 +102,12 @@ func (c *cli) budget(args []string) int {
 	if reset && *session == "" {
 		return c.fail("budget reset: name the session with --session S (a reset is the operator's act)")
 	}
-	ctx := context.Background()
-	_, g, closeLedger, ok := c.open(ctx, *project, *ledger)
+	ctx := c.env.ctx
+	h, g, ok := c.open(*project, *ledger)
 	if !ok {
 		return exitError
 	}
-	defer closeLedger()
+	defer h.Close()
 	k := c.sessionKey(*session, *agent, "default")
 	if reset {
 		if err := g.Reset(ctx, k); err != nil {

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/config"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/explain"
@@ -71,38 +71,35 @@ func (c *cli) decide(args []string) int {
 		}
 	}
 
-	ctx := context.Background()
-	w, ok := c.load(*project)
+	ctx := c.env.ctx
+	h, ok := c.load(c.params(*project))
 	if !ok {
 		return exitError
 	}
-	startRole := govern.PickRole(*role, w.cfg.AgentRoles[k.Agent], c.env.getenv("LEAN_CTX_ROLE"), w.cfg.DefaultRole)
-	if _, ok := w.set.Get(startRole); !ok {
-		return c.fail("%s", unknownRole(startRole, w.set))
-	}
-
+	defer h.Close()
+	e := h.Engine
 	var o govern.Outcome
-	var e *policy.Engine
-	status := "" // the status line after the call's charge, when it took one
+	var in contract.Input // what the decision was made on
+	status := ""          // the status line after the call's charge, when it took one
 	if stateless {
-		if e, ok = c.engine(ctx, w); !ok {
-			return exitError
+		startRole := h.Rules().StartRole(k.Agent, *role, h.EnvRole())
+		if _, ok := h.Roles.Get(startRole); !ok {
+			return c.fail("%s", unknownRole(startRole, h.Roles))
 		}
-		d, err := e.Decide(ctx, contract.Input{Role: startRole, Tool: *tool, Arguments: arguments, Budget: usage, Agent: k.Agent, Project: w.project()})
+		in = contract.Input{Role: startRole, Tool: *tool, Arguments: arguments, Budget: usage, Agent: k.Agent, Project: h.Project()}
+		d, err := e.Decide(ctx, in)
 		if err != nil {
 			return c.fail("decide: %v", err)
 		}
 		o = govern.Outcome{Decision: d, Allowed: d.Allowed}
-		if !d.Allowed && w.cfg.Mode == config.Shadow {
+		if !d.Allowed && h.Config.Mode == config.Shadow {
 			o.Allowed, o.Shadowed = true, true
 		}
 	} else {
-		g, closeAll, ok := c.governor(ctx, w, *ledger)
-		if !ok {
-			return exitError
+		g, err := h.Open(ctx, app.OpenOptions{Ledger: *ledger, Warn: c.warn})
+		if err != nil {
+			return c.fail("%v", err)
 		}
-		defer closeAll()
-		e = g.Engine()
 		cur, err := g.Session(ctx, k, *role)
 		if err != nil {
 			return c.fail("%v", err)
@@ -110,13 +107,16 @@ func (c *cli) decide(args []string) int {
 		if *role != "" && cur.Role != *role {
 			return c.fail("session %s is in role %s; --role %s only names the role of a new session (switch with: harness role switch %s --session %s)", k, cur.Role, *role, *role, k.Session)
 		}
-		if _, ok := w.set.Get(cur.Role); !ok {
-			return c.fail("session %s: %s", k, unknownRole(cur.Role, w.set))
+		if _, ok := h.Roles.Get(cur.Role); !ok {
+			return c.fail("session %s: %s", k, unknownRole(cur.Role, h.Roles))
 		}
 		o, err = g.Decide(ctx, govern.Call{Session: k, Tool: *tool, Arguments: arguments, Role: *role, Reserve: *record})
 		if err != nil {
 			return c.fail("decide: %v", err)
 		}
+		d := o.Decision
+		in = contract.Input{Role: d.Role, Tool: *tool, Arguments: arguments, Session: k.Session, Agent: k.Agent, Project: h.Project(),
+			Budget: contract.Usage{Tokens: d.Budget.Tokens.Used, Shell: d.Budget.Shell.Used, CostMicros: d.Budget.Cost.Used}}
 		if o.Reserved {
 			st, err := g.Status(ctx, k, "")
 			if err != nil {
@@ -129,9 +129,6 @@ func (c *cli) decide(args []string) int {
 		status = o.Decision.StatusLine()
 	}
 	if trace.mode != "" {
-		d := o.Decision
-		in := contract.Input{Role: d.Role, Tool: *tool, Arguments: arguments, Session: k.Session, Agent: k.Agent, Project: w.project(),
-			Budget: contract.Usage{Tokens: d.Budget.Tokens.Used, Shell: d.Budget.Shell.Used, CostMicros: d.Budget.Cost.Used}}
 		fmt.Fprintf(c.stdout, "trace (%s):\n", trace.mode)
 		if _, err := e.Trace(ctx, in, trace.mode, c.stdout); err != nil {
 			return c.fail("decide: %v", err)
@@ -152,8 +149,12 @@ func (c *cli) decide(args []string) int {
 		c.printOutcome(o, status)
 	}
 	if *explainIt {
-		r, _ := w.set.Get(o.Decision.Role)
-		explain.Write(c.stdout, o.Decision, r, e.Document())
+		x, err := e.Explain(ctx, in)
+		if err != nil {
+			return c.fail("decide: %v", err)
+		}
+		r, _ := h.Roles.Get(in.Role)
+		explain.Write(c.stdout, x, r)
 	}
 	if !o.Allowed {
 		return exitDenied

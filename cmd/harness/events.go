@@ -26,11 +26,11 @@ func (c *cli) events(args []string) int {
 	if *typ != "" && !slices.Contains(events.Types, events.Type(*typ)) {
 		return c.fail("events: unknown --type %q; want one of %v", *typ, events.Types)
 	}
-	w, ok := c.load(*project)
+	h, ok := c.load(c.params(*project))
 	if !ok {
 		return exitError
 	}
-	path := c.logPath(w, w.cfg.EventsFile, "events.jsonl")
+	path := h.EventsPath()
 	if path == "" {
 		return c.fail("events: the events log is off ([log] events = \"off\")")
 	}
@@ -51,12 +51,12 @@ func (c *cli) events(args []string) int {
 		return err
 	}
 	if *follow {
-		if err := events.Follow(c.env.ctx, path, w.cfg.LogMaxFiles, 200*time.Millisecond, show); err != nil {
+		if err := events.Follow(c.env.ctx, path, h.Config.LogMaxFiles, 200*time.Millisecond, show); err != nil {
 			return c.fail("events: %v", err)
 		}
 		return exitOK
 	}
-	if err := events.ReadLines(path, w.cfg.LogMaxFiles, show); err != nil {
+	if err := events.ReadLines(path, h.Config.LogMaxFiles, show); err != nil {
 		return c.fail("events: %v", err)
 	}
 	return exitOK
@@ -105,11 +105,11 @@ func (c *cli) log(args []string) int {
 	if !c.parseNone(fs, args, "") {
 		return exitError
 	}
-	w, ok := c.load(*project)
+	h, ok := c.load(c.params(*project))
 	if !ok {
 		return exitError
 	}
-	path := c.logPath(w, w.cfg.DecisionsFile, "decisions.jsonl")
+	path := h.DecisionsPath()
 	if path == "" {
 		return c.fail("log: the decision log is off ([log] decisions = \"off\")")
 	}
@@ -121,7 +121,7 @@ func (c *cli) log(args []string) int {
 		raw []byte
 	}
 	var found []entry
-	err := events.ReadLines(path, w.cfg.LogMaxFiles, func(line []byte) error {
+	err := events.ReadLines(path, h.Config.LogMaxFiles, func(line []byte) error {
 		var e entry
 		if json.Unmarshal(line, &e.Entry) != nil || json.Unmarshal(e.Input, &e.in) != nil {
 			return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,31 +214,61 @@ func TestShellSlotsAcrossProcesses(t *testing.T) {
 }
 
 // check holds agents to roles there are, and to starting roles within their
-// most privileged roles.
+// most privileged roles; each problem is named at its place in the file.
 func TestCheckAgentRoles(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name, config, want string
+		vars               map[string]string
 	}{
-		{"within", "[agents.a]\nrole = \"reviewer\"\nmax_role = \"coder\"\n", "ok: 5 roles"},
+		{"within", "[agents.a]\nrole = \"reviewer\"\nmax_role = \"coder\"\n", "ok: 5 roles", nil},
 		{"beyond", "[agents.a]\nrole = \"coder\"\nmax_role = \"reviewer\"\n",
-			"agent a starts in role coder, which is beyond its max_role reviewer\n1 error(s)"},
+			"harness.toml:3:1: agents.a.max_role: agent a starts in role coder (agents.a.role), which is beyond its max_role reviewer\n1 error(s)", nil},
 		{"token beyond", "[[gateway.tokens]]\nagent = \"ci\"\ntoken = \"0123456789abcdef-ci\"\nrole = \"admin\"\nmax_role = \"coder\"\n",
-			"agent ci starts in role admin, which is beyond its max_role coder"},
-		{"unknown max role", "[agents.a]\nmax_role = \"boss\"\n", `agent a: max_role: unknown role "boss"; available roles: admin, coder`},
-		{"unknown starting role", "[agents.a]\nrole = \"boss\"\n", `agent a: starting role: unknown role "boss"`},
+			"harness.toml:1:1: gateway.tokens: agent ci starts in role admin (gateway.tokens), which is beyond its max_role coder", nil},
+		{"beyond by the default role", "[enforcement]\ndefault_role = \"debugger\"\n[agents.a]\nmax_role = \"coder\"\n",
+			"harness.toml:4:1: agents.a.max_role: agent a starts in role debugger (enforcement.default_role), which is beyond its max_role coder", nil},
+		{"unknown max role", "[agents.a]\nmax_role = \"boss\"\n", `harness.toml:2:1: agents.a.max_role: unknown role "boss"; available roles: admin, coder`, nil},
+		{"unknown starting role", "[agents.a]\nrole = \"boss\"\n", `harness.toml:2:1: agents.a.role: unknown role "boss"`, nil},
+		{"unknown default role", "[enforcement]\ndefault_role = \"boss\"\n", `harness.toml:2:1: enforcement.default_role: unknown role "boss"`, nil},
+		{"unknown LEAN_CTX_ROLE", "", `$LEAN_CTX_ROLE: unknown role "boss"`, map[string]string{"LEAN_CTX_ROLE": "boss"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			home := t.TempDir()
 			writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), tt.config)
-			out, _, code := harnessIn(t, home, nil, "check")
+			out, _, code := harnessIn(t, home, tt.vars, "check")
 			wantCode := exitCheck
 			if tt.name == "within" {
 				wantCode = exitOK
 			}
 			if code != wantCode || !strings.Contains(out, tt.want) {
 				t.Errorf("exit %d, want %d\n%s", code, wantCode, out)
+			}
+			if wantCode == exitOK {
+				return
+			}
+			// Every command loads through the same checks: none runs on
+			// a configuration check refuses.
+			problem := tt.want[strings.Index(tt.want, ": ")+2:]
+			problem, _, _ = strings.Cut(problem, "\n")
+			for _, args := range [][]string{
+				{"decide", "--tool", "ctx_read"},
+				{"decide", "--tool", "ctx_read", "--session", "s", "--agent", "a"},
+				{"budget", "--session", "s"},
+				{"roles", "list"},
+				{"serve", "--", "true"},
+			} {
+				_, errOut, code := harnessIn(t, home, tt.vars, args...)
+				if code != exitError || !strings.Contains(errOut, problem) {
+					t.Errorf("%v: exit %d, want %d with %q\n%s", args, code, exitError, problem, errOut)
+				}
+			}
+			hookVars := map[string]string{"HARNESS_HOOK_DAEMON": "off"}
+			maps.Copy(hookVars, tt.vars)
+			out, errOut, code := runHook(t, home, hookVars, payload(t, "pre-read.json", "s"))
+			if code != 2 || !strings.Contains(errOut, problem) || !strings.Contains(errOut, "refusing the call") {
+				t.Errorf("hook: exit %d, want 2 with %q\n%s%s", code, problem, out, errOut)
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -28,12 +27,12 @@ func (c *cli) role(args []string) int {
 	case verb == "set" && *session == "" && c.env.getenv("HARNESS_SESSION") == "":
 		return c.fail("role set: name the session with --session S (an operator's switch is deliberate)")
 	}
-	ctx := context.Background()
-	w, g, closeAll, ok := c.open(ctx, *project, *ledger)
+	ctx := c.env.ctx
+	h, g, ok := c.open(*project, *ledger)
 	if !ok {
 		return exitError
 	}
-	defer closeAll()
+	defer h.Close()
 	k := c.sessionKey(*session, *agent, "default")
 
 	if verb != "" {
@@ -57,33 +56,19 @@ func (c *cli) role(args []string) int {
 		default:
 			fmt.Fprintf(c.stdout, "session %s: role %s → %s (by the %s); usage kept\n", k, o.Decision.From, o.Decision.To, by)
 		}
+		fmt.Fprintln(c.stdout, o.Status.StatusLine())
+		return exitOK
 	}
-	st, err := g.Status(ctx, k, "")
+	info, err := g.RoleInfo(ctx, k, "")
 	if err != nil {
-		return c.fail("role: %v", err)
+		return c.fail("session %s: %v", k, err)
 	}
-	if verb == "" {
-		r, ok := w.set.Get(st.Role)
-		if !ok {
-			return c.fail("session %s: %s", k, unknownRole(st.Role, w.set))
-		}
-		fmt.Fprintf(c.stdout, "session %s: role %s (%s)\n", k, r.Name, r.Description)
-		fmt.Fprintf(c.stdout, "  shell_policy %s; tools allowed: %s; denied: %s\n", r.ShellPolicy, orNone(r.Allowed), orNone(r.Denied))
-		var open, closed []string
-		for _, name := range w.set.Names() {
-			if name == r.Name {
-				continue
-			}
-			if s, _ := g.Engine().Switch(ctx, contract.SwitchInput{From: r.Name, To: name, By: contract.ByAgent, Session: k.Session, Agent: k.Agent, MaxRole: g.MaxRole(k.Agent)}); s.Allowed {
-				open = append(open, name)
-			} else {
-				closed = append(closed, name)
-			}
-		}
-		fmt.Fprintf(c.stdout, "  the agent may switch to: %s\n", orNone(open))
-		fmt.Fprintf(c.stdout, "  only the operator may switch to: %s\n", orNone(closed))
-	}
-	fmt.Fprintln(c.stdout, st.StatusLine())
+	r := info.Role
+	fmt.Fprintf(c.stdout, "session %s: role %s (%s)\n", k, r.Name, r.Description)
+	fmt.Fprintf(c.stdout, "  shell_policy %s; tools allowed: %s; denied: %s\n", r.ShellPolicy, orNone(r.Allowed), orNone(r.Denied))
+	fmt.Fprintf(c.stdout, "  the agent may switch to: %s\n", orNone(info.MayEnter()))
+	fmt.Fprintf(c.stdout, "  only the operator may switch to: %s\n", orNone(info.OperatorOnly()))
+	fmt.Fprintln(c.stdout, info.Status.StatusLine())
 	return exitOK
 }
 

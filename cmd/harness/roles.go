@@ -29,11 +29,11 @@ func (c *cli) rolesList(args []string) int {
 	if !c.parseNone(fs, args, "") {
 		return exitError
 	}
-	wld, ok := c.load(*project)
+	h, ok := c.load(c.params(*project))
 	if !ok {
 		return exitError
 	}
-	set := wld.set
+	set := h.Roles
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tSOURCE\tINHERITS\tDESCRIPTION")
 	for _, r := range set.All() {
@@ -65,13 +65,13 @@ func (c *cli) rolesShow(args []string) int {
 	if len(rest) != 1 {
 		return c.fail("roles show: want one role name")
 	}
-	wld, ok := c.load(*project)
+	h, ok := c.load(c.params(*project))
 	if !ok {
 		return exitError
 	}
-	r, ok := wld.set.Get(rest[0])
+	r, ok := h.Roles.Get(rest[0])
 	if !ok {
-		return c.fail("%s", unknownRole(rest[0], wld.set))
+		return c.fail("%s", unknownRole(rest[0], h.Roles))
 	}
 	if *asJSON {
 		if err := c.writeJSON(r); err != nil {

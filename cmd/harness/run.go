@@ -8,19 +8,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
+	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/budget"
-	"github.com/agentharness/harness/compiler"
-	"github.com/agentharness/harness/config"
-	"github.com/agentharness/harness/custom"
-	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/internal/strict"
-	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
 
@@ -50,9 +44,6 @@ func osEnv(ctx context.Context) env {
 	home, _ := os.UserHomeDir()
 	return env{process: true, ctx: ctx, stdin: os.Stdin, getenv: os.Getenv, workDir: wd, home: home}
 }
-
-// version is the harness's version, in decision-log labels.
-const version = "0.1.0"
 
 const usage = `harness: governance for AI coding agents (roles, budgets, decisions)
 
@@ -204,72 +195,21 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// world is what a command loads: the project root, the role directories,
-// the configuration and the resolved roles.
-type world struct {
-	root   string
-	dirs   roles.Dirs
-	cfg    config.Config
-	set    *roles.Set
-	custom []compiler.Module // custom policies and their tests
+// params are the load parameters of this run: its surroundings and
+// --project.
+func (c *cli) params(project string) app.Params {
+	return app.Params{Project: project, Env: app.Env{WorkDir: c.env.workDir, Home: c.env.home, Getenv: c.env.getenv}}
 }
 
-// locate finds the project root (--project, else found from the working
-// directory) and the role directories.
-func (c *cli) locate(project string) (root string, dirs roles.Dirs, err error) {
-	root = project
-	if root != "" {
-		fi, err := os.Stat(root)
-		if err != nil {
-			return "", dirs, fmt.Errorf("--project: %w", err)
-		}
-		if !fi.IsDir() {
-			return "", dirs, fmt.Errorf("--project %s: not a directory", root)
-		}
-	} else {
-		root = roles.FindProjectRoot(c.env.workDir, c.env.home)
-	}
-	dirs = roles.FindDirs(roles.Locate{Project: root, Home: c.env.home, XDGDataHome: c.env.getenv("XDG_DATA_HOME")})
-	if root == "" {
-		dirs.Project = ""
-	}
-	return root, dirs, nil
-}
-
-// load reads the configuration, the roles and the custom policies; on
-// error it prints every problem and returns false.
-func (c *cli) load(project string) (*world, bool) {
-	w, err := c.loadWorld(project)
+// load loads the world (see app.Load); on error it prints every problem
+// and returns false.
+func (c *cli) load(p app.Params) (*app.Harness, bool) {
+	h, err := app.Load(c.env.ctx, p)
 	if err != nil {
 		c.printErrors(err)
 		return nil, false
 	}
-	return w, true
-}
-
-func (c *cli) loadWorld(project string) (*world, error) {
-	root, dirs, err := c.locate(project)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := config.Load(config.Files(c.env.home, root))
-	if err != nil {
-		return nil, err
-	}
-	set, err := roles.Load(dirs)
-	if err != nil {
-		return nil, err
-	}
-	mods, err := custom.Load(c.policyDirs(root))
-	if err != nil {
-		return nil, err
-	}
-	return &world{root: root, dirs: dirs, cfg: cfg, set: set, custom: mods}, nil
-}
-
-// policyDirs are the directories of custom policies.
-func (c *cli) policyDirs(root string) []custom.Dir {
-	return custom.FindDirs(root, c.env.home, c.env.getenv("XDG_DATA_HOME"))
+	return h, true
 }
 
 func (c *cli) printErrors(err error) {
@@ -284,117 +224,25 @@ func (c *cli) printErrors(err error) {
 	c.fail("%v", err)
 }
 
-// project is the project's root as policies see it (input.project):
-// absolute, "" when there is none.
-func (w *world) project() string {
-	if w.root == "" {
-		return ""
-	}
-	if abs, err := filepath.Abs(w.root); err == nil {
-		return abs
-	}
-	return w.root
-}
-
-// compilerConfig is the part of the configuration the compiler needs.
-func (w *world) compilerConfig() compiler.Config {
-	return compiler.Config{ShellTools: w.cfg.ShellTools, ExemptTools: w.cfg.ExemptTools}
-}
-
-// engine prepares the policy over the world's roles and custom policies.
-func (c *cli) engine(ctx context.Context, w *world) (*policy.Engine, bool) {
-	e, err := policy.New(ctx, compiler.Compile(w.set, w.compilerConfig()), w.custom...)
-	if err != nil {
-		c.printErrors(err)
-		return nil, false
-	}
-	return e, true
-}
-
-// governor opens the ledger (--ledger, else the configuration's, else the
-// embedded file in the user's state directory) and the event and decision
-// logs, and wires a Governor. close releases them.
-func (c *cli) governor(ctx context.Context, w *world, ledger string) (g *govern.Governor, close func(), ok bool) {
-	e, ok := c.engine(ctx, w)
+// open loads the world and opens its governor on the ledger (--ledger,
+// else the configuration's): the common start of the commands that use
+// the ledger. The caller closes h when done.
+func (c *cli) open(project, ledger string) (*app.Harness, *govern.Governor, bool) {
+	h, ok := c.load(c.params(project))
 	if !ok {
 		return nil, nil, false
 	}
-	if ledger == "" {
-		ledger = w.cfg.LedgerURL
-	}
-	if ledger == "" {
-		ledger = "sqlite:" + budget.DefaultPath(c.env.getenv, c.env.home)
-	}
-	store, err := budget.Open(ctx, ledger, budget.Options{Prefix: w.cfg.LedgerPrefix, TTL: w.cfg.LedgerTTL})
+	g, err := h.Open(c.env.ctx, app.OpenOptions{Ledger: ledger, Warn: c.warn})
 	if err != nil {
+		h.Close()
 		c.fail("%v", err)
 		return nil, nil, false
 	}
-	closers := []func() error{store.Close}
-	close = func() {
-		for _, f := range closers {
-			f()
-		}
-	}
-	opts := govern.Options{
-		Engine: e, Store: store, Prices: w.cfg.Prices, Shadow: w.cfg.Mode == config.Shadow, DefaultRole: w.cfg.DefaultRole,
-		AgentRoles: w.cfg.AgentRoles, AgentMaxRoles: w.cfg.AgentMaxRoles, Project: w.project(), EnvRole: c.env.getenv("LEAN_CTX_ROLE"),
-		OnError: func(err error) { fmt.Fprintf(c.stderr, "harness: warning: %v\n", err) },
-	}
-	rot := events.Rotation{MaxBytes: w.cfg.LogMaxBytes, MaxFiles: w.cfg.LogMaxFiles}
-	if p := c.logPath(w, w.cfg.EventsFile, "events.jsonl"); p != "" {
-		l, err := events.OpenEventLog(p, rot)
-		if err != nil {
-			close()
-			c.fail("events log: %v", err)
-			return nil, nil, false
-		}
-		closers = append(closers, l.Close)
-		opts.Sinks = append(opts.Sinks, l)
-	}
-	if p := c.logPath(w, w.cfg.DecisionsFile, "decisions.jsonl"); p != "" {
-		l, err := events.OpenDecisionLog(p, events.DecisionLogOptions{
-			Rotation: rot, Mask: w.cfg.Mask,
-			Labels: map[string]string{"app": "agent-harness", "version": version, "id": instanceID},
-		})
-		if err != nil {
-			close()
-			c.fail("decision log: %v", err)
-			return nil, nil, false
-		}
-		closers = append(closers, l.Close)
-		opts.Decisions = l
-	}
-	return govern.New(opts), close, true
+	return h, g, true
 }
 
-// instanceID names this process in decision-log labels, as OPA's do.
-var instanceID = events.NewID(time.Now())
-
-// logPath is a log's file: the configured one, else name in the user's state
-// directory; "" when the configuration turns it off.
-func (c *cli) logPath(w *world, configured, name string) string {
-	switch configured {
-	case config.Off:
-		return ""
-	case "":
-		return filepath.Join(filepath.Dir(budget.DefaultPath(c.env.getenv, c.env.home)), name)
-	}
-	return configured
-}
-
-// open loads the world and opens its governor: the common start of the
-// commands that use the ledger. The caller runs close when done.
-func (c *cli) open(ctx context.Context, project, ledger string) (w *world, g *govern.Governor, close func(), ok bool) {
-	if w, ok = c.load(project); !ok {
-		return nil, nil, nil, false
-	}
-	g, close, ok = c.governor(ctx, w, ledger)
-	if !ok {
-		return nil, nil, nil, false
-	}
-	return w, g, close, true
-}
+// warn prints what went wrong without stopping the command.
+func (c *cli) warn(err error) { fmt.Fprintf(c.stderr, "harness: warning: %v\n", err) }
 
 // sessionFlags adds --session, --agent and --ledger, the flags of the
 // commands that use a session's counters.

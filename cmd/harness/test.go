@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -28,12 +27,12 @@ func (c *cli) test(args []string) int {
 	if *format != "pretty" && *format != "json" {
 		return c.fail("test: --format %q: want pretty or json", *format)
 	}
-	w, ok := c.load(*project)
+	h, ok := c.load(c.params(*project))
 	if !ok {
 		return exitError
 	}
-	mods := w.custom
-	where := "the policy directories (" + strings.Join(dirPaths(c.policyDirs(w.root)), ", ") + ")"
+	mods := h.Custom
+	where := "the policy directories (" + strings.Join(dirPaths(h.PolicyDirs), ", ") + ")"
 	if len(paths) > 0 {
 		if mods, err = custom.LoadPaths(paths); err != nil {
 			c.printErrors(err)
@@ -50,8 +49,8 @@ func (c *cli) test(args []string) int {
 	if tests == 0 {
 		return c.fail("test: no *_test.rego files in %s", where)
 	}
-	ctx := context.Background()
-	e, err := policy.New(ctx, compiler.Compile(w.set, w.compilerConfig()), mods...)
+	ctx := c.env.ctx
+	e, err := policy.New(ctx, h.Engine.Document(), mods...)
 	if err != nil {
 		c.printErrors(err)
 		return exitCheck

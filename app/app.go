@@ -1,0 +1,264 @@
+// Package app is the composition root of the harness: it finds the
+// project, reads the configuration, the roles and the custom policies,
+// cross-checks them (everything `harness check` checks, every time),
+// compiles them and prepares the policy engine; then, for the commands that
+// need them, it opens the ledger and the logs and wires the governor, the
+// gateway and the hook. Every command, the gateway, the hook and its daemon
+// start here, so that they all load the same world the same way;
+// cmd/harness only maps flags to Params and prints.
+//
+// It holds no rule of its own: the policy decides, the governor
+// orchestrates, and the stages (roles, config, compiler, policy, budget,
+// events) know nothing of each other beyond what this package hands them.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/custom"
+	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/internal/strict"
+	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/roles"
+)
+
+// Version is the harness's version: what `harness version` prints, what the
+// gateway tells MCP peers, and what decision-log labels carry.
+const Version = "0.1.0"
+
+// Env is what the harness reads of its surroundings. The command gives the
+// process's; tests and the hook daemon give their own.
+type Env struct {
+	WorkDir string
+	Home    string
+	Getenv  func(string) string
+}
+
+// EnvVars are the environment variables that change what a load means:
+// where the user's files and state are, and the operator's starting role.
+var EnvVars = []string{"HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "LEAN_CTX_ROLE"}
+
+func (e Env) getenv(k string) string {
+	if e.Getenv == nil {
+		return ""
+	}
+	return e.Getenv(k)
+}
+
+// Params are what a load needs.
+type Params struct {
+	Env
+	// Project is the project root (--project); "" to find it by walking up
+	// from the working directory.
+	Project string
+	// StartRole is a role the caller will start new sessions in (serve
+	// --role), checked to exist like the configuration's.
+	StartRole string
+}
+
+// Location is where a project's files are: what a load reads.
+type Location struct {
+	// Root is the project root, "" when there is none.
+	Root string
+	// RoleDirs are the role directories, PolicyDirs the custom policies'.
+	RoleDirs   roles.Dirs
+	PolicyDirs []custom.Dir
+	// UserConfig and ProjectConfig are the harness.toml files ("" for none).
+	UserConfig, ProjectConfig string
+}
+
+// Locate finds the project root (given, else by walking up from the working
+// directory to the nearest .lean-ctx or .git, never the home directory) and
+// the directories and files of roles, policies and configuration.
+func Locate(p Params) (Location, error) {
+	root := p.Project
+	if root != "" {
+		fi, err := os.Stat(root)
+		if err != nil {
+			return Location{}, fmt.Errorf("--project: %w", err)
+		}
+		if !fi.IsDir() {
+			return Location{}, fmt.Errorf("--project %s: not a directory", root)
+		}
+	} else {
+		root = roles.FindProjectRoot(p.WorkDir, p.Home)
+	}
+	l := Location{Root: root}
+	l.RoleDirs = roles.FindDirs(roles.Locate{Project: root, Home: p.Home, XDGDataHome: p.getenv("XDG_DATA_HOME")})
+	if root == "" {
+		l.RoleDirs.Project = ""
+	}
+	l.PolicyDirs = custom.FindDirs(root, p.Home, p.getenv("XDG_DATA_HOME"))
+	l.UserConfig, l.ProjectConfig = config.Files(p.Home, root)
+	return l, nil
+}
+
+// Sources are the directories and files a load reads: what the gateway
+// watches and the hook daemon fingerprints, to load again when one changes.
+func (l Location) Sources() []string {
+	var out []string
+	if l.RoleDirs.Project != "" {
+		out = append(out, l.RoleDirs.Project)
+	}
+	out = append(out, l.RoleDirs.User...)
+	for _, d := range l.PolicyDirs {
+		out = append(out, d.Path)
+	}
+	for _, f := range []string{l.UserConfig, l.ProjectConfig} {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Harness is one load of the world: the project, its configuration, roles
+// and custom policies, cross-checked and compiled, and the engine prepared
+// on them. Open adds the ledger, the logs and the governor.
+type Harness struct {
+	Params Params
+	Location
+	Config config.Config
+	Roles  *roles.Set
+	Custom []compiler.Module
+	Engine *policy.Engine
+
+	gov     *govern.Governor
+	closers []func() error
+}
+
+// Load reads, checks and compiles everything. Its error is a
+// strict.ErrorList naming every problem of every file (file, line, column)
+// when the files are at fault, or another error when the harness itself
+// cannot run (an unreadable --project).
+func Load(ctx context.Context, p Params) (*Harness, error) {
+	loc, err := Locate(p)
+	if err != nil {
+		return nil, err
+	}
+	return load(ctx, p, loc)
+}
+
+func load(ctx context.Context, p Params, loc Location) (*Harness, error) {
+	h := &Harness{Params: p, Location: loc}
+	cfg, cfgErr := config.Load(loc.UserConfig, loc.ProjectConfig)
+	set, rolesErr := roles.Load(loc.RoleDirs)
+	mods, modsErr := custom.Load(loc.PolicyDirs)
+	var all strict.ErrorList
+	for _, err := range []error{cfgErr, rolesErr, modsErr} {
+		var list strict.ErrorList
+		switch {
+		case err == nil:
+		case errors.As(err, &list):
+			all = append(all, list...)
+		default:
+			return nil, err
+		}
+	}
+	if len(all) > 0 {
+		return nil, all.Sort()
+	}
+	h.Config, h.Roles, h.Custom = cfg, set, mods
+	doc := compiler.Compile(set, h.CompilerConfig())
+	if errs := h.check(doc); len(errs) > 0 {
+		return nil, errs.Sort()
+	}
+	e, err := policy.New(ctx, doc, mods...)
+	if err != nil {
+		return nil, asList(err)
+	}
+	h.Engine = e
+	return h, nil
+}
+
+// asList makes err a strict.ErrorList, so that every load error prints the
+// same way.
+func asList(err error) strict.ErrorList {
+	var list strict.ErrorList
+	if errors.As(err, &list) {
+		return list
+	}
+	return strict.ErrorList{{Msg: err.Error()}}
+}
+
+// CompilerConfig is the part of the configuration the compiler needs.
+func (h *Harness) CompilerConfig() compiler.Config {
+	return compiler.Config{ShellTools: h.Config.ShellTools, ExemptTools: h.Config.ExemptTools}
+}
+
+// Project is the project's root as policies see it (input.project):
+// absolute, "" when there is none.
+func (h *Harness) Project() string {
+	if h.Root == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(h.Root); err == nil {
+		return abs
+	}
+	return h.Root
+}
+
+// EnvRole is $LEAN_CTX_ROLE: the operator's starting role for new sessions
+// of agents without one of their own.
+func (h *Harness) EnvRole() string { return h.Params.getenv("LEAN_CTX_ROLE") }
+
+// Rules are the governor's rules of this load.
+func (h *Harness) Rules() govern.Rules {
+	return govern.Rules{Engine: h.Engine, Roles: h.Roles, DefaultRole: h.Config.DefaultRole,
+		AgentRoles: h.Config.AgentRoles, AgentMaxRoles: h.Config.AgentMaxRoles}
+}
+
+// check holds the configuration and the environment to the roles there
+// are: every role they name exists, and every agent with a most privileged
+// role starts within it.
+func (h *Harness) check(doc *compiler.Document) strict.ErrorList {
+	var errs strict.ErrorList
+	known := func(role string) bool { _, ok := doc.Roles[role]; return ok }
+	unknown := func(role string) string {
+		return fmt.Sprintf("unknown role %q; available roles: %s", role, strings.Join(h.Roles.Names(), ", "))
+	}
+	cfg := h.Config
+	for _, ref := range cfg.RoleRefs {
+		if !known(ref.Role) {
+			errs = append(errs, ref.Errorf("%s", unknown(ref.Role)))
+		}
+	}
+	if !known(cfg.DefaultRole) && !slices.ContainsFunc(cfg.RoleRefs, func(r config.RoleRef) bool { return r.Key == "enforcement.default_role" }) {
+		errs = append(errs, &strict.Error{File: "enforcement.default_role", Msg: unknown(cfg.DefaultRole)})
+	}
+	for _, env := range []struct{ name, role string }{{"$LEAN_CTX_ROLE", h.EnvRole()}, {"--role", h.Params.StartRole}} {
+		if env.role != "" && !known(env.role) {
+			errs = append(errs, &strict.Error{File: env.name, Msg: unknown(env.role)})
+		}
+	}
+	// An agent with a most privileged role starts within it: in its own
+	// starting roles, else in the default role.
+	for _, ceiling := range cfg.RoleRefs {
+		m, ok := doc.Roles[ceiling.Role]
+		if !ceiling.Max || !ok {
+			continue
+		}
+		starts := slices.DeleteFunc(slices.Clone(cfg.RoleRefs), func(r config.RoleRef) bool { return r.Max || r.Agent != ceiling.Agent })
+		if len(starts) == 0 {
+			starts = slices.DeleteFunc(slices.Clone(cfg.RoleRefs), func(r config.RoleRef) bool { return r.Key != "enforcement.default_role" })
+			if len(starts) == 0 {
+				starts = []config.RoleRef{{Role: cfg.DefaultRole, Key: "the default role"}}
+			}
+		}
+		for _, start := range starts {
+			if known(start.Role) && !m.Covers[start.Role] {
+				errs = append(errs, ceiling.Errorf("agent %s starts in role %s (%s), which is beyond its max_role %s",
+					ceiling.Agent, start.Role, start.Key, ceiling.Role))
+			}
+		}
+	}
+	return errs
+}

@@ -1,0 +1,239 @@
+package hookd
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentharness/harness/app"
+	"github.com/agentharness/harness/hook"
+)
+
+// DefaultIdle is how long a daemon waits for a call before it exits.
+const DefaultIdle = 15 * time.Minute
+
+// Options configure a daemon.
+type Options struct {
+	// Socket is where it listens (see SocketPath).
+	Socket string
+	// Idle is how long it waits for a call before it exits (DefaultIdle).
+	Idle time.Duration
+}
+
+// Serve runs a daemon on o.Socket until ctx ends, it has been idle for
+// o.Idle, or its socket is gone (its directory removed, or another daemon
+// took over). One daemon serves a socket at a time: if another holds the
+// socket's lock, Serve returns nil at once.
+func Serve(ctx context.Context, o Options) error {
+	if o.Idle <= 0 {
+		o.Idle = DefaultIdle
+	}
+	if err := os.MkdirAll(filepath.Dir(o.Socket), 0o700); err != nil {
+		return err
+	}
+	// One daemon at a time: whoever holds the lock owns the socket.
+	lock, err := os.OpenFile(o.Socket+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return nil // another daemon is running
+	}
+	lock.Truncate(0)
+	fmt.Fprintf(lock, "%d\n", os.Getpid()) // who serves the socket
+	os.Remove(o.Socket)                    // a stale socket of a daemon that died
+	l, err := net.Listen("unix", o.Socket)
+	if err != nil {
+		return err
+	}
+	os.Chmod(o.Socket, 0o600)
+	defer os.Remove(o.Socket)
+	d := &daemon{loads: map[string]*project{}}
+	defer d.close()
+	calls := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		idle := time.NewTimer(o.Idle)
+		defer idle.Stop()
+		check := time.NewTicker(time.Second)
+		defer check.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+			case <-stop:
+			case <-idle.C:
+			case <-calls:
+				idle.Reset(o.Idle)
+				continue
+			case <-check.C:
+				if _, err := os.Stat(o.Socket); err == nil {
+					continue
+				}
+			}
+			l.Close()
+			return
+		}
+	}()
+	var serving sync.WaitGroup
+	defer serving.Wait()
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			return nil
+		}
+		select {
+		case calls <- struct{}{}:
+		default:
+		}
+		serving.Go(func() { d.serve(ctx, conn) })
+	}
+}
+
+// daemon keeps the loads of the projects it has answered for.
+type daemon struct {
+	mu    sync.Mutex
+	loads map[string]*project // by project root and environment
+}
+
+// project is the current load of one project, and the fingerprint of the
+// files it was loaded from.
+type project struct {
+	mu          sync.Mutex
+	fingerprint string
+	gen         *generation
+}
+
+// generation is one load: its handler, and the calls still using it, so
+// that a newer load closes it only when they are done.
+type generation struct {
+	handler  *hook.ClaudeCode
+	close    func() error
+	inflight sync.WaitGroup
+}
+
+// retire closes g once its calls are done.
+func (g *generation) retire() {
+	go func() {
+		g.inflight.Wait()
+		g.close()
+	}()
+}
+
+func (d *daemon) serve(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(CallTimeout))
+	var req Request
+	if err := json.NewDecoder(conn).Decode(&req); err != nil {
+		return
+	}
+	json.NewEncoder(conn).Encode(d.answer(ctx, req))
+}
+
+func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
+	p := req.params()
+	loc, err := app.Locate(p)
+	if err != nil {
+		return Failure(req.Payload, err)
+	}
+	key := loc.Root + "\x00" + fmt.Sprint(req.Env)
+	d.mu.Lock()
+	proj, ok := d.loads[key]
+	if !ok {
+		proj = &project{}
+		d.loads[key] = proj
+	}
+	d.mu.Unlock()
+
+	proj.mu.Lock()
+	fp := Fingerprint(loc.Sources())
+	if proj.gen == nil || proj.fingerprint != fp {
+		if proj.gen != nil {
+			proj.gen.retire()
+			proj.gen = nil
+		}
+		h, err := app.Load(ctx, p)
+		if err != nil {
+			proj.mu.Unlock()
+			return Failure(req.Payload, err)
+		}
+		handler, err := h.Hook(ctx, nil)
+		if err != nil {
+			proj.mu.Unlock()
+			return Failure(req.Payload, err)
+		}
+		proj.gen, proj.fingerprint = &generation{handler: handler, close: h.Close}, fp
+	}
+	gen := proj.gen
+	gen.inflight.Add(1)
+	proj.mu.Unlock()
+	defer gen.inflight.Done()
+	return gen.handler.Handle(context.WithoutCancel(ctx), req.Payload)
+}
+
+func (d *daemon) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range d.loads {
+		if p.gen != nil {
+			p.gen.inflight.Wait()
+			p.gen.close()
+		}
+	}
+}
+
+// Fingerprint summarises files and directories (each directory's entries)
+// by name, size and modification time: it changes when one of them does.
+func Fingerprint(paths []string) string {
+	h := sha256.New()
+	for _, p := range paths {
+		entries, err := os.ReadDir(p)
+		if errors.Is(err, fs.ErrNotExist) || (err != nil && !isDir(p)) {
+			if fi, err := os.Stat(p); err == nil {
+				fmt.Fprintf(h, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+			} else {
+				fmt.Fprintf(h, "%s -\n", p)
+			}
+			continue
+		}
+		for _, e := range entries {
+			if fi, err := e.Info(); err == nil {
+				fmt.Fprintf(h, "%s/%s %d %d\n", p, e.Name(), fi.Size(), fi.ModTime().UnixNano())
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// Start starts a daemon in the background, detached (its own session, in
+// /): command is the program and arguments that run Serve (harness hook
+// daemon).
+func Start(command ...string) error {
+	if len(command) == 0 {
+		return errors.New("hookd: no command to start")
+	}
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}

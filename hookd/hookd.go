@@ -1,0 +1,133 @@
+// Package hookd answers Claude Code's hook calls fast. A hook is a new
+// process for every tool call; starting the harness costs about 10 ms,
+// loading and compiling roles and policies about as much again, and the
+// o200k_base vocabulary 13 ms more for a PostToolUse. So the hook process
+// hands its payload to a daemon that keeps all of that ready, over a unix
+// socket in the user's state directory (a 0700 directory; the socket is
+// 0600). The daemon checks, on every call, a fingerprint of the files the
+// load read (app.Location.Sources) and loads again when one changed. With
+// no daemon, the hook process answers by itself the same way (Local) and
+// starts one for the next calls.
+//
+// It is transport and caching only: app loads, the hook package speaks
+// Claude Code's protocol, the governor decides.
+package hookd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agentharness/harness/app"
+	"github.com/agentharness/harness/hook"
+)
+
+// CallTimeout bounds one call through the daemon.
+const CallTimeout = 60 * time.Second
+
+// dialTimeout bounds the wait for a daemon to take the connection.
+const dialTimeout = 100 * time.Millisecond
+
+// Request is one hook call handed to the daemon: the payload and what the
+// hook process knows of its surroundings.
+type Request struct {
+	Payload json.RawMessage   `json:"payload"`
+	Project string            `json:"project"`
+	WorkDir string            `json:"work_dir"`
+	Env     map[string]string `json:"env"`
+}
+
+// params are the load parameters of a request: its project, else the one
+// found from the payload's cwd (Claude Code's working directory), else from
+// the hook process's.
+func (r Request) params() app.Params {
+	env := r.Env
+	p := app.Params{Project: r.Project, Env: app.Env{
+		WorkDir: r.WorkDir,
+		Home:    env["HOME"],
+		Getenv:  func(k string) string { return env[k] },
+	}}
+	if dir := gjson.GetBytes(r.Payload, "cwd").String(); dir != "" && p.Project == "" {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			p.WorkDir = dir
+		}
+	}
+	return p
+}
+
+// NewRequest is the request of a hook call of payload, made in env.
+func NewRequest(payload []byte, project string, env app.Env) Request {
+	req := Request{Payload: payload, Project: project, WorkDir: env.WorkDir, Env: map[string]string{}}
+	for _, k := range app.EnvVars {
+		if env.Getenv != nil {
+			req.Env[k] = env.Getenv(k)
+		}
+	}
+	if req.Env["HOME"] == "" {
+		req.Env["HOME"] = env.Home
+	}
+	return req
+}
+
+// SocketPath is the daemon's socket for env: hook.sock in the state
+// directory.
+func SocketPath(env app.Env) string { return filepath.Join(app.StateDir(env), "hook.sock") }
+
+// Call hands req to the daemon listening on socket. It is false when none
+// answered the connection, and the call is then the caller's to answer;
+// once the request is sent, any failure is the answer (a call must never
+// be decided twice).
+func Call(socket string, req Request) (hook.Response, bool) {
+	if !json.Valid(req.Payload) {
+		return hook.Response{}, false
+	}
+	conn, err := net.DialTimeout("unix", socket, dialTimeout)
+	if err != nil {
+		return hook.Response{}, false
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(CallTimeout))
+	if err := json.NewEncoder(conn).Encode(req); err != nil {
+		return hook.Response{}, false
+	}
+	var resp hook.Response
+	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
+		return Failure(req.Payload, fmt.Errorf("the hook daemon did not answer: %v", err)), true
+	}
+	return resp, true
+}
+
+// Local answers req in this process: load the project of the payload (its
+// cwd, when no project is given), open the ledger, decide.
+func Local(ctx context.Context, req Request) hook.Response {
+	h, err := app.Load(ctx, req.params())
+	if err != nil {
+		return Failure(req.Payload, err)
+	}
+	defer h.Close()
+	var warnings strings.Builder
+	handler, err := h.Hook(ctx, func(err error) { fmt.Fprintf(&warnings, "harness hook: warning: %v\n", err) })
+	if err != nil {
+		return Failure(req.Payload, err)
+	}
+	resp := handler.Handle(ctx, req.Payload)
+	resp.Stderr = warnings.String() + resp.Stderr
+	return resp
+}
+
+// Failure answers when the harness itself cannot run (a broken role file,
+// an unreachable ledger): a tool call is refused, with the reason.
+func Failure(payload []byte, err error) hook.Response {
+	msg := fmt.Sprintf("harness hook: the harness cannot decide: %v\n", err)
+	if gjson.GetBytes(payload, "hook_event_name").String() == "PostToolUse" {
+		return hook.Response{Stderr: msg + "harness hook: nothing was charged\n"}
+	}
+	return hook.Response{Stderr: msg + "harness hook: refusing the call (fix the error, or run: harness check)\n", Exit: hook.ExitRefused}
+}

@@ -1,0 +1,148 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
+)
+
+// The engine's answers beside decisions: what a role's listing shows, a
+// session's budget without a call, why a decision is what it is, and where
+// a switch may go. Each asks an entry point of the policy, so that the
+// gateway, the hook and the CLI never work out a rule of their own.
+
+// ErrUnknownRole is the error of a question about a role the data does not
+// define.
+var ErrUnknownRole = errors.New("role is not defined")
+
+// eval evaluates entry point q on input and returns its one value.
+func (l *loaded) eval(ctx context.Context, q string, input ast.Value) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pq, err := l.prepared(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := pq.Eval(ctx, rego.EvalParsedInput(input))
+	if err != nil {
+		return nil, fmt.Errorf("policy evaluation failed: %w", err)
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return nil, fmt.Errorf("policy evaluation failed: %s is undefined", q)
+	}
+	return rs[0].Expressions[0].Value, nil
+}
+
+// Status is the budget of usage under role, by the policy's rules 4 and 5:
+// the status line, and the levels a change of usage or role crosses. An
+// unknown role is ErrUnknownRole (with its limits all 0 in the status).
+func (e *Engine) Status(ctx context.Context, role string, usage contract.Usage) (contract.Status, error) {
+	v, err := e.cur.Load().eval(ctx, StatusQuery, ast.NewObject(
+		ast.Item(ast.StringTerm("role"), ast.StringTerm(role)),
+		ast.Item(ast.StringTerm("budget"), usageTerm(usage)),
+	))
+	if err != nil {
+		return contract.Status{}, err
+	}
+	r := reader{}
+	m := r.object(v, "status")
+	st := contract.Status{Role: r.str(m, "role"), Signal: r.str(m, "signal"), Budget: r.budget(m)}
+	defined := r.boolean(m, "defined")
+	if r.err != nil {
+		return contract.Status{}, fmt.Errorf("policy evaluation failed: malformed status: %w", r.err)
+	}
+	if !defined {
+		return st, fmt.Errorf("%w: %q", ErrUnknownRole, role)
+	}
+	return st, nil
+}
+
+// Visible returns the tools of tools that role may call by its tool lists
+// and shell policy (exempt tools always): what a listing shows. Budgets
+// and custom policies are left to the call. On an error it returns none.
+func (e *Engine) Visible(ctx context.Context, role string, tools []string) (map[string]bool, error) {
+	list := make([]*ast.Term, len(tools))
+	for i, t := range tools {
+		list[i] = ast.StringTerm(t)
+	}
+	v, err := e.cur.Load().eval(ctx, VisibleQuery, ast.NewObject(
+		ast.Item(ast.StringTerm("role"), ast.StringTerm(role)),
+		ast.Item(ast.StringTerm("tools"), ast.ArrayTerm(list...)),
+	))
+	if err != nil {
+		return map[string]bool{}, err
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return map[string]bool{}, fmt.Errorf("policy evaluation failed: %s: want a set, got %T", VisibleQuery, v)
+	}
+	out := make(map[string]bool, len(items))
+	for _, item := range items {
+		if s, ok := item.(string); ok {
+			out[s] = true
+		}
+	}
+	return out, nil
+}
+
+// Explanation is what the policy says of a decision for people: the
+// decision, what kind of tool it is, every pattern of the role's lists
+// that matches the tool, and the role's limits and thresholds.
+type Explanation struct {
+	Decision   contract.Decision             `json:"decision"`
+	Exempt     bool                          `json:"exempt"`
+	ShellTool  bool                          `json:"shell_tool"`
+	DeniedBy   []string                      `json:"denied_by"`
+	AllowedBy  []string                      `json:"allowed_by"`
+	Limits     compiler.LimitsDoc            `json:"limits"`
+	Thresholds map[string]compiler.Threshold `json:"thresholds"`
+}
+
+// Explain decides in and says why.
+func (e *Engine) Explain(ctx context.Context, in contract.Input) (Explanation, error) {
+	l := e.cur.Load()
+	value, err := inputValue(in, l.shellPolicy(in.Role))
+	if err != nil {
+		return Explanation{Decision: denied(in, contract.CodeInvalidInput, err.Error())}, nil
+	}
+	v, err := l.eval(ctx, ExplanationQuery, value)
+	if err != nil {
+		return Explanation{}, err
+	}
+	var x Explanation
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(b, &x)
+	}
+	if err != nil {
+		return Explanation{}, fmt.Errorf("policy evaluation failed: malformed explanation: %w", err)
+	}
+	return x, nil
+}
+
+// SwitchTargets says of every role whether the switch in (its To ignored)
+// may reach it.
+func (e *Engine) SwitchTargets(ctx context.Context, in contract.SwitchInput) (map[string]bool, error) {
+	in.To = ""
+	v, err := e.cur.Load().eval(ctx, SwitchTargetQuery, switchInput(in))
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("policy evaluation failed: %s: want an object, got %T", SwitchTargetQuery, v)
+	}
+	out := make(map[string]bool, len(m))
+	for name, allowed := range m {
+		out[name] = allowed == true
+	}
+	return out, nil
+}
