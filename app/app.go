@@ -152,8 +152,12 @@ func load(ctx context.Context, p Params, loc Location) (*Harness, error) {
 	cfg, cfgErr := config.Load(loc.UserConfig, loc.ProjectConfig)
 	set, rolesErr := roles.Load(loc.RoleDirs)
 	mods, modsErr := custom.Load(loc.PolicyDirs)
+	var policyErr error // when nothing else loads, the policies' own problems too
+	if modsErr == nil && (cfgErr != nil || rolesErr != nil) {
+		policyErr = policy.Check(mods)
+	}
 	var all strict.ErrorList
-	for _, err := range []error{cfgErr, rolesErr, modsErr} {
+	for _, err := range []error{cfgErr, rolesErr, modsErr, policyErr} {
 		var list strict.ErrorList
 		switch {
 		case err == nil:

@@ -113,13 +113,18 @@ func TestCustomPolicyErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := customEngine(t, compiler.Module{Name: "policies/project/" + tt.file, File: tt.file, Source: []byte(tt.src)})
+			mod := compiler.Module{Name: "policies/project/" + tt.file, File: tt.file, Source: []byte(tt.src)}
+			_, err := customEngine(t, mod)
 			var list strict.ErrorList
 			if !errors.As(err, &list) {
 				t.Fatalf("want an error list, got %v", err)
 			}
 			if !strings.HasPrefix(list[0].Error(), tt.want) {
 				t.Errorf("error:\n got %v\nwant %s…", err, tt.want)
+			}
+			// Check finds the same without any data.
+			if err := Check([]compiler.Module{mod}); err == nil || err.Error() != list.Error() {
+				t.Errorf("Check: %v\nNew: %v", err, list)
 			}
 		})
 	}
@@ -209,5 +214,12 @@ switch_deny contains msg if {
 		if s.Allowed != (tt.rule == "") || rule != tt.rule || (!s.Allowed && s.Reasons[0].Code != contract.CodeSwitchDenied) {
 			t.Errorf("%s → %s by %s: %+v; want rule %q", tt.from, tt.to, tt.by, s, tt.rule)
 		}
+	}
+}
+
+func TestCheckAcceptsGoodPolicies(t *testing.T) {
+	t.Parallel()
+	if err := Check([]compiler.Module{{Name: "p.rego", Source: []byte(noForcePush)}, {Name: "b.rego", Source: []byte(warnBigReads)}}); err != nil {
+		t.Error(err)
 	}
 }

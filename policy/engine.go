@@ -139,16 +139,9 @@ func (e *Engine) Custom() []compiler.Module { return e.cur.Load().custom }
 // prepareAll checks the custom modules and prepares them with the harness's
 // own policy; the tests among them go into the bundle only.
 func prepareAll(ctx context.Context, doc *compiler.Document, custom []compiler.Module) (*loaded, error) {
-	if errs := checkPackages(custom); len(errs) > 0 {
-		return nil, errs.Sort()
-	}
-	var policies, tests []compiler.Module
-	for _, m := range custom {
-		if strings.HasSuffix(m.Name, "_test.rego") {
-			tests = append(tests, m)
-		} else {
-			policies = append(policies, m)
-		}
+	policies, tests, errs := splitCustom(custom)
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	l, err := prepare(ctx, doc, append(Modules(), policies...))
 	if err != nil {
@@ -163,23 +156,43 @@ func prepareAll(ctx context.Context, doc *compiler.Document, custom []compiler.M
 	return l, nil
 }
 
-// Document returns the data document in use.
-func (e *Engine) Document() *compiler.Document { return e.cur.Load().doc }
-
-// Bundle returns the bundle (data and modules) in use, as `harness compile`
-// writes it.
-func (e *Engine) Bundle() *compiler.Bundle { return e.cur.Load().bundle }
-
-func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Module) (*loaded, error) {
-	b, err := compiler.NewBundle(doc, modules)
-	if err != nil {
-		return nil, err
+// splitCustom checks the custom modules' packages and splits them into
+// policies and tests.
+func splitCustom(custom []compiler.Module) (policies, tests []compiler.Module, errs strict.ErrorList) {
+	if errs := checkPackages(custom); len(errs) > 0 {
+		return nil, nil, errs.Sort()
 	}
-	// Compile the modules once, strictly and with the harness's
-	// capabilities; every entry point is prepared on the same compiler.
-	parsed := make(map[string]*ast.Module, len(b.Modules))
+	for _, m := range custom {
+		if strings.HasSuffix(m.Name, "_test.rego") {
+			tests = append(tests, m)
+		} else {
+			policies = append(policies, m)
+		}
+	}
+	return policies, tests, nil
+}
+
+// Check compiles the custom policies with the harness's own, as New would,
+// without data: it finds every problem of the policy files (packages,
+// syntax, strict compilation, forbidden built-ins) even while the roles
+// they would run on do not load. Its error is a strict.ErrorList.
+func Check(custom []compiler.Module) error {
+	policies, _, errs := splitCustom(custom)
+	if len(errs) > 0 {
+		return errs
+	}
+	if _, errs := compileModules(append(Modules(), policies...)); len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// compileModules parses and compiles the modules once, strictly and with
+// the harness's capabilities.
+func compileModules(modules []compiler.Module) (*ast.Compiler, strict.ErrorList) {
+	parsed := make(map[string]*ast.Module, len(modules))
 	var errs strict.ErrorList
-	for _, m := range b.Modules {
+	for _, m := range modules {
 		p, err := ast.ParseModuleWithOpts(m.Location(), string(m.Source), ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
 			errs = append(errs, regoErrors(err)...)
@@ -193,6 +206,26 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 	c := ast.NewCompiler().WithCapabilities(Capabilities()).WithStrict(true)
 	if c.Compile(parsed); c.Failed() {
 		return nil, regoErrors(c.Errors)
+	}
+	return c, nil
+}
+
+// Document returns the data document in use.
+func (e *Engine) Document() *compiler.Document { return e.cur.Load().doc }
+
+// Bundle returns the bundle (data and modules) in use, as `harness compile`
+// writes it.
+func (e *Engine) Bundle() *compiler.Bundle { return e.cur.Load().bundle }
+
+func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Module) (*loaded, error) {
+	b, err := compiler.NewBundle(doc, modules)
+	if err != nil {
+		return nil, err
+	}
+	// Every entry point is prepared on the same compiler.
+	c, errs := compileModules(b.Modules)
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	store := inmem.NewFromReaderWithOpts(bytes.NewReader(b.Data),
 		inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
