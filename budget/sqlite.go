@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS sessions (
 	role        TEXT    NOT NULL DEFAULT '',
 	updated_at  INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (agent, session)
-) WITHOUT ROWID`
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sessions_by_session ON sessions (session)`
 
 // OpenSQLite opens (creating if needed) the ledger file at path.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
@@ -94,6 +95,8 @@ var queries = map[string]string{
 			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at` + returning,
 	"reset": `UPDATE sessions SET tokens = 0, shell = 0, cost_micros = 0, updated_at = ?
 		WHERE agent = ? AND session = ?`,
+	"sessions": `SELECT agent, session, tokens, shell, cost_micros, role, updated_at FROM sessions
+		WHERE ? = '' OR session = ? ORDER BY updated_at DESC, agent, session`,
 }
 
 // Path is the ledger file.
@@ -176,11 +179,36 @@ func (s *SQLite) Reset(ctx context.Context, k Key) error {
 	if err := k.Validate(); err != nil {
 		return err
 	}
-	_, err := s.stmts["reset"].ExecContext(ctx, s.now().Unix(), k.Agent, k.Session)
+	res, err := s.stmts["reset"].ExecContext(ctx, s.now().Unix(), k.Agent, k.Session)
 	if err != nil {
 		return fmt.Errorf("sqlite ledger: %w", err)
 	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return ErrNoSession
+	}
 	return nil
+}
+
+func (s *SQLite) Sessions(ctx context.Context, session string) ([]Session, error) {
+	rows, err := s.stmts["sessions"].QueryContext(ctx, session, session)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite ledger: %w", err)
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		var x Session
+		var updated int64
+		if err := rows.Scan(&x.Agent, &x.Session, &x.Tokens, &x.Shell, &x.CostMicros, &x.Role, &updated); err != nil {
+			return nil, fmt.Errorf("sqlite ledger: %w", err)
+		}
+		x.Updated = time.Unix(updated, 0)
+		out = append(out, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite ledger: %w", err)
+	}
+	return out, nil
 }
 
 func (s *SQLite) Close() error { return s.db.Close() }

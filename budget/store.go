@@ -1,12 +1,14 @@
 package budget
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -36,6 +38,18 @@ func (k Key) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ErrNoSession is the error of an operation on a session the store does
+// not have (that no call, charge or switch ever created).
+var ErrNoSession = errors.New("no such session")
+
+// Session is a session the store has: its key, counters and last change.
+type Session struct {
+	Key
+	Counters
+	// Updated is when its counters or role last changed (to the second).
+	Updated time.Time
 }
 
 // Counters are a session's usage and active role.
@@ -72,8 +86,13 @@ type Store interface {
 	// after.
 	Charge(ctx context.Context, k Key, tokens, costMicros int64) (Counters, error)
 	// Reset sets the session's usage to zero, keeping its role. It is the
-	// operator's command; nothing else lowers usage.
+	// operator's command; nothing else lowers usage. A session the store
+	// does not have is ErrNoSession.
 	Reset(ctx context.Context, k Key) error
+	// Sessions lists the sessions the store has, of every agent; with
+	// session set, only those of that id. Get never creates one: a session
+	// exists from its first change.
+	Sessions(ctx context.Context, session string) ([]Session, error)
 	// Close releases the store.
 	Close() error
 }
@@ -128,4 +147,12 @@ func DefaultPath(getenv func(string) string, home string) string {
 
 func ensureDir(path string) error {
 	return os.MkdirAll(filepath.Dir(path), 0o700)
+}
+
+// sortSessions orders sessions by their last change, the latest first, then
+// by agent and id.
+func sortSessions(list []Session) {
+	slices.SortFunc(list, func(a, b Session) int {
+		return cmp.Or(b.Updated.Compare(a.Updated), cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.Session, b.Session))
+	})
 }

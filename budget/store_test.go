@@ -2,8 +2,11 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,6 +104,86 @@ func TestStoreContract(t *testing.T) {
 			}
 			if _, err := s.Get(ctx, Key{}); err == nil {
 				t.Error("an empty session id was accepted")
+			}
+		})
+	}
+}
+
+// Sessions are found, not invented: reading or resetting a session the
+// store does not have creates none, every store lists what it has, the
+// latest change first, and finds a session id under every agent.
+func TestSessions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ghost := Key{Agent: "a", Session: "ghost"}
+			if _, err := s.Get(ctx, ghost); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Reset(ctx, ghost); !errors.Is(err, ErrNoSession) {
+				t.Errorf("reset of a session the store does not have: %v", err)
+			}
+			if _, ok, _ := s.SwitchRole(ctx, ghost, "coder", "admin"); ok {
+				t.Error("a switch from a role the session does not have")
+			}
+			if list, err := s.Sessions(ctx, ""); err != nil || len(list) != 0 {
+				t.Fatalf("sessions before any change: %+v, %v", list, err)
+			}
+			start := time.Now().Truncate(time.Second)
+			odd := Key{Agent: "b*/x", Session: "s 1/[2]?"}
+			for _, step := range []func() (Counters, error){
+				func() (Counters, error) { return s.InitRole(ctx, Key{Agent: "a", Session: "s1"}, "coder") },
+				func() (Counters, error) { return s.Charge(ctx, Key{Agent: "b", Session: "s1"}, 5, 7) },
+				func() (Counters, error) { return s.AddShell(ctx, odd) },
+				func() (Counters, error) { return s.SetRole(ctx, Key{Session: "s2"}, "reviewer") },
+			} {
+				if _, err := step(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			list, err := s.Sessions(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[Key]Session{}
+			for _, x := range list {
+				got[x.Key] = x
+				if x.Updated.Before(start) || x.Updated.After(time.Now()) {
+					t.Errorf("%v: updated %v, not during the test (from %v)", x.Key, x.Updated, start)
+				}
+			}
+			if len(list) != 4 || got[Key{Agent: "b", Session: "s1"}].Tokens != 5 || got[Key{Agent: "b", Session: "s1"}].CostMicros != 7 ||
+				got[odd].Shell != 1 || got[Key{Session: "s2"}].Role != "reviewer" || got[Key{Agent: "a", Session: "s1"}].Role != "coder" {
+				t.Errorf("sessions: %+v", list)
+			}
+			for i := 1; i < len(list); i++ {
+				if list[i].Updated.After(list[i-1].Updated) {
+					t.Errorf("not the latest first: %+v", list)
+				}
+			}
+			for _, tt := range []struct {
+				session string
+				want    []Key
+			}{
+				{"s1", []Key{{Agent: "a", Session: "s1"}, {Agent: "b", Session: "s1"}}},
+				{"s 1/[2]?", []Key{odd}},
+				{"s*", nil},
+				{"nobody", nil},
+			} {
+				found, err := s.Sessions(ctx, tt.session)
+				var keys []Key
+				for _, x := range found {
+					keys = append(keys, x.Key)
+				}
+				slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Agent, b.Agent) })
+				if err != nil || !slices.Equal(keys, tt.want) {
+					t.Errorf("sessions %q: %v, %v; want %v", tt.session, keys, err, tt.want)
+				}
+			}
+			if err := s.Reset(ctx, odd); err != nil {
+				t.Errorf("reset of a session the store has: %v", err)
 			}
 		})
 	}

@@ -334,3 +334,48 @@ func TestDecisionLoggedInTheBackground(t *testing.T) {
 		})
 	}
 }
+
+// Find takes a session id to the session of the one agent that has it, or
+// says which agents have one; Sessions lists them with their budgets.
+func TestFindAndSessions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := budget.NewMemory()
+	g := New(Options{Rules: Rules{Engine: engine(t)}, Store: s})
+	find := func(id, agent string, given bool) (budget.Key, bool, error) { return g.Find(ctx, id, agent, given) }
+	if k, found, err := find("s", "a", false); found || err != nil || k != (budget.Key{Agent: "a", Session: "s"}) {
+		t.Errorf("a new session: %v %v %v", k, found, err)
+	}
+	g.Decide(ctx, Call{Session: budget.Key{Agent: "claude-code", Session: "s"}, Tool: "ctx_read"})
+	if k, found, err := find("s", "", false); !found || err != nil || k.Agent != "claude-code" {
+		t.Errorf("the one agent's: %v %v %v", k, found, err)
+	}
+	if _, found, _ := find("s", "", true); found {
+		t.Error("the agent-less session s was found")
+	}
+	g.Decide(ctx, Call{Session: budget.Key{Session: "s"}, Tool: "ctx_read", Role: "reviewer"})
+	var amb *AmbiguousSessionError
+	if _, _, err := find("s", "", false); !errors.As(err, &amb) || !slices.Equal(amb.Agents, []string{"", "claude-code"}) ||
+		!strings.Contains(err.Error(), `several agents ("" (no agent), claude-code)`) {
+		t.Errorf("two agents: %v", err)
+	}
+	if k, found, _ := find("s", "", true); !found || k.Agent != "" {
+		t.Errorf("the agent-less session, named: %v %v", k, found)
+	}
+	if _, _, err := find("", "", false); err == nil {
+		t.Error("an empty session id was looked up")
+	}
+	list, err := g.Sessions(ctx, "")
+	if err != nil || len(list) != 2 {
+		t.Fatalf("%+v, %v", list, err)
+	}
+	for _, x := range list {
+		if !x.Defined || x.Status.Role != x.Role || x.Status.Budget.Tokens.Limit == 0 {
+			t.Errorf("%+v", x)
+		}
+	}
+	s.SetRole(ctx, budget.Key{Session: "gone"}, "retired")
+	if list, _ := g.Sessions(ctx, "gone"); len(list) != 1 || list[0].Defined {
+		t.Errorf("a session whose role is gone: %+v", list)
+	}
+}

@@ -54,7 +54,10 @@ func (c *cli) record(args []string) int {
 		return exitError
 	}
 	defer h.Close()
-	k := c.sessionKey(*session, *agent, "default")
+	k, ok := c.existing(g, fs, *session, *agent)
+	if !ok {
+		return exitError // a session starts with its first decision (harness decide --session S)
+	}
 	ch, err := g.Record(ctx, govern.Result{Session: k, Tool: *tool, Arguments: *argsJSON, Output: output, Model: *model})
 	if err != nil {
 		return c.fail("record: %v", err)
@@ -108,7 +111,10 @@ func (c *cli) budget(args []string) int {
 		return exitError
 	}
 	defer h.Close()
-	k := c.sessionKey(*session, *agent, "default")
+	k, ok := c.existing(g, fs, *session, *agent)
+	if !ok {
+		return exitError
+	}
 	if reset {
 		if err := g.Reset(ctx, k); err != nil {
 			return c.fail("budget reset: %v", err)
@@ -117,7 +123,7 @@ func (c *cli) budget(args []string) int {
 	}
 	d, err := g.Status(ctx, k, "")
 	if err != nil {
-		return c.fail("budget: %v", err)
+		return c.fail("budget: session %s: %v", k, err)
 	}
 	if *asJSON {
 		out := struct {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentharness/harness/app"
+	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/config"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/explain"
@@ -36,8 +37,9 @@ func (c *cli) decide(args []string) int {
 	if *tool == "" {
 		return c.fail("decide: --tool is required")
 	}
-	k := c.sessionKey(*session, *agent, "")
-	stateless := k.Session == ""
+	id, ag, agentGiven := c.session(fs, *session, *agent)
+	k := budget.Key{Session: id, Agent: ag}
+	stateless := id == ""
 	if stateless && *record {
 		return c.fail("decide: --record needs a session (--session S or $HARNESS_SESSION)")
 	}
@@ -99,6 +101,11 @@ func (c *cli) decide(args []string) int {
 		g, err := h.Open(ctx, app.OpenOptions{Ledger: *ledger, Warn: c.warn})
 		if err != nil {
 			return c.fail("%v", err)
+		}
+		// The session of that id (of the one agent that has it, when no
+		// agent is named), else a new one.
+		if k, _, err = g.Find(ctx, id, ag, agentGiven); err != nil {
+			return c.fail("decide: %v", err)
 		}
 		cur, err := g.Session(ctx, k, *role)
 		if err != nil {

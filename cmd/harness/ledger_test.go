@@ -1,16 +1,19 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/testredis"
 )
 
@@ -76,8 +79,9 @@ func TestScriptedSession(t *testing.T) {
 	}
 	run(0, append([]string{"decide", "--tool", "ctx_session"}, s...)...)
 	// Another session, or the same session id of another agent, is untouched.
-	if out := run(0, "budget", "--session", "s-1"); !strings.HasPrefix(out, "Budget[coder]: tokens 0/200000") {
-		t.Errorf("agent-less s-1 shares counters:\n%s", out)
+	run(0, "decide", "--tool", "ctx_read", "--session", "s-1", "--agent", "cursor")
+	if out := run(0, "budget", "--session", "s-1", "--agent", "cursor"); !strings.HasPrefix(out, "Budget[coder]: tokens 0/200000") {
+		t.Errorf("cursor's s-1 shares counters:\n%s", out)
 	}
 	// The operator's reset, and only it, lowers usage.
 	run(1, "budget", "reset")
@@ -271,5 +275,80 @@ func TestCheckAgentRoles(t *testing.T) {
 				t.Errorf("hook: exit %d, want 2 with %q\n%s%s", code, problem, out, errOut)
 			}
 		})
+	}
+}
+
+// Commands that read a session find it, never invent it: without an agent
+// they take the one agent's session of that id, say which agents to choose
+// from when several have one, and say so when none has; `harness sessions`
+// lists what the ledger has.
+func TestSessionsFoundNotInvented(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	run := func(want int, args ...string) (string, string) {
+		t.Helper()
+		out, errOut, code := harnessIn(t, home, nil, args...)
+		if code != want {
+			t.Errorf("harness %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out, errOut
+	}
+	for _, args := range [][]string{{"budget"}, {"role"}, {"record", "--tool", "x", "--output-text", "y"}} {
+		if _, errOut := run(1, args...); !strings.Contains(errOut, "name the session with --session S") {
+			t.Errorf("%v without a session: %s", args, errOut)
+		}
+	}
+	for _, args := range [][]string{
+		{"budget", "--session", "ghost"},
+		{"budget", "reset", "--session", "ghost"},
+		{"role", "--session", "ghost"},
+		{"record", "--session", "ghost", "--tool", "x", "--output-text", "y"},
+	} {
+		if _, errOut := run(1, args...); !strings.Contains(errOut, "no session ghost in the ledger (harness sessions lists them)") {
+			t.Errorf("%v: %s", args, errOut)
+		}
+	}
+	if out, _ := run(0, "sessions"); out != "" {
+		t.Errorf("reading sessions created some:\n%s", out)
+	}
+
+	run(0, "decide", "--tool", "ctx_read", "--session", "s-1", "--agent", "claude-code")
+	run(0, "record", "--tool", "ctx_read", "--output-text", "hello world", "--session", "s-1") // the one agent's
+	if out, _ := run(0, "budget", "--session", "s-1"); !strings.HasPrefix(out, "Budget[coder]: tokens 2/200000") {
+		t.Errorf("the one agent's session:\n%s", out)
+	}
+	run(0, "decide", "--tool", "ctx_read", "--session", "s-1", "--agent", "cursor", "--role", "reviewer")
+	for _, args := range [][]string{{"budget", "--session", "s-1"}, {"decide", "--tool", "ctx_read", "--session", "s-1"}} {
+		if _, errOut := run(1, args...); !strings.Contains(errOut, "session s-1 is a session of several agents (claude-code, cursor): name one with --agent") {
+			t.Errorf("%v: %s", args, errOut)
+		}
+	}
+	if out, _ := run(0, "budget", "--session", "s-1", "--agent", "cursor"); !strings.HasPrefix(out, "Budget[reviewer]") {
+		t.Errorf("with the agent:\n%s", out)
+	}
+	if _, errOut := run(1, "budget", "--session", "s-1", "--agent", ""); !strings.Contains(errOut, "no session s-1 in the ledger") {
+		t.Errorf("the agent-less s-1: %s", errOut)
+	}
+	out, _ := run(0, "sessions")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "AGENT") ||
+		!regexp.MustCompile(`(?m)^cursor\s+s-1\s+reviewer\s+0/150000\s+0/0\s+\$0\.00/\$3\.00\s+OK\s+\d{4}-\d\d-\d\dT`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^claude-code\s+s-1\s+coder\s+2/200000\s+0/100\s+\$0\.00/\$5\.00\s+OK\s+\d{4}-`).MatchString(out) {
+		t.Errorf("sessions:\n%s", out)
+	}
+	out, _ = run(0, "sessions", "--agent", "cursor", "--json")
+	var rows []struct {
+		Agent, Session, Role string
+		Budget               contract.Budget
+		LastActivity         time.Time `json:"last_activity"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 1 || rows[0].Agent != "cursor" || rows[0].Role != "reviewer" ||
+		rows[0].Budget.Tokens.Limit != 150000 || time.Since(rows[0].LastActivity) > time.Hour {
+		t.Errorf("sessions --json: %v\n%s", err, out)
+	}
+	// A switch may start a session, and says so.
+	if out, _ := run(0, "role", "set", "ops", "--session", "s-2"); !strings.Contains(out, "session s-2 is new: it starts in role coder") ||
+		!strings.Contains(out, "role coder → ops (by the operator)") {
+		t.Errorf("role set on a new session:\n%s", out)
 	}
 }

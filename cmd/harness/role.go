@@ -1,10 +1,12 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 
 	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/govern"
 )
 
 // role shows a session's active role, or switches it.
@@ -24,8 +26,6 @@ func (c *cli) role(args []string) int {
 		return c.fail("role: unexpected argument %q (want: role, role set NAME, role switch NAME)", rest[0])
 	case verb != "" && len(rest) != 1:
 		return c.fail("role %s: want one role name", verb)
-	case verb == "set" && *session == "" && c.env.getenv("HARNESS_SESSION") == "":
-		return c.fail("role set: name the session with --session S (an operator's switch is deliberate)")
 	}
 	ctx := c.env.ctx
 	h, g, ok := c.open(*project, *ledger)
@@ -33,33 +33,53 @@ func (c *cli) role(args []string) int {
 		return exitError
 	}
 	defer h.Close()
-	k := c.sessionKey(*session, *agent, "default")
-
-	if verb != "" {
-		by := contract.ByAgent
-		if verb == "set" {
-			by = contract.ByOperator
-		}
-		o, err := g.Switch(ctx, k, rest[0], by)
-		if err != nil {
-			return c.fail("role %s: %v", verb, err)
-		}
-		switch {
-		case !o.Decision.Allowed:
-			fmt.Fprintf(c.stdout, "refused: session %s stays in role %s\n", k, o.Counters.Role)
-			for _, r := range o.Decision.Reasons {
-				fmt.Fprintf(c.stdout, "  %s (%s): %s\n", r.Code, r.Rule, r.Message)
-			}
-			return exitDenied
-		case !o.Switched:
-			fmt.Fprintf(c.stdout, "session %s is already in role %s\n", k, o.Counters.Role)
-		default:
-			fmt.Fprintf(c.stdout, "session %s: role %s → %s (by the %s); usage kept\n", k, o.Decision.From, o.Decision.To, by)
-		}
-		fmt.Fprintln(c.stdout, o.Status.StatusLine())
-		return exitOK
+	if verb == "" {
+		return c.showRole(g, fs, *session, *agent)
 	}
-	info, err := g.RoleInfo(ctx, k, "")
+	// A switch may start a session: the operator's role set gives a new
+	// session its role, an agent's switch is its session's first act.
+	id, ag, given := c.session(fs, *session, *agent)
+	if id == "" {
+		return c.fail("role %s: name the session with --session S or $HARNESS_SESSION (harness sessions lists them)", verb)
+	}
+	k, found, err := g.Find(ctx, id, ag, given)
+	if err != nil {
+		return c.fail("role %s: %v", verb, err)
+	}
+	if !found {
+		fmt.Fprintf(c.stdout, "session %s is new: it starts in role %s\n", k, g.StartRole(k.Agent, ""))
+	}
+	by := contract.ByAgent
+	if verb == "set" {
+		by = contract.ByOperator
+	}
+	o, err := g.Switch(ctx, k, rest[0], by)
+	if err != nil {
+		return c.fail("role %s: %v", verb, err)
+	}
+	switch {
+	case !o.Decision.Allowed:
+		fmt.Fprintf(c.stdout, "refused: session %s stays in role %s\n", k, o.Counters.Role)
+		for _, r := range o.Decision.Reasons {
+			fmt.Fprintf(c.stdout, "  %s (%s): %s\n", r.Code, r.Rule, r.Message)
+		}
+		return exitDenied
+	case !o.Switched:
+		fmt.Fprintf(c.stdout, "session %s is already in role %s\n", k, o.Counters.Role)
+	default:
+		fmt.Fprintf(c.stdout, "session %s: role %s → %s (by the %s); usage kept\n", k, o.Decision.From, o.Decision.To, by)
+	}
+	fmt.Fprintln(c.stdout, o.Status.StatusLine())
+	return exitOK
+}
+
+// showRole prints a session's role, where it may switch, and its budget.
+func (c *cli) showRole(g *govern.Governor, fs *flag.FlagSet, session, agent string) int {
+	k, ok := c.existing(g, fs, session, agent)
+	if !ok {
+		return exitError
+	}
+	info, err := g.RoleInfo(c.env.ctx, k, "")
 	if err != nil {
 		return c.fail("session %s: %v", k, err)
 	}

@@ -107,7 +107,9 @@ func TestStartingRole(t *testing.T) {
 		{"claude-code", "coder", "coder"},
 		{"claude-code", "", "debugger"},
 	} {
-		out, _, _ := harnessIn(t, home, map[string]string{"LEAN_CTX_ROLE": tt.env}, "role", "--session", "new-"+tt.agent+tt.env, "--agent", tt.agent)
+		session := []string{"--session", "new-" + tt.agent + tt.env, "--agent", tt.agent}
+		harnessIn(t, home, map[string]string{"LEAN_CTX_ROLE": tt.env}, append([]string{"decide", "--tool", "ctx_session"}, session...)...)
+		out, _, _ := harnessIn(t, home, nil, append([]string{"role"}, session...)...)
 		if !strings.Contains(out, ": role "+tt.want+" (") {
 			t.Errorf("agent %s, LEAN_CTX_ROLE=%q: want %s\n%s", tt.agent, tt.env, tt.want, out)
 		}

@@ -52,8 +52,9 @@ Usage:
   harness decide --session S --tool T [--record] [--role R] [--args JSON] [--json]
                  [--explain] [--trace[=full|notes|fails|debug]]
   harness record --session S --tool T (--output-file F | --output-text TEXT) [--args JSON] [--model M]
-  harness budget [--session S]
-  harness budget reset --session S
+  harness budget [--session S] [--agent A]
+  harness budget reset --session S [--agent A]
+  harness sessions [--session S] [--agent A] [--json]
   harness role [--session S]
   harness role set NAME --session S        (the operator: may enter privileged roles)
   harness role switch NAME --session S     (as the agent: under the switch rules)
@@ -74,7 +75,10 @@ Common flags:
   --ledger URL    the counters' store: memory:, sqlite:PATH or redis://host:port/db
                   (default: [ledger] url of harness.toml, else an SQLite file in the
                   user's state directory)
-  --session S     the session (default: $HARNESS_SESSION); --agent A (default: $HARNESS_AGENT)
+  --session S     the session (default: $HARNESS_SESSION); --agent A (default: $HARNESS_AGENT).
+                  Without an agent, --session S is the session S of the one agent that has
+                  one (several: name the agent). Commands that read a session say so when
+                  the ledger has none; a session starts with its first decision.
 
 Custom Rego policies (package harness.custom.<name>, with deny and warn rules) come from
 the project's .lean-ctx/policies/ and the user's ~/.lean-ctx/policies/.
@@ -120,6 +124,8 @@ func runEnv(args []string, stdout, stderr io.Writer, e env) int {
 		return c.record(args[1:])
 	case "budget":
 		return c.budget(args[1:])
+	case "sessions":
+		return c.sessions(args[1:])
 	case "events":
 		return c.events(args[1:])
 	case "log":
@@ -253,20 +259,43 @@ func sessionFlags(fs *flag.FlagSet) (session, agent, ledger *string) {
 	return session, agent, ledger
 }
 
-// sessionKey is --session (else $HARNESS_SESSION, else fallback) and
-// --agent (else $HARNESS_AGENT).
-func (c *cli) sessionKey(session, agent, fallback string) budget.Key {
-	k := budget.Key{Session: session, Agent: agent}
-	if k.Session == "" {
-		k.Session = c.env.getenv("HARNESS_SESSION")
+// session is the session the flags name: --session (else
+// $HARNESS_SESSION) and --agent (else $HARNESS_AGENT); agentGiven says
+// whether an agent was named at all (--agent "" names the sessions of no
+// agent).
+func (c *cli) session(fs *flag.FlagSet, session, agent string) (id, ag string, agentGiven bool) {
+	id, ag = session, agent
+	if id == "" {
+		id = c.env.getenv("HARNESS_SESSION")
 	}
-	if k.Session == "" {
-		k.Session = fallback
+	fs.Visit(func(f *flag.Flag) { agentGiven = agentGiven || f.Name == "agent" })
+	if !agentGiven {
+		ag = c.env.getenv("HARNESS_AGENT")
+		agentGiven = ag != ""
 	}
-	if k.Agent == "" {
-		k.Agent = c.env.getenv("HARNESS_AGENT")
+	return id, ag, agentGiven
+}
+
+// existing is the session the flags name, which the ledger must have
+// (see govern.Governor.Find: without an agent, the one agent that has a
+// session of that id); else it says how to find one and returns false.
+func (c *cli) existing(g *govern.Governor, fs *flag.FlagSet, session, agent string) (budget.Key, bool) {
+	cmd := strings.TrimPrefix(fs.Name(), "harness ")
+	id, ag, given := c.session(fs, session, agent)
+	if id == "" {
+		c.fail("%s: name the session with --session S or $HARNESS_SESSION (harness sessions lists them)", cmd)
+		return budget.Key{}, false
 	}
-	return k
+	k, found, err := g.Find(c.env.ctx, id, ag, given)
+	switch {
+	case err != nil:
+		c.fail("%s: %v", cmd, err)
+		return k, false
+	case !found:
+		c.fail("%s: no session %s in the ledger (harness sessions lists them)", cmd, k)
+		return k, false
+	}
+	return k, true
 }
 
 // unknownRole explains a role name that is not defined.
