@@ -53,7 +53,7 @@ func TestBudgetEventsOncePerCrossing(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	s := []string{"--session", "s-1", "--agent", "claude-code"}
-	output := strings.Repeat("hello world ", 10000) // 20001 tokens
+	output := strings.Repeat("hello world ", 10000)                                    // 20001 tokens
 	harnessIn(t, home, nil, append([]string{"decide", "--tool", "ctx_read"}, s...)...) // the session's first act
 	for i := range 12 {
 		if _, errOut, code := harnessIn(t, home, nil, append([]string{"record", "--tool", "ctx_read", "--output-text", output}, s...)...); code != 0 {
