@@ -1,0 +1,114 @@
+package layers
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/agentharness/harness/"
+
+// allowed are the packages of the module each package may import: the
+// stages flow one way (roles → compiler → policy; budget, events beside;
+// govern orchestrating; gateway and hook as transports; app wiring them
+// all; cmd only mapping flags).
+var allowed = map[string][]string{
+	"contract":           {},
+	"pricing":            {},
+	"budget":             {},
+	"rego":               {},
+	"watch":              {},
+	"internal/strict":    {},
+	"roles":              {"internal/strict"},
+	"compiler":           {"contract", "roles"},
+	"config":             {"contract", "internal/strict", "pricing", "roles"},
+	"custom":             {"compiler", "internal/strict"},
+	"events":             {"contract"},
+	"policy":             {"compiler", "contract", "internal/strict", "rego"},
+	"explain":            {"contract", "policy", "roles"},
+	"govern":             {"budget", "contract", "events", "policy", "pricing", "roles"},
+	"gateway":            {"budget", "contract", "explain", "govern"},
+	"hook":               {"budget", "contract", "govern"},
+	"app":                {"budget", "compiler", "config", "contract", "custom", "events", "gateway", "govern", "hook", "internal/strict", "policy", "roles", "watch"},
+	"hookd":              {"app", "hook"},
+	"internal/testredis": {},
+	"internal/testroles": {"roles"},
+	"internal/layers":    {},
+	"testdata/upstream":  {},
+	"cmd/harness":        nil, // anything
+}
+
+// heavy are dependencies that the packages that read and write plain data
+// must not link: the policy engine, and the ledger's stores.
+var heavy = map[string][]string{
+	"github.com/open-policy-agent/opa": {"contract", "pricing", "budget", "roles", "compiler", "config", "events"},
+	"github.com/redis/go-redis":        {"contract", "pricing", "roles", "compiler", "config", "events", "policy"},
+	"modernc.org/sqlite":               {"contract", "pricing", "roles", "compiler", "config", "events", "policy"},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+func list(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", "-deps=false", "./...")
+	cmd.Dir = "../.."
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, errb.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(&out)
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func TestImportGraph(t *testing.T) {
+	pkgs := list(t)
+	if len(pkgs) < 15 {
+		t.Fatalf("go list found %d packages", len(pkgs))
+	}
+	for _, p := range pkgs {
+		name := strings.TrimPrefix(p.ImportPath, module)
+		may, known := allowed[name]
+		if !known {
+			t.Errorf("package %s has no place in the import graph: add it to allowed", name)
+			continue
+		}
+		if may == nil {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if dep, ours := strings.CutPrefix(imp, module); ours && !slices.Contains(may, dep) {
+				t.Errorf("%s imports %s, which it may not (allowed: %v)", name, dep, may)
+			}
+		}
+		for prefix, not := range heavy {
+			if !slices.Contains(not, name) {
+				continue
+			}
+			for _, d := range p.Deps {
+				if strings.HasPrefix(d, prefix) {
+					t.Errorf("%s links %s (through %s): it must stay light", name, prefix, d)
+					break
+				}
+			}
+		}
+	}
+}
