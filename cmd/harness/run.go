@@ -52,10 +52,10 @@ Usage:
   harness decide --session S --tool T [--record] [--role R] [--args JSON] [--json]
                  [--explain] [--trace[=full|notes|fails|debug]]
   harness record --session S --tool T (--output-file F | --output-text TEXT) [--args JSON] [--model M]
-  harness budget [--session S] [--agent A]
+  harness budget --session S [--agent A] [--json]
   harness budget reset --session S [--agent A]
   harness sessions [--session S] [--agent A] [--json]
-  harness role [--session S]
+  harness role --session S
   harness role set NAME --session S        (the operator: may enter privileged roles)
   harness role switch NAME --session S     (as the agent: under the switch rules)
   harness events [--follow] [--type T] [--session S] [--json]
