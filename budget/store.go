@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Key names a session's counters: the session id the caller gives, and the
@@ -33,8 +35,11 @@ func (k Key) Validate() error {
 		return errors.New("a session id is required")
 	}
 	for _, s := range []string{k.Agent, k.Session} {
-		if len(s) > 256 || strings.ContainsAny(s, "\x00\n\r") {
-			return fmt.Errorf("invalid session or agent %q: at most 256 characters, no control characters", s)
+		// No control characters: ids reach the operator's terminal
+		// (harness sessions, budget, events), where an escape sequence
+		// of an agent's choosing must not.
+		if len(s) > 256 || strings.ContainsFunc(s, unicode.IsControl) || !utf8.ValidString(s) {
+			return fmt.Errorf("invalid session or agent %q: at most 256 bytes of UTF-8, no control characters", s)
 		}
 	}
 	return nil

@@ -314,3 +314,35 @@ func TestDefaultPath(t *testing.T) {
 		t.Errorf("XDG path %s", got)
 	}
 }
+
+// Keys that cannot be stored safely, or shown safely on a terminal, are
+// refused by every store.
+func TestKeyValidate(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		k    Key
+		want bool
+	}{
+		{Key{Session: "s-1"}, true},
+		{Key{Agent: "claude-code", Session: "00893aaf-19fa-41d2-8238-13269b9b3ca0"}, true},
+		{Key{Session: "a session with spaces/and slashes"}, true},
+		{Key{Session: "café"}, true},
+		{Key{}, false},
+		{Key{Session: strings.Repeat("x", 257)}, false},
+		{Key{Session: "a\nb"}, false},
+		{Key{Session: "a\tb"}, false},
+		{Key{Session: "\x1b]0;owned\x07"}, false},
+		{Key{Agent: "\x1b[2J", Session: "s"}, false},
+		{Key{Session: "\u0085"}, false},
+		{Key{Session: "\xff"}, false},
+	} {
+		if err := tt.k.Validate(); (err == nil) != tt.want {
+			t.Errorf("%q: %v, want valid %v", tt.k, err, tt.want)
+		}
+	}
+	for name, s := range stores(t) {
+		if _, err := s.Charge(context.Background(), Key{Session: "\x1b[2J"}, 1, 1); err == nil {
+			t.Errorf("%s stored a session id with an escape sequence", name)
+		}
+	}
+}
