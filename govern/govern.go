@@ -329,9 +329,9 @@ type Charge struct {
 	// Before and After are the session's counters around the charge.
 	Before budget.Counters `json:"before"`
 	After  budget.Counters `json:"after"`
-	// Status is the session's budget after the charge, as the policy
-	// measures it.
-	Status contract.Status `json:"status"`
+	// Signal is the session's budget signal after the charge, as the
+	// policy measures it ("" when its role is not defined).
+	Signal string `json:"signal"`
 }
 
 // Record charges a finished call: the o200k_base tokens of its output to the
@@ -365,8 +365,8 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	before := after
 	before.Tokens -= out
 	before.CostMicros -= cost
-	st := g.crossings(ctx, r, res.Session, before, after)
-	return Charge{InputTokens: in, OutputTokens: out, CostMicros: cost, Before: before, After: after, Status: st}, nil
+	levels := g.crossings(ctx, r, res.Session, before, after)
+	return Charge{InputTokens: in, OutputTokens: out, CostMicros: cost, Before: before, After: after, Signal: levels.Signal}, nil
 }
 
 // Reset is the operator's reset of a session's usage (its role stays).

@@ -9,6 +9,7 @@ import (
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
+	"github.com/agentharness/harness/policy"
 )
 
 // loggedInput is the input as the policy saw it, with the shell policy the
@@ -76,48 +77,60 @@ var levelRank = map[string]int{contract.LevelOK: 0, contract.LevelWarning: 1, co
 
 // crossings emits BudgetWarning and BudgetExhausted for every dimension
 // that one atomic change of the counters (before → after) carried into
-// those levels, as the policy measures them (its status entry point), and
-// returns the status after. Counters only grow and every change is atomic,
-// so exactly one change crosses each threshold: each crossing is reported
-// once, however many calls run at the same moment. A role switch is such a
-// change too: the same usage measured against the new role's limits.
-func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, before, after budget.Counters) contract.Status {
-	now, err := r.Engine.Status(ctx, after.Role, usage(after))
-	if err != nil {
-		g.onError(fmt.Errorf("budget levels of session %s: %w", k, err))
-		return contract.Status{}
-	}
+// those levels, as the policy measures them, and returns the levels after.
+// Counters only grow and every change is atomic, so exactly one change
+// crosses each threshold: each crossing is reported once, however many
+// calls run at the same moment. A role switch is such a change too: the
+// same usage measured against the new role's limits. The levels of both
+// sides take one evaluation (the policy's levels entry point); the
+// figures of the events, one more when something was crossed.
+func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, before, after budget.Counters) policy.Levels {
 	if before.Role == "" {
 		before.Role = after.Role
 	}
-	was, err := r.Engine.Status(ctx, before.Role, usage(before))
-	if err != nil {
-		was, err = r.Engine.Status(ctx, after.Role, usage(before)) // a role that is gone: measure by the new one
-		if err != nil {
-			g.onError(fmt.Errorf("budget levels of session %s: %w", k, err))
-			return now
+	ls, err := r.Engine.Levels(ctx, policy.RoleUsage{Role: before.Role, Usage: usage(before)}, policy.RoleUsage{Role: after.Role, Usage: usage(after)})
+	if err == nil && !ls[0].Defined && ls[1].Defined { // a role that is gone: measure by the new one
+		var again []policy.Levels
+		if again, err = r.Engine.Levels(ctx, policy.RoleUsage{Role: after.Role, Usage: usage(before)}); err == nil {
+			ls[0] = again[0]
 		}
 	}
-	for _, dim := range []struct {
-		name    string
-		was, is contract.Dimension
-	}{
-		{name: "tokens", was: was.Budget.Tokens, is: now.Budget.Tokens},
-		{name: "shell", was: was.Budget.Shell, is: now.Budget.Shell},
-		{name: "cost", was: was.Budget.Cost, is: now.Budget.Cost},
+	if err != nil {
+		g.onError(fmt.Errorf("budget levels of session %s: %w", k, err))
+		return policy.Levels{}
+	}
+	was, now := ls[0], ls[1]
+	if !now.Defined {
+		return now
+	}
+	var crossed []string
+	for _, dim := range []struct{ name, was, is string }{
+		{"tokens", was.Tokens, now.Tokens}, {"shell", was.Shell, now.Shell}, {"cost", was.Cost, now.Cost},
 	} {
-		from, to := levelRank[dim.was.Level], levelRank[dim.is.Level]
-		if to <= from {
-			continue
+		if levelRank[dim.is] > levelRank[dim.was] {
+			crossed = append(crossed, dim.name)
 		}
-		if from < levelRank[contract.LevelWarning] {
-			p := dim.is.Percent
+	}
+	if len(crossed) == 0 {
+		return now
+	}
+	st, err := r.Engine.Status(ctx, after.Role, usage(after))
+	if err != nil {
+		g.onError(fmt.Errorf("budget of session %s: %w", k, err))
+		return now
+	}
+	figures := map[string]contract.Dimension{"tokens": st.Budget.Tokens, "shell": st.Budget.Shell, "cost": st.Budget.Cost}
+	wasLevel := map[string]string{"tokens": was.Tokens, "shell": was.Shell, "cost": was.Cost}
+	for _, name := range crossed {
+		d := figures[name]
+		if levelRank[wasLevel[name]] < levelRank[contract.LevelWarning] {
+			p := d.Percent
 			g.emit(events.Event{Type: events.BudgetWarning, Session: k.Session, Agent: k.Agent, Role: after.Role,
-				Budget: &events.Budget{Dimension: dim.name, Used: dim.is.Used, Limit: dim.is.Limit, Percent: &p}})
+				Budget: &events.Budget{Dimension: name, Used: d.Used, Limit: d.Limit, Percent: &p}})
 		}
-		if to == levelRank[contract.LevelExhausted] {
+		if d.Level == contract.LevelExhausted {
 			g.emit(events.Event{Type: events.BudgetExhausted, Session: k.Session, Agent: k.Agent, Role: after.Role,
-				Budget: &events.Budget{Dimension: dim.name, Used: dim.is.Used, Limit: dim.is.Limit}})
+				Budget: &events.Budget{Dimension: name, Used: d.Used, Limit: d.Limit}})
 		}
 	}
 	return now

@@ -71,7 +71,8 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 		}
 		g.emit(events.Event{Type: events.RoleChanged, Session: k.Session, Agent: k.Agent,
 			Switch: &events.Switch{From: cur.Role, To: to, By: by}})
-		o.Status = g.crossings(ctx, r, k, cur, o.Counters)
+		g.crossings(ctx, r, k, cur, o.Counters)
+		o.Status, _ = r.Engine.Status(ctx, o.Counters.Role, usage(o.Counters))
 		return o, nil
 	}
 	return SwitchOutcome{}, errors.New("ledger: could not switch: the role kept changing")

@@ -161,10 +161,14 @@ func (h *ClaudeCode) post(ctx context.Context, k budget.Key, harnessTool string,
 	if err != nil {
 		return Response{Stderr: fmt.Sprintf("harness hook: charging %s: %v\n", harnessTool, err)}
 	}
-	if ch.Status.Signal == contract.LevelOK || ch.Status.Role == "" {
+	if ch.Signal == contract.LevelOK || ch.Signal == "" {
 		return answer("PostToolUse", "", "", "") // the usual case: nothing to say
 	}
-	return answer("PostToolUse", "", "", "harness: "+ch.Status.StatusLine())
+	st, err := h.Gov.Status(ctx, k, "")
+	if err != nil {
+		return answer("PostToolUse", "", "", "")
+	}
+	return answer("PostToolUse", "", "", "harness: "+st.StatusLine())
 }
 
 // texts gathers the strings of a tool response (Bash's stdout and stderr,

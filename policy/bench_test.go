@@ -128,3 +128,59 @@ warn contains "big" if {
 		}
 	}
 }
+
+// BenchmarkStatus measures a session's budget as the status entry point
+// gives it (the status line), and the levels of two usages in one
+// evaluation (what a charge asks to find crossed thresholds), against the
+// reference they replaced: the full decision of an exempt tool on the same
+// usage.
+func BenchmarkStatus(b *testing.B) {
+	e := benchEngine(b)
+	ctx := context.Background()
+	for _, u := range []struct {
+		name  string
+		usage contract.Usage
+	}{{"ok", contract.Usage{Tokens: 1000, Shell: 1}}, {"warning", contract.Usage{Tokens: 170000, Shell: 90}}} {
+		b.Run("status/"+u.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Status(ctx, "coder", u.usage); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("levels-of-2/"+u.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Levels(ctx, RoleUsage{"coder", u.usage}, RoleUsage{"reviewer", u.usage}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("exempt-decision/"+u.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Decide(ctx, contract.Input{Role: "coder", Tool: contract.SessionTool, Budget: u.usage}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkVisible measures what a tools/list asks of the policy for 40
+// tools.
+func BenchmarkVisible(b *testing.B) {
+	e := benchEngine(b)
+	ctx := context.Background()
+	tools := []string{"ctx_read", "ctx_edit", "ctx_shell", "ctx_session"}
+	for i := range 36 {
+		tools = append(tools, fmt.Sprintf("mcp__server%d__tool", i))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Visible(ctx, "reviewer", tools); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -28,6 +28,7 @@ const (
 	Query             = "data.harness.decision"
 	SwitchQuery       = "data.harness.switch"
 	StatusQuery       = "data.harness.status"
+	LevelsQuery       = "data.harness.levels"
 	VisibleQuery      = "data.harness.visible"
 	ExplanationQuery  = "data.harness.explanation"
 	SwitchTargetQuery = "data.harness.switch_targets"

@@ -65,6 +65,54 @@ func (e *Engine) Status(ctx context.Context, role string, usage contract.Usage) 
 	return st, nil
 }
 
+// RoleUsage is a usage under a role.
+type RoleUsage struct {
+	Role  string
+	Usage contract.Usage
+}
+
+// Levels are the levels of a usage's dimensions under its role, and its
+// signal (the worst), by the policy's rule 5. Defined is false for a role
+// the data does not define (its levels are then "").
+type Levels struct {
+	Tokens, Shell, Cost, Signal string
+	Defined                     bool
+}
+
+// Levels measures several usages, each under its role, in one evaluation:
+// how a change of usage or of role is seen to cross into WARNING or
+// EXHAUSTED. It is cheaper than a Status of each.
+func (e *Engine) Levels(ctx context.Context, usages ...RoleUsage) ([]Levels, error) {
+	list := make([]*ast.Term, len(usages))
+	for i, u := range usages {
+		list[i] = ast.ObjectTerm(
+			ast.Item(ast.StringTerm("role"), ast.StringTerm(u.Role)),
+			ast.Item(ast.StringTerm("budget"), usageTerm(u.Usage)),
+		)
+	}
+	v, err := e.cur.Load().eval(ctx, LevelsQuery, ast.NewObject(ast.Item(ast.StringTerm("usages"), ast.ArrayTerm(list...))))
+	if err != nil {
+		return nil, err
+	}
+	items, ok := v.([]any)
+	if !ok || len(items) != len(usages) {
+		return nil, fmt.Errorf("policy evaluation failed: %s: want %d levels, got %v", LevelsQuery, len(usages), v)
+	}
+	out := make([]Levels, len(items))
+	for i, item := range items {
+		if item == nil {
+			continue
+		}
+		r := reader{}
+		m := r.object(item, "levels")
+		out[i] = Levels{Tokens: r.str(m, "tokens"), Shell: r.str(m, "shell"), Cost: r.str(m, "cost"), Signal: r.str(m, "signal"), Defined: true}
+		if r.err != nil {
+			return nil, fmt.Errorf("policy evaluation failed: malformed levels: %w", r.err)
+		}
+	}
+	return out, nil
+}
+
 // Visible returns the tools of tools that role may call by its tool lists
 // and shell policy (exempt tools always): what a listing shows. Budgets
 // and custom policies are left to the call. On an error it returns none.

@@ -165,3 +165,34 @@ func TestSwitchTargets(t *testing.T) {
 		}
 	}
 }
+
+// Levels are the levels and signal of the status of each usage, all in one
+// evaluation.
+func TestLevelsAgreeWithStatus(t *testing.T) {
+	t.Parallel()
+	e, ctx := testEngine(t), context.Background()
+	var usages []RoleUsage
+	for _, role := range append(testSet(t).Names(), "nobody") {
+		for _, u := range []contract.Usage{{}, {Tokens: 999, Shell: 1, CostMicros: 1}, {Tokens: 160000, Shell: 80, CostMicros: 4_000_000},
+			{Tokens: 200000, Shell: 100, CostMicros: 5_000_000}, {Tokens: 1 << 40, Shell: 1 << 20, CostMicros: 1 << 40}} {
+			usages = append(usages, RoleUsage{role, u})
+		}
+	}
+	levels, err := e.Levels(ctx, usages...)
+	if err != nil || len(levels) != len(usages) {
+		t.Fatalf("%d levels for %d usages: %v", len(levels), len(usages), err)
+	}
+	for i, u := range usages {
+		st, err := e.Status(ctx, u.Role, u.Usage)
+		want := Levels{Tokens: st.Budget.Tokens.Level, Shell: st.Budget.Shell.Level, Cost: st.Budget.Cost.Level, Signal: st.Signal, Defined: true}
+		if err != nil {
+			want = Levels{}
+		}
+		if levels[i] != want {
+			t.Errorf("%s %+v: levels %+v, status %+v", u.Role, u.Usage, levels[i], want)
+		}
+	}
+	if l, err := e.Levels(ctx); err != nil || len(l) != 0 {
+		t.Errorf("no usages: %v, %v", l, err)
+	}
+}

@@ -6,7 +6,8 @@
 #   (data.harness.config) and the call (input: role, tool, arguments,
 #   shell_policy, budget, session, agent, project). Entry points:
 #   data.harness.decision (one call), data.harness.status (a session's
-#   budget, without a call), data.harness.visible (the tools a role may
+#   budget, without a call), data.harness.levels (the levels of usages, to
+#   tell crossings), data.harness.visible (the tools a role may
 #   call, for listings), data.harness.explanation (why, for people); the
 #   role switch rules are in switch.rego. Rules are numbered as in section 4
 #   of the harness contract; the surfaces (CLI, gateway, hook) ask these
@@ -207,13 +208,14 @@ else := "WARNING" if used >= t.warn_at
 
 else := "OK"
 
-signal := "OK" if _levels == {"OK"}
+signal := _signal({budget.tokens.level, budget.shell.level, budget.cost.level})
 
-else := "EXHAUSTED" if _levels.EXHAUSTED
+# The worst of a set of levels.
+_signal(levels) := "OK" if levels == {"OK"}
+
+else := "EXHAUSTED" if levels.EXHAUSTED
 
 else := "WARNING"
-
-_levels := {budget.tokens.level, budget.shell.level, budget.cost.level}
 
 exhausted contains dim if {
 	signal == "EXHAUSTED"
@@ -359,6 +361,19 @@ status := {
 _defined if role
 
 default _defined := false
+
+# The levels of several usages, each under its role (input.usages, each
+# {role, budget} with every count given), by rule 5: how the ledger tells,
+# in one evaluation, whether a change of usage or of role crossed into
+# WARNING or EXHAUSTED. An unknown role's levels are null.
+levels := [_levels_of(u) | some u in input.usages]
+
+_levels_of(u) := {"tokens": tokens, "shell": shell, "cost": cost, "signal": _signal({tokens, shell, cost})} if {
+	t := data.harness.roles[u.role].thresholds
+	tokens := level(u.budget.tokens, t.tokens)
+	shell := level(u.budget.shell, t.shell)
+	cost := level(u.budget.cost_micros, t.cost)
+} else := null
 
 # -- Why, for people -------------------------------------------------------------
 
