@@ -18,12 +18,22 @@ type Usage struct {
 // Input is one tool call to decide (section 2 of the contract). The engine
 // fills in the role's shell_policy.
 type Input struct {
-	Role      string         `json:"role"`
-	Tool      string         `json:"tool"`
-	Arguments map[string]any `json:"arguments"`
-	Budget    Usage          `json:"budget"`
-	Session   string         `json:"session"`
-	Agent     string         `json:"agent"`
+	Role string `json:"role"`
+	// Tool is the tool's name as the agent called it (an upstream's tool
+	// behind a gateway with prefixes: "lean__ctx_read").
+	Tool string `json:"tool"`
+	// Upstream is the MCP server the tool comes from, "" for the harness's
+	// own tools and the CLI; UpstreamTool is that server's own name for it
+	// ("ctx_read"). Claude Code's mcp__<server>__<tool> gives both.
+	Upstream     string `json:"upstream"`
+	UpstreamTool string `json:"upstream_tool"`
+	// Arguments are the tool's arguments as the agent sent them: an object,
+	// or nil for none. Anything else is malformed, and the policy refuses
+	// it (invalid_input).
+	Arguments any    `json:"arguments"`
+	Budget    Usage  `json:"budget"`
+	Session   string `json:"session"`
+	Agent     string `json:"agent"`
 	// Project is the absolute path of the project the agent works in
 	// (where its .lean-ctx is), "" when there is none: for custom
 	// policies that judge paths.

@@ -130,8 +130,12 @@ func (g *Governor) Engine() *policy.Engine { return g.rules.Load().Engine }
 type Call struct {
 	Session budget.Key
 	Tool    string
-	// Arguments are the tool's arguments, as the agent sent them.
-	Arguments map[string]any
+	// Upstream and UpstreamTool say where the tool comes from: the MCP
+	// server and its own name for the tool ("" for the harness's own tools).
+	Upstream, UpstreamTool string
+	// Arguments are the tool's arguments, as the agent sent them: an
+	// object, nil for none; anything else is refused as malformed.
+	Arguments any
 	// Role is the role a new session starts in; "" for the default. A
 	// session that has a role keeps it.
 	Role string
@@ -222,17 +226,18 @@ func (g *Governor) session(ctx context.Context, r *Rules, k budget.Key, role str
 	return c, nil
 }
 
-// input is the decision input of a call of tool with arguments by session
-// k, whose counters are c.
-func (g *Governor) input(k budget.Key, c budget.Counters, tool string, args map[string]any) contract.Input {
+// input is the decision input of call by session k, whose counters are c.
+func (g *Governor) input(k budget.Key, c budget.Counters, call Call) contract.Input {
 	return contract.Input{
-		Role:      c.Role,
-		Tool:      tool,
-		Arguments: args,
-		Budget:    usage(c),
-		Session:   k.Session,
-		Agent:     k.Agent,
-		Project:   g.project,
+		Role:         c.Role,
+		Tool:         call.Tool,
+		Upstream:     call.Upstream,
+		UpstreamTool: call.UpstreamTool,
+		Arguments:    call.Arguments,
+		Budget:       usage(c),
+		Session:      k.Session,
+		Agent:        k.Agent,
+		Project:      g.project,
 	}
 }
 
@@ -253,7 +258,7 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 	}
 	shellTool := r.Engine.Document().Config.ShellTools[call.Tool]
 	for range maxAttempts {
-		in := g.input(call.Session, cur, call.Tool, call.Arguments)
+		in := g.input(call.Session, cur, call)
 		start := g.now()
 		d, err := r.Engine.Decide(ctx, in)
 		elapsed := g.now().Sub(start)

@@ -160,7 +160,7 @@ func (g *Governor) Explain(ctx context.Context, k budget.Key, role, tool string,
 	if err != nil {
 		return Explanation{}, err
 	}
-	x, err := r.Engine.Explain(ctx, g.input(k, c, tool, args))
+	x, err := r.Engine.Explain(ctx, g.input(k, c, Call{Tool: tool, Arguments: args}))
 	if err != nil {
 		return Explanation{}, err
 	}

@@ -273,23 +273,22 @@ func (e *Engine) decide(ctx context.Context, in contract.Input, opts ...rego.Eva
 }
 
 // inputValue builds the input document directly as an AST value, which
-// saves OPA a conversion on every call.
+// saves OPA a conversion on every call. Arguments that are not an object
+// are given as they are: the policy refuses them (invalid_input).
 func inputValue(in contract.Input, shellPolicy string) (ast.Value, error) {
-	args := ast.NewObject()
+	var args ast.Value = ast.NewObject()
 	if in.Arguments != nil {
 		v, err := ast.InterfaceToValue(in.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("arguments: %w", err)
 		}
-		obj, ok := v.(ast.Object)
-		if !ok {
-			return nil, errors.New("arguments must be an object")
-		}
-		args = obj
+		args = v
 	}
 	return ast.NewObject(
 		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
 		ast.Item(ast.StringTerm("tool"), ast.StringTerm(in.Tool)),
+		ast.Item(ast.StringTerm("upstream"), ast.StringTerm(in.Upstream)),
+		ast.Item(ast.StringTerm("upstream_tool"), ast.StringTerm(in.UpstreamTool)),
 		ast.Item(ast.StringTerm("arguments"), ast.NewTerm(args)),
 		ast.Item(ast.StringTerm("shell_policy"), ast.StringTerm(shellPolicy)),
 		ast.Item(ast.StringTerm("budget"), usageTerm(in.Budget)),

@@ -161,7 +161,7 @@ func harnessDecision(t *testing.T, in parityInput) map[string]any {
 	t.Helper()
 	args := []string{"decide", "--project", withPolicies, "--role", in.Role, "--tool", in.Tool, "--json",
 		"--tokens", itoa(in.Budget.Tokens), "--shell", itoa(in.Budget.Shell), "--cost", contract.FormatUSD(in.Budget.CostMicros)}
-	if len(in.Arguments) > 0 {
+	if args0, _ := in.Arguments.(map[string]any); len(args0) > 0 {
 		b, _ := json.Marshal(in.Arguments)
 		args = append(args, "--args", string(b))
 	}
