@@ -179,6 +179,7 @@ func load(ctx context.Context, p Params, loc Location) (*Harness, error) {
 	if err != nil {
 		return nil, asList(err)
 	}
+	e.SetBounds(policy.Bounds{Timeout: cfg.PolicyTimeout})
 	h.Engine = e
 	return h, nil
 }
@@ -193,9 +194,70 @@ func asList(err error) strict.ErrorList {
 	return strict.ErrorList{{Msg: err.Error()}}
 }
 
-// CompilerConfig is the part of the configuration the compiler needs.
+// CompilerConfig is the part of the configuration the compiler needs: the
+// tool lists, the agents' budgets, and what self-protection guards.
 func (h *Harness) CompilerConfig() compiler.Config {
-	return compiler.Config{ShellTools: h.Config.ShellTools, ExemptTools: h.Config.ExemptTools}
+	c := h.Config
+	budgets := map[string]compiler.AgentBudget{}
+	for name, b := range c.AgentBudgets {
+		budgets[name] = compiler.AgentBudget{Period: b.Period, Tokens: b.Tokens, Shell: b.Shell, CostMicros: b.CostMicros,
+			WarnPercent: b.WarnPercent, BlockPercent: b.BlockPercent}
+	}
+	return compiler.Config{
+		ShellTools: c.ShellTools, ExemptTools: c.ExemptTools, EditTools: c.EditTools, AgentBudgets: budgets,
+		Protect: compiler.Protect{Off: c.ProtectOff, Paths: h.protectedPaths(), Home: h.Params.Home},
+	}
+}
+
+// protectedPaths are the harness's own files and directories, which the
+// self-protection rules keep from agents: the user's roles, policies and
+// configuration, the state directory (the ledger, the logs, the hook
+// daemon's socket), a ledger file or logs configured elsewhere, Claude
+// Code's settings files that hold the hook (the user's and the project's),
+// the project's .lean-ctx, and the configuration's [protect] paths. Each
+// is given as found and, if it differs, with its symbolic links resolved.
+func (h *Harness) protectedPaths() []string {
+	home, getenv := h.Params.Home, h.Params.getenv
+	var paths []string
+	if home != "" {
+		paths = append(paths, filepath.Join(home, ".lean-ctx"),
+			filepath.Join(home, ".claude", "settings.json"), filepath.Join(home, ".claude", "settings.local.json"))
+	}
+	xdg := getenv("XDG_DATA_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".local", "share")
+	}
+	if xdg != "" {
+		paths = append(paths, filepath.Join(xdg, "lean-ctx"))
+	}
+	paths = append(paths, StateDir(h.Params.Env))
+	if u := h.LedgerURL(""); strings.HasPrefix(u, "sqlite:") || !strings.Contains(u, ":") {
+		paths = append(paths, strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "//"))
+	}
+	for _, log := range []string{h.EventsPath(), h.DecisionsPath()} {
+		if log != "" {
+			paths = append(paths, filepath.Dir(log))
+		}
+	}
+	if h.Root != "" {
+		paths = append(paths, filepath.Join(h.Root, ".lean-ctx"),
+			filepath.Join(h.Root, ".claude", "settings.json"), filepath.Join(h.Root, ".claude", "settings.local.json"))
+	}
+	paths = append(paths, h.Config.ProtectPaths...)
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		out = append(out, p)
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+			out = append(out, real)
+		}
+	}
+	return out
 }
 
 // Project is the project's root as policies see it (input.project):

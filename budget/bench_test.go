@@ -54,7 +54,7 @@ func BenchmarkReserve(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var ok bool
-				if cur, ok, err = s.ReserveShell(ctx, k, cur); err != nil || !ok {
+				if cur, ok, err = s.ReserveShell(ctx, k, "", cur); err != nil || !ok {
 					b.Fatalf("reserve: ok=%v %v", ok, err)
 				}
 			}
@@ -74,10 +74,10 @@ func BenchmarkReserveCommit(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if _, ok, err := s.ReserveShell(ctx, k, cur); err != nil || !ok {
+				if _, ok, err := s.ReserveShell(ctx, k, "", cur); err != nil || !ok {
 					b.Fatalf("reserve: ok=%v %v", ok, err)
 				}
-				if cur, err = s.Charge(ctx, k, 120, 1200); err != nil {
+				if cur, err = s.Charge(ctx, k, "", 120, 1200); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -99,12 +99,12 @@ func BenchmarkReserveParallel(b *testing.B) {
 				k := Key{Agent: "bench", Session: fmt.Sprint("p-", n.Add(1))}
 				cur := Counters{}
 				for pb.Next() {
-					if _, ok, err := s.ReserveShell(ctx, k, cur); err != nil || !ok {
+					if _, ok, err := s.ReserveShell(ctx, k, "", cur); err != nil || !ok {
 						b.Errorf("reserve: ok=%v %v", ok, err)
 						return
 					}
 					var err error
-					if cur, err = s.Charge(ctx, k, 120, 1200); err != nil {
+					if cur, err = s.Charge(ctx, k, "", 120, 1200); err != nil {
 						b.Error(err)
 						return
 					}

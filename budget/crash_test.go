@@ -38,7 +38,7 @@ func crashChild() {
 		// Charge forever, printing each committed total; the parent kills
 		// us at some point in the middle of this.
 		for {
-			c, err := s.Charge(ctx, k, 1, 1)
+			c, err := s.Charge(ctx, k, "", 1, 1)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
@@ -52,10 +52,10 @@ func crashChild() {
 		var wg sync.WaitGroup
 		for range 32 {
 			wg.Go(func() {
-				c, err := s.Get(ctx, k)
+				c, err := s.Get(ctx, k, "")
 				for err == nil && c.Shell < limit {
 					var ok bool
-					if c, ok, err = s.ReserveShell(ctx, k, c); ok {
+					if c, ok, err = s.ReserveShell(ctx, k, "", c); ok {
 						mu.Lock()
 						granted++
 						mu.Unlock()
@@ -130,7 +130,7 @@ func TestSQLiteKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c, err := s.Get(context.Background(), Key{Agent: "child", Session: "s"})
+	c, err := s.Get(context.Background(), Key{Agent: "child", Session: "s"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestReserveAcrossProcesses(t *testing.T) {
 			k := Key{Agent: "child", Session: "s"}
 			const limit, used = 100, 95
 			for range used {
-				if _, err := s.AddShell(ctx, k); err != nil {
+				if _, err := s.AddShell(ctx, k, ""); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -183,7 +183,7 @@ func TestReserveAcrossProcesses(t *testing.T) {
 				}
 				total += n
 			}
-			c, _ := s.Get(ctx, k)
+			c, _ := s.Get(ctx, k, "")
 			if total != limit-used || c.Shell != limit {
 				t.Errorf("two processes were granted %d slots (want %d); shell count %d (want %d)", total, limit-used, c.Shell, limit)
 			}

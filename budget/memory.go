@@ -10,16 +10,23 @@ import (
 type Memory struct {
 	mu       sync.Mutex
 	sessions map[Key]*Session
+	agents   map[agentPeriod]*Usage
 	now      func() time.Time
 }
 
-// NewMemory returns an empty in-memory store.
-func NewMemory() *Memory { return &Memory{sessions: map[Key]*Session{}, now: time.Now} }
+// agentPeriod names an agent's counters of one period.
+type agentPeriod struct{ agent, period string }
 
-// update runs f on the session's counters under the lock and returns a copy;
-// a session is created by its first change.
-func (m *Memory) update(k Key, f func(c *Counters) bool) (Counters, bool, error) {
-	if err := k.Validate(); err != nil {
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory {
+	return &Memory{sessions: map[Key]*Session{}, agents: map[agentPeriod]*Usage{}, now: time.Now}
+}
+
+// update runs f on the session's counters (and, with a period, the agent's)
+// under the lock and returns a copy; a session, or an agent's period, is
+// created by its first change.
+func (m *Memory) update(k Key, period Period, f func(c *Counters) bool) (Counters, bool, error) {
+	if err := validate(k, period); err != nil {
 		return Counters{}, false, err
 	}
 	m.mu.Lock()
@@ -28,29 +35,45 @@ func (m *Memory) update(k Key, f func(c *Counters) bool) (Counters, bool, error)
 	if !ok {
 		s = &Session{Key: k}
 	}
-	before := s.Counters
-	done := f(&s.Counters)
-	if s.Counters != before || !ok && done {
-		s.Updated = m.now().Truncate(time.Second)
-		m.sessions[k] = s
+	c := s.Counters
+	ap := agentPeriod{k.Agent, period}
+	if a := m.agents[ap]; period != "" && a != nil {
+		c.AgentUsage = *a
 	}
-	return s.Counters, done, nil
+	before := c
+	done := f(&c)
+	if c != before || !ok && done {
+		now := m.now().Truncate(time.Second)
+		agent := c.AgentUsage
+		c.AgentUsage = Usage{}
+		s.Counters, s.Updated = c, now
+		m.sessions[k] = s
+		if period != "" && agent != before.AgentUsage {
+			m.agents[ap] = &agent
+		}
+		c.AgentUsage = agent
+	}
+	return c, done, nil
 }
 
-func (m *Memory) Get(_ context.Context, k Key) (Counters, error) {
-	if err := k.Validate(); err != nil {
+func (m *Memory) Get(_ context.Context, k Key, period Period) (Counters, error) {
+	if err := validate(k, period); err != nil {
 		return Counters{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var c Counters
 	if s, ok := m.sessions[k]; ok {
-		return s.Counters, nil
+		c = s.Counters
 	}
-	return Counters{}, nil
+	if a := m.agents[agentPeriod{k.Agent, period}]; period != "" && a != nil {
+		c.AgentUsage = *a
+	}
+	return c, nil
 }
 
 func (m *Memory) InitRole(_ context.Context, k Key, role string) (Counters, error) {
-	c, _, err := m.update(k, func(c *Counters) bool {
+	c, _, err := m.update(k, "", func(c *Counters) bool {
 		if c.Role == "" {
 			c.Role = role
 		}
@@ -60,12 +83,12 @@ func (m *Memory) InitRole(_ context.Context, k Key, role string) (Counters, erro
 }
 
 func (m *Memory) SetRole(_ context.Context, k Key, role string) (Counters, error) {
-	c, _, err := m.update(k, func(c *Counters) bool { c.Role = role; return true })
+	c, _, err := m.update(k, "", func(c *Counters) bool { c.Role = role; return true })
 	return c, err
 }
 
 func (m *Memory) SwitchRole(_ context.Context, k Key, from, to string) (Counters, bool, error) {
-	return m.update(k, func(c *Counters) bool {
+	return m.update(k, "", func(c *Counters) bool {
 		if c.Role != from {
 			return false
 		}
@@ -74,26 +97,53 @@ func (m *Memory) SwitchRole(_ context.Context, k Key, from, to string) (Counters
 	})
 }
 
-func (m *Memory) ReserveShell(_ context.Context, k Key, expected Counters) (Counters, bool, error) {
-	return m.update(k, func(c *Counters) bool {
-		if c.Shell != expected.Shell || c.Role != expected.Role {
+func (m *Memory) PinProject(_ context.Context, k Key, project string) (Counters, error) {
+	c, _, err := m.update(k, "", func(c *Counters) bool {
+		if c.Project == "" {
+			c.Project = project
+		}
+		return true
+	})
+	return c, err
+}
+
+func (m *Memory) ReserveShell(_ context.Context, k Key, period Period, expected Counters) (Counters, bool, error) {
+	return m.update(k, period, func(c *Counters) bool {
+		if c.Shell != expected.Shell || c.Role != expected.Role || period != "" && c.AgentUsage.Shell != expected.AgentUsage.Shell {
 			return false
 		}
 		c.Shell++
+		if period != "" {
+			c.AgentUsage.Shell++
+		}
 		return true
 	})
 }
 
-func (m *Memory) AddShell(_ context.Context, k Key) (Counters, error) {
-	c, _, err := m.update(k, func(c *Counters) bool { c.Shell++; return true })
+func (m *Memory) AddShell(_ context.Context, k Key, period Period) (Counters, error) {
+	c, _, err := m.update(k, period, func(c *Counters) bool {
+		c.Shell++
+		if period != "" {
+			c.AgentUsage.Shell++
+		}
+		return true
+	})
 	return c, err
 }
 
-func (m *Memory) Charge(_ context.Context, k Key, tokens, cost int64) (Counters, error) {
+func (m *Memory) Charge(_ context.Context, k Key, period Period, tokens, cost int64) (Counters, error) {
 	if err := checkCharge(tokens, cost); err != nil {
 		return Counters{}, err
 	}
-	c, _, err := m.update(k, func(c *Counters) bool { c.Tokens += tokens; c.CostMicros += cost; return true })
+	c, _, err := m.update(k, period, func(c *Counters) bool {
+		c.Tokens += tokens
+		c.CostMicros += cost
+		if period != "" {
+			c.AgentUsage.Tokens += tokens
+			c.AgentUsage.CostMicros += cost
+		}
+		return true
+	})
 	return c, err
 }
 
@@ -107,8 +157,22 @@ func (m *Memory) Reset(_ context.Context, k Key) error {
 	if !ok {
 		return ErrNoSession
 	}
-	s.Counters = Counters{Role: s.Role}
+	s.Counters = Counters{Role: s.Role, Project: s.Project}
 	s.Updated = m.now().Truncate(time.Second)
+	return nil
+}
+
+func (m *Memory) ResetAgent(_ context.Context, agent string, period Period) error {
+	if err := validate(Key{Agent: agent, Session: "-"}, period); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.agents[agentPeriod{agent, period}]
+	if !ok || period == "" {
+		return ErrNoSession
+	}
+	*a = Usage{}
 	return nil
 }
 

@@ -14,9 +14,10 @@ import (
 
 // Redis is a store shared by every gateway, hook and CLI that points at the
 // same server: budgets that hold across processes and machines. Each
-// session is one hash (tokens, shell, cost, role, updated); every change is
-// one Lua script, so the check and the change happen atomically on the
-// server.
+// session is one hash (tokens, shell, cost, role, project, updated), and so
+// is each budget period of an agent; every change is one Lua script, so the
+// check and the change happen atomically on the server, and the keys of an
+// agent share a hash tag, so that the scripts run on Redis Cluster too.
 type Redis struct {
 	client *redis.Client
 	prefix string
@@ -42,87 +43,140 @@ func OpenRedis(ctx context.Context, rawURL string, opts Options) (*Redis, error)
 	return r, nil
 }
 
-// keyspace is the start of every session's key.
-func (r *Redis) keyspace() string { return r.prefix + "session:" }
+// Keys: a session is one hash, PREFIX{a:AGENT}:session:SESSION, and each
+// budget period of an agent one more, PREFIX{a:AGENT}:agent:PERIOD (AGENT
+// and SESSION path-escaped, so neither holds a brace). The braces are a
+// Redis Cluster hash tag: every key of an agent is in one slot, so a script
+// that changes a session and its agent's counters together runs on Redis
+// Cluster too.
+func (r *Redis) agentTag(agent string) string { return r.prefix + "{a:" + url.PathEscape(agent) + "}" }
 
 func (r *Redis) key(k Key) string {
-	return r.keyspace() + url.PathEscape(k.Agent) + "/" + url.PathEscape(k.Session)
+	return r.agentTag(k.Agent) + ":session:" + url.PathEscape(k.Session)
 }
 
+func (r *Redis) agentKey(agent string, period Period) string {
+	return r.agentTag(agent) + ":agent:" + period
+}
+
+// sessionFields and agentFields are what a script returns: a session's
+// counters, then its agent's (nil without a period).
+const luaRead = `
+local out = redis.call('HMGET', KEYS[1], 'tokens', 'shell', 'cost', 'role', 'project')
+if KEYS[2] then
+	local a = redis.call('HMGET', KEYS[2], 'tokens', 'shell', 'cost')
+	for i = 1, 3 do table.insert(out, a[i]) end
+else
+	for i = 1, 3 do table.insert(out, false) end
+end
+`
+
 // Every change ends by stamping the time of the change (ARGV[2], Unix
-// seconds), refreshing the TTL (ARGV[1], seconds; 0 keeps the key) and
-// returning the counters. A script's own arguments start at ARGV[3].
+// seconds), refreshing the TTL of the keys it changed (ARGV[1], seconds; 0
+// keeps them; the agent's counters of the period "total" never expire) and
+// returning the counters. A script's own arguments start at ARGV[4];
+// ARGV[3] is the period ("" for none).
 const luaTail = `
 redis.call('HSET', KEYS[1], 'updated', ARGV[2])
 local ttl = tonumber(ARGV[1])
 if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
-return redis.call('HMGET', KEYS[1], 'tokens', 'shell', 'cost', 'role')
+if KEYS[2] then
+	redis.call('HSET', KEYS[2], 'updated', ARGV[2])
+	if ttl > 0 and ARGV[3] ~= 'total' then redis.call('EXPIRE', KEYS[2], ttl) end
+end` + luaRead + `
+return out
 `
 
 // luaConflict returns the current counters, marked: the change was not
 // made.
-const luaConflict = `
-	local cur = redis.call('HMGET', KEYS[1], 'tokens', 'shell', 'cost', 'role')
-	table.insert(cur, 'conflict')
-	return cur`
+const luaConflict = luaRead + `
+	table.insert(out, 'conflict')
+	return out`
 
 var (
 	scriptInitRole = redis.NewScript(`
 local role = redis.call('HGET', KEYS[1], 'role')
-if not role or role == '' then redis.call('HSET', KEYS[1], 'role', ARGV[3]) end` + luaTail)
+if not role or role == '' then redis.call('HSET', KEYS[1], 'role', ARGV[4]) end` + luaTail)
 
-	scriptSetRole = redis.NewScript(`redis.call('HSET', KEYS[1], 'role', ARGV[3])` + luaTail)
+	scriptPinProject = redis.NewScript(`
+local p = redis.call('HGET', KEYS[1], 'project')
+if not p or p == '' then redis.call('HSET', KEYS[1], 'project', ARGV[4]) end` + luaTail)
 
-	// ARGV[3], ARGV[4]: the expected shell count and role. A mismatch
-	// returns the current counters and changes nothing.
+	scriptSetRole = redis.NewScript(`redis.call('HSET', KEYS[1], 'role', ARGV[4])` + luaTail)
+
+	// ARGV[4], ARGV[5], ARGV[6]: the expected shell count and role of the
+	// session, and the agent's expected shell count. A mismatch returns the
+	// current counters and changes nothing.
 	scriptReserve = redis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 'shell', 'role')
-if tonumber(v[1] or '0') ~= tonumber(ARGV[3]) or (v[2] or '') ~= ARGV[4] then` + luaConflict + `
+local a = 0
+if KEYS[2] then a = tonumber(redis.call('HGET', KEYS[2], 'shell') or '0') end
+if tonumber(v[1] or '0') ~= tonumber(ARGV[4]) or (v[2] or '') ~= ARGV[5] or (KEYS[2] and a ~= tonumber(ARGV[6])) then` + luaConflict + `
 end
-redis.call('HINCRBY', KEYS[1], 'shell', 1)` + luaTail)
+redis.call('HINCRBY', KEYS[1], 'shell', 1)
+if KEYS[2] then redis.call('HINCRBY', KEYS[2], 'shell', 1) end` + luaTail)
 
-	// ARGV[3], ARGV[4]: the expected role and the new one.
+	// ARGV[4], ARGV[5]: the expected role and the new one.
 	scriptSwitchRole = redis.NewScript(`
 local role = redis.call('HGET', KEYS[1], 'role') or ''
-if role ~= ARGV[3] then` + luaConflict + `
+if role ~= ARGV[4] then` + luaConflict + `
 end
-redis.call('HSET', KEYS[1], 'role', ARGV[4])` + luaTail)
+redis.call('HSET', KEYS[1], 'role', ARGV[5])` + luaTail)
 
-	scriptAddShell = redis.NewScript(`redis.call('HINCRBY', KEYS[1], 'shell', 1)` + luaTail)
+	scriptAddShell = redis.NewScript(`
+redis.call('HINCRBY', KEYS[1], 'shell', 1)
+if KEYS[2] then redis.call('HINCRBY', KEYS[2], 'shell', 1) end` + luaTail)
 
 	scriptCharge = redis.NewScript(`
-redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[3])
-redis.call('HINCRBY', KEYS[1], 'cost', ARGV[4])` + luaTail)
+redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[4])
+redis.call('HINCRBY', KEYS[1], 'cost', ARGV[5])
+if KEYS[2] then
+	redis.call('HINCRBY', KEYS[2], 'tokens', ARGV[4])
+	redis.call('HINCRBY', KEYS[2], 'cost', ARGV[5])
+end` + luaTail)
 
 	// A session the store does not have is not created by a reset.
 	scriptReset = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then` + luaConflict + `
 end
 redis.call('HSET', KEYS[1], 'tokens', 0, 'shell', 0, 'cost', 0)` + luaTail)
+
+	// KEYS[1]: an agent's counters of a period.
+	scriptResetAgent = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'tokens', 0, 'shell', 0, 'cost', 0, 'updated', ARGV[1])
+return 1`)
 )
 
-// run runs a script on the session's key and reads the counters it returns;
-// ok is false when the script reported a conflict.
-func (r *Redis) run(ctx context.Context, k Key, s *redis.Script, args ...any) (Counters, bool, error) {
-	if err := k.Validate(); err != nil {
+// run runs a script on the session's key (and, with a period, its agent's)
+// and reads the counters it returns; ok is false when the script reported
+// a conflict.
+func (r *Redis) run(ctx context.Context, k Key, period Period, s *redis.Script, args ...any) (Counters, bool, error) {
+	if err := validate(k, period); err != nil {
 		return Counters{}, false, err
 	}
-	argv := append([]any{int64(r.ttl / time.Second), r.now().Unix()}, args...)
-	res, err := s.Run(ctx, r.client, []string{r.key(k)}, argv...).Slice()
+	keys := []string{r.key(k)}
+	if period != "" {
+		keys = append(keys, r.agentKey(k.Agent, period))
+	}
+	argv := append([]any{int64(r.ttl / time.Second), r.now().Unix(), period}, args...)
+	res, err := s.Run(ctx, r.client, keys, argv...).Slice()
 	if err != nil {
 		return Counters{}, false, fmt.Errorf("redis ledger: %w", err)
 	}
 	c, err := countersFrom(res)
-	return c, len(res) == 4, err
+	return c, len(res) == 8, err
 }
 
+// countersFrom reads tokens, shell, cost, role, project and the agent's
+// tokens, shell and cost.
 func countersFrom(v []any) (Counters, error) {
-	if len(v) < 4 {
+	if len(v) < 8 {
 		return Counters{}, fmt.Errorf("redis ledger: unexpected reply %v", v)
 	}
 	var c Counters
-	for i, dst := range []*int64{&c.Tokens, &c.Shell, &c.CostMicros} {
-		if v[i] == nil {
+	for i, dst := range []*int64{&c.Tokens, &c.Shell, &c.CostMicros, 5: &c.AgentUsage.Tokens, 6: &c.AgentUsage.Shell, 7: &c.AgentUsage.CostMicros} {
+		if dst == nil || v[i] == nil {
 			continue
 		}
 		s, _ := v[i].(string)
@@ -133,14 +187,22 @@ func countersFrom(v []any) (Counters, error) {
 		*dst = n
 	}
 	c.Role, _ = v[3].(string)
+	c.Project, _ = v[4].(string)
 	return c, nil
 }
 
-func (r *Redis) Get(ctx context.Context, k Key) (Counters, error) {
-	if err := k.Validate(); err != nil {
+var scriptGet = redis.NewScript(luaRead + `
+return out`)
+
+func (r *Redis) Get(ctx context.Context, k Key, period Period) (Counters, error) {
+	if err := validate(k, period); err != nil {
 		return Counters{}, err
 	}
-	res, err := r.client.HMGet(ctx, r.key(k), "tokens", "shell", "cost", "role").Result()
+	keys := []string{r.key(k)}
+	if period != "" {
+		keys = append(keys, r.agentKey(k.Agent, period))
+	}
+	res, err := scriptGet.Run(ctx, r.client, keys).Slice()
 	if err != nil {
 		return Counters{}, fmt.Errorf("redis ledger: %w", err)
 	}
@@ -148,56 +210,84 @@ func (r *Redis) Get(ctx context.Context, k Key) (Counters, error) {
 }
 
 func (r *Redis) InitRole(ctx context.Context, k Key, role string) (Counters, error) {
-	c, _, err := r.run(ctx, k, scriptInitRole, role)
+	c, _, err := r.run(ctx, k, "", scriptInitRole, role)
+	return c, err
+}
+
+func (r *Redis) PinProject(ctx context.Context, k Key, project string) (Counters, error) {
+	c, _, err := r.run(ctx, k, "", scriptPinProject, project)
 	return c, err
 }
 
 func (r *Redis) SetRole(ctx context.Context, k Key, role string) (Counters, error) {
-	c, _, err := r.run(ctx, k, scriptSetRole, role)
+	c, _, err := r.run(ctx, k, "", scriptSetRole, role)
 	return c, err
 }
 
 func (r *Redis) SwitchRole(ctx context.Context, k Key, from, to string) (Counters, bool, error) {
-	return r.run(ctx, k, scriptSwitchRole, from, to)
+	return r.run(ctx, k, "", scriptSwitchRole, from, to)
 }
 
-func (r *Redis) ReserveShell(ctx context.Context, k Key, expected Counters) (Counters, bool, error) {
-	return r.run(ctx, k, scriptReserve, expected.Shell, expected.Role)
+func (r *Redis) ReserveShell(ctx context.Context, k Key, period Period, expected Counters) (Counters, bool, error) {
+	return r.run(ctx, k, period, scriptReserve, expected.Shell, expected.Role, expected.AgentUsage.Shell)
 }
 
-func (r *Redis) AddShell(ctx context.Context, k Key) (Counters, error) {
-	c, _, err := r.run(ctx, k, scriptAddShell)
+func (r *Redis) AddShell(ctx context.Context, k Key, period Period) (Counters, error) {
+	c, _, err := r.run(ctx, k, period, scriptAddShell)
 	return c, err
 }
 
-func (r *Redis) Charge(ctx context.Context, k Key, tokens, cost int64) (Counters, error) {
+func (r *Redis) Charge(ctx context.Context, k Key, period Period, tokens, cost int64) (Counters, error) {
 	if err := checkCharge(tokens, cost); err != nil {
 		return Counters{}, err
 	}
-	c, _, err := r.run(ctx, k, scriptCharge, tokens, cost)
+	c, _, err := r.run(ctx, k, period, scriptCharge, tokens, cost)
 	return c, err
 }
 
 func (r *Redis) Reset(ctx context.Context, k Key) error {
-	_, ok, err := r.run(ctx, k, scriptReset)
+	_, ok, err := r.run(ctx, k, "", scriptReset)
 	if err == nil && !ok {
 		return ErrNoSession
 	}
 	return err
 }
 
+func (r *Redis) ResetAgent(ctx context.Context, agent string, period Period) error {
+	if err := validate(Key{Agent: agent, Session: "-"}, period); err != nil {
+		return err
+	}
+	if period == "" {
+		return ErrNoSession
+	}
+	n, err := scriptResetAgent.Run(ctx, r.client, []string{r.agentKey(agent, period)}, r.now().Unix()).Int()
+	if err != nil {
+		return fmt.Errorf("redis ledger: %w", err)
+	}
+	if n == 0 {
+		return ErrNoSession
+	}
+	return nil
+}
+
 // Sessions scans the keyspace (a session id given matches one key per
 // agent) and reads each session's hash.
 func (r *Redis) Sessions(ctx context.Context, session string) ([]Session, error) {
-	match := globEscape(r.keyspace()) + "*"
+	match := globEscape(r.prefix) + "{a:*}:session:"
 	if session != "" {
-		match += "/" + globEscape(url.PathEscape(session))
+		match += globEscape(url.PathEscape(session))
+	} else {
+		match += "*"
 	}
 	var out []Session
 	iter := r.client.Scan(ctx, 0, match, 1000).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
-		agent, id, ok := strings.Cut(strings.TrimPrefix(key, r.keyspace()), "/")
+		rest, ok := strings.CutPrefix(key, r.prefix+"{a:")
+		if !ok {
+			continue
+		}
+		agent, id, ok := strings.Cut(rest, "}:session:")
 		if !ok {
 			continue
 		}
@@ -208,17 +298,17 @@ func (r *Redis) Sessions(ctx context.Context, session string) ([]Session, error)
 		if err1 != nil || err2 != nil {
 			continue // not a key of this store's making
 		}
-		v, err := r.client.HMGet(ctx, key, "tokens", "shell", "cost", "role", "updated").Result()
+		v, err := r.client.HMGet(ctx, key, "tokens", "shell", "cost", "role", "project", "updated").Result()
 		if err != nil {
 			return nil, fmt.Errorf("redis ledger: %w", err)
 		}
 		if !slices.ContainsFunc(v, func(x any) bool { return x != nil }) {
 			continue // expired since the scan
 		}
-		if x.Counters, err = countersFrom(v); err != nil {
+		if x.Counters, err = countersFrom(append(v[:5:5], nil, nil, nil)); err != nil {
 			return nil, err
 		}
-		if s, _ := v[4].(string); s != "" {
+		if s, _ := v[5].(string); s != "" {
 			if t, err := strconv.ParseInt(s, 10, 64); err == nil {
 				x.Updated = time.Unix(t, 0)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
@@ -14,7 +15,8 @@ import (
 // SQLite is the embedded store: one file that several processes may use at
 // once. It runs in WAL mode, so readers never wait for the writer, and every
 // change is one statement (an upsert with RETURNING), so a change is atomic
-// across processes without explicit transactions. With synchronous=NORMAL a
+// across processes without explicit transactions; a change of a session
+// and of its agent's counters is one transaction. With synchronous=NORMAL a
 // committed change survives the process being killed at any point (the OS
 // has it); it may be lost only if the machine itself loses power.
 type SQLite struct {
@@ -33,9 +35,19 @@ CREATE TABLE IF NOT EXISTS sessions (
 	cost_micros INTEGER NOT NULL DEFAULT 0,
 	role        TEXT    NOT NULL DEFAULT '',
 	updated_at  INTEGER NOT NULL DEFAULT 0,
+	project     TEXT    NOT NULL DEFAULT '',
 	PRIMARY KEY (agent, session)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS sessions_by_session ON sessions (session)`
+CREATE INDEX IF NOT EXISTS sessions_by_session ON sessions (session);
+CREATE TABLE IF NOT EXISTS agents (
+	agent       TEXT    NOT NULL,
+	period      TEXT    NOT NULL,
+	tokens      INTEGER NOT NULL DEFAULT 0,
+	shell       INTEGER NOT NULL DEFAULT 0,
+	cost_micros INTEGER NOT NULL DEFAULT 0,
+	updated_at  INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (agent, period)
+) WITHOUT ROWID`
 
 // OpenSQLite opens (creating if needed) the ledger file at path.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
@@ -58,6 +70,10 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite ledger %s: %w", path, err)
 	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite ledger %s: %w", path, err)
+	}
 	s := &SQLite{db: db, path: path, now: time.Now, stmts: map[string]*sql.Stmt{}}
 	for name, query := range queries {
 		st, err := db.PrepareContext(ctx, query)
@@ -70,17 +86,42 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	return s, nil
 }
 
-const returning = ` RETURNING tokens, shell, cost_micros, role`
+// migrate brings a ledger file of an earlier version up to the schema:
+// sessions got a project column.
+func migrate(ctx context.Context, db *sql.DB) error {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('sessions') WHERE name = 'project'`).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	_, err := db.ExecContext(ctx, `ALTER TABLE sessions ADD COLUMN project TEXT NOT NULL DEFAULT ''`)
+	if err != nil && strings.Contains(err.Error(), "duplicate column") {
+		return nil // another process got there first
+	}
+	return err
+}
 
-// queries are the ledger's statements, by name. Each is one atomic change.
+const (
+	returning      = ` RETURNING tokens, shell, cost_micros, role, project`
+	agentReturning = ` RETURNING tokens, shell, cost_micros`
+)
+
+// queries are the ledger's statements, by name. Each is one atomic change;
+// a change of a session and of its agent's period is two, in a transaction.
 var queries = map[string]string{
-	"get": `SELECT tokens, shell, cost_micros, role FROM sessions WHERE agent = ? AND session = ?`,
+	"get":       `SELECT tokens, shell, cost_micros, role, project FROM sessions WHERE agent = ? AND session = ?`,
+	"get_agent": `SELECT tokens, shell, cost_micros FROM agents WHERE agent = ? AND period = ?`,
 	"init_role": `INSERT INTO sessions (agent, session, role, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (agent, session) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at
 		WHERE role = ''` + returning,
 	"set_role": `INSERT INTO sessions (agent, session, role, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (agent, session) DO UPDATE SET role = excluded.role, updated_at = excluded.updated_at` + returning,
 	"switch_role": `UPDATE sessions SET role = ?, updated_at = ? WHERE agent = ? AND session = ? AND role = ?` + returning,
+	"pin_project": `INSERT INTO sessions (agent, session, project, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (agent, session) DO UPDATE SET project = excluded.project, updated_at = excluded.updated_at
+		WHERE project = ''` + returning,
 	// A new session is in the expected state only if the decision saw zero
 	// shell calls and no role.
 	"reserve_new": `INSERT INTO sessions (agent, session, shell, updated_at) VALUES (?, ?, 1, ?)
@@ -95,21 +136,40 @@ var queries = map[string]string{
 			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at` + returning,
 	"reset": `UPDATE sessions SET tokens = 0, shell = 0, cost_micros = 0, updated_at = ?
 		WHERE agent = ? AND session = ?`,
-	"sessions": `SELECT agent, session, tokens, shell, cost_micros, role, updated_at FROM sessions
+	"sessions": `SELECT agent, session, tokens, shell, cost_micros, role, project, updated_at FROM sessions
 		WHERE ? = '' OR session = ? ORDER BY updated_at DESC, agent, session`,
+	// The agent's counters of a period: added to, or a shell slot taken
+	// if the count is still the one decided on.
+	"agent_add": `INSERT INTO agents (agent, period, tokens, shell, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (agent, period) DO UPDATE SET tokens = tokens + excluded.tokens, shell = shell + excluded.shell,
+			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at` + agentReturning,
+	"agent_reserve_new": `INSERT INTO agents (agent, period, shell, updated_at) VALUES (?, ?, 1, ?)
+		ON CONFLICT (agent, period) DO UPDATE SET shell = shell + 1, updated_at = excluded.updated_at
+		WHERE shell = 0` + agentReturning,
+	"agent_reserve": `UPDATE agents SET shell = shell + 1, updated_at = ?
+		WHERE agent = ? AND period = ? AND shell = ?` + agentReturning,
+	"agent_reset": `UPDATE agents SET tokens = 0, shell = 0, cost_micros = 0, updated_at = ?
+		WHERE agent = ? AND period = ?`,
 }
 
 // Path is the ledger file.
 func (s *SQLite) Path() string { return s.path }
 
+// querier is the database or a transaction.
+type querier interface {
+	StmtContext(ctx context.Context, stmt *sql.Stmt) *sql.Stmt
+}
+
+// direct runs prepared statements outside a transaction.
+type direct struct{}
+
+func (direct) StmtContext(_ context.Context, st *sql.Stmt) *sql.Stmt { return st }
+
 // row runs a statement that returns one session's counters; ok is false
 // when it returned no row.
-func (s *SQLite) row(ctx context.Context, k Key, name string, args ...any) (Counters, bool, error) {
-	if err := k.Validate(); err != nil {
-		return Counters{}, false, err
-	}
+func (s *SQLite) row(ctx context.Context, q querier, name string, args ...any) (Counters, bool, error) {
 	var c Counters
-	err := s.stmts[name].QueryRowContext(ctx, args...).Scan(&c.Tokens, &c.Shell, &c.CostMicros, &c.Role)
+	err := q.StmtContext(ctx, s.stmts[name]).QueryRowContext(ctx, args...).Scan(&c.Tokens, &c.Shell, &c.CostMicros, &c.Role, &c.Project)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Counters{}, false, nil
 	}
@@ -119,59 +179,137 @@ func (s *SQLite) row(ctx context.Context, k Key, name string, args ...any) (Coun
 	return c, true, nil
 }
 
-func (s *SQLite) Get(ctx context.Context, k Key) (Counters, error) {
-	c, _, err := s.row(ctx, k, "get", k.Agent, k.Session)
+// agentRow runs a statement that returns an agent's counters of a period.
+func (s *SQLite) agentRow(ctx context.Context, q querier, name string, args ...any) (Usage, bool, error) {
+	var u Usage
+	err := q.StmtContext(ctx, s.stmts[name]).QueryRowContext(ctx, args...).Scan(&u.Tokens, &u.Shell, &u.CostMicros)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Usage{}, false, nil
+	}
+	if err != nil {
+		return Usage{}, false, fmt.Errorf("sqlite ledger: %w", err)
+	}
+	return u, true, nil
+}
+
+// change runs a change of the session (session, its statement) and, with a
+// period, of the agent's counters (agent, its statement; nil for none): in
+// one transaction when both change, so that both or neither do. ok is
+// false when either statement changed nothing (a compare-and-swap that
+// lost), and then nothing changed and the current counters are returned.
+func (s *SQLite) change(ctx context.Context, k Key, period Period, session func(querier) (Counters, bool, error), agent func(querier) (Usage, bool, error)) (Counters, bool, error) {
+	if err := validate(k, period); err != nil {
+		return Counters{}, false, err
+	}
+	if period == "" || agent == nil {
+		c, ok, err := session(direct{})
+		if err != nil || ok {
+			return c, ok, err
+		}
+		c, err = s.Get(ctx, k, period)
+		return c, false, err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Counters{}, false, fmt.Errorf("sqlite ledger: %w", err)
+	}
+	defer tx.Rollback()
+	c, ok, err := session(tx)
+	if err != nil {
+		return Counters{}, false, err
+	}
+	if ok {
+		var a Usage
+		if a, ok, err = agent(tx); err != nil {
+			return Counters{}, false, err
+		}
+		c.AgentUsage = a
+	}
+	if !ok {
+		tx.Rollback()
+		c, err = s.Get(ctx, k, period)
+		return c, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Counters{}, false, fmt.Errorf("sqlite ledger: %w", err)
+	}
+	return c, true, nil
+}
+
+func (s *SQLite) Get(ctx context.Context, k Key, period Period) (Counters, error) {
+	if err := validate(k, period); err != nil {
+		return Counters{}, err
+	}
+	c, _, err := s.row(ctx, direct{}, "get", k.Agent, k.Session)
+	if err != nil || period == "" {
+		return c, err
+	}
+	c.AgentUsage, _, err = s.agentRow(ctx, direct{}, "get_agent", k.Agent, period)
+	return c, err
+}
+
+// setOnce runs a statement that sets a field of the session only if it is
+// still empty, and returns the counters either way.
+func (s *SQLite) setOnce(ctx context.Context, k Key, name, value string) (Counters, error) {
+	c, _, err := s.change(ctx, k, "", func(q querier) (Counters, bool, error) {
+		return s.row(ctx, q, name, k.Agent, k.Session, value, s.now().Unix())
+	}, nil)
 	return c, err
 }
 
 func (s *SQLite) InitRole(ctx context.Context, k Key, role string) (Counters, error) {
-	c, ok, err := s.row(ctx, k, "init_role", k.Agent, k.Session, role, s.now().Unix())
-	if err != nil || ok {
-		return c, err
-	}
-	return s.Get(ctx, k) // it had a role already
+	return s.setOnce(ctx, k, "init_role", role)
+}
+
+func (s *SQLite) PinProject(ctx context.Context, k Key, project string) (Counters, error) {
+	return s.setOnce(ctx, k, "pin_project", project)
 }
 
 func (s *SQLite) SetRole(ctx context.Context, k Key, role string) (Counters, error) {
-	c, _, err := s.row(ctx, k, "set_role", k.Agent, k.Session, role, s.now().Unix())
-	return c, err
+	return s.setOnce(ctx, k, "set_role", role)
 }
 
 func (s *SQLite) SwitchRole(ctx context.Context, k Key, from, to string) (Counters, bool, error) {
-	c, ok, err := s.row(ctx, k, "switch_role", to, s.now().Unix(), k.Agent, k.Session, from)
-	if err != nil || ok {
-		return c, ok, err
-	}
-	c, err = s.Get(ctx, k)
-	return c, false, err
+	return s.change(ctx, k, "", func(q querier) (Counters, bool, error) {
+		return s.row(ctx, q, "switch_role", to, s.now().Unix(), k.Agent, k.Session, from)
+	}, nil)
 }
 
-func (s *SQLite) ReserveShell(ctx context.Context, k Key, expected Counters) (Counters, bool, error) {
-	var c Counters
-	var ok bool
-	var err error
-	if expected.Shell == 0 && expected.Role == "" {
-		c, ok, err = s.row(ctx, k, "reserve_new", k.Agent, k.Session, s.now().Unix())
-	} else {
-		c, ok, err = s.row(ctx, k, "reserve", s.now().Unix(), k.Agent, k.Session, expected.Shell, expected.Role)
-	}
-	if err != nil || ok {
-		return c, ok, err
-	}
-	c, err = s.Get(ctx, k)
-	return c, false, err
+func (s *SQLite) ReserveShell(ctx context.Context, k Key, period Period, expected Counters) (Counters, bool, error) {
+	now := s.now().Unix()
+	return s.change(ctx, k, period, func(q querier) (Counters, bool, error) {
+		if expected.Shell == 0 && expected.Role == "" {
+			return s.row(ctx, q, "reserve_new", k.Agent, k.Session, now)
+		}
+		return s.row(ctx, q, "reserve", now, k.Agent, k.Session, expected.Shell, expected.Role)
+	}, func(q querier) (Usage, bool, error) {
+		if expected.AgentUsage.Shell == 0 {
+			return s.agentRow(ctx, q, "agent_reserve_new", k.Agent, period, now)
+		}
+		return s.agentRow(ctx, q, "agent_reserve", now, k.Agent, period, expected.AgentUsage.Shell)
+	})
 }
 
-func (s *SQLite) AddShell(ctx context.Context, k Key) (Counters, error) {
-	c, _, err := s.row(ctx, k, "add_shell", k.Agent, k.Session, s.now().Unix())
+func (s *SQLite) AddShell(ctx context.Context, k Key, period Period) (Counters, error) {
+	now := s.now().Unix()
+	c, _, err := s.change(ctx, k, period, func(q querier) (Counters, bool, error) {
+		return s.row(ctx, q, "add_shell", k.Agent, k.Session, now)
+	}, func(q querier) (Usage, bool, error) {
+		return s.agentRow(ctx, q, "agent_add", k.Agent, period, 0, 1, 0, now)
+	})
 	return c, err
 }
 
-func (s *SQLite) Charge(ctx context.Context, k Key, tokens, cost int64) (Counters, error) {
+func (s *SQLite) Charge(ctx context.Context, k Key, period Period, tokens, cost int64) (Counters, error) {
 	if err := checkCharge(tokens, cost); err != nil {
 		return Counters{}, err
 	}
-	c, _, err := s.row(ctx, k, "charge", k.Agent, k.Session, tokens, cost, s.now().Unix())
+	now := s.now().Unix()
+	c, _, err := s.change(ctx, k, period, func(q querier) (Counters, bool, error) {
+		return s.row(ctx, q, "charge", k.Agent, k.Session, tokens, cost, now)
+	}, func(q querier) (Usage, bool, error) {
+		return s.agentRow(ctx, q, "agent_add", k.Agent, period, tokens, 0, cost, now)
+	})
 	return c, err
 }
 
@@ -179,7 +317,23 @@ func (s *SQLite) Reset(ctx context.Context, k Key) error {
 	if err := k.Validate(); err != nil {
 		return err
 	}
-	res, err := s.stmts["reset"].ExecContext(ctx, s.now().Unix(), k.Agent, k.Session)
+	return s.exec(ctx, "reset", s.now().Unix(), k.Agent, k.Session)
+}
+
+func (s *SQLite) ResetAgent(ctx context.Context, agent string, period Period) error {
+	if err := validate(Key{Agent: agent, Session: "-"}, period); err != nil {
+		return err
+	}
+	if period == "" {
+		return ErrNoSession
+	}
+	return s.exec(ctx, "agent_reset", s.now().Unix(), agent, period)
+}
+
+// exec runs a statement that changes one row: ErrNoSession when there was
+// none.
+func (s *SQLite) exec(ctx context.Context, name string, args ...any) error {
+	res, err := s.stmts[name].ExecContext(ctx, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite ledger: %w", err)
 	}
@@ -199,7 +353,7 @@ func (s *SQLite) Sessions(ctx context.Context, session string) ([]Session, error
 	for rows.Next() {
 		var x Session
 		var updated int64
-		if err := rows.Scan(&x.Agent, &x.Session, &x.Tokens, &x.Shell, &x.CostMicros, &x.Role, &updated); err != nil {
+		if err := rows.Scan(&x.Agent, &x.Session, &x.Tokens, &x.Shell, &x.CostMicros, &x.Role, &x.Project, &updated); err != nil {
 			return nil, fmt.Errorf("sqlite ledger: %w", err)
 		}
 		x.Updated = time.Unix(updated, 0)

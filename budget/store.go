@@ -45,6 +45,25 @@ func (k Key) Validate() error {
 	return nil
 }
 
+// validate refuses a key or a period that cannot be stored safely.
+func validate(k Key, period Period) error {
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	return ValidatePeriod(period)
+}
+
+// ValidatePeriod refuses a period name that is not 1 to 64 characters of
+// letters, digits, ':' and '-' ("" is none, and valid).
+func ValidatePeriod(p Period) error {
+	if len(p) > 64 || strings.ContainsFunc(p, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == ':' || r == '-')
+	}) {
+		return fmt.Errorf("invalid budget period %q", p)
+	}
+	return nil
+}
+
 // ErrNoSession is the error of an operation on a session the store does
 // not have (that no call, charge or switch ever created).
 var ErrNoSession = errors.New("no such session")
@@ -57,19 +76,43 @@ type Session struct {
 	Updated time.Time
 }
 
-// Counters are a session's usage and active role.
+// Usage is what was spent: context tokens, shell calls and cost in
+// micro-dollars.
+type Usage struct {
+	Tokens     int64 `json:"tokens"`
+	Shell      int64 `json:"shell"`
+	CostMicros int64 `json:"cost_micros"`
+}
+
+// Counters are a session's usage and active role, the project it is pinned
+// to, and (for an operation that names a period of the session's agent)
+// the agent's usage in that period.
 type Counters struct {
 	Tokens     int64  `json:"tokens"`
 	Shell      int64  `json:"shell"`
 	CostMicros int64  `json:"cost_micros"`
 	Role       string `json:"role"`
+	// Project is the project the session was pinned to ("" until then).
+	Project string `json:"project,omitempty"`
+	// AgentUsage is the usage of the session's agent, across all its sessions,
+	// in the period the operation named; zero when it named none.
+	AgentUsage Usage `json:"agent_usage"`
 }
 
+// Period names one budget period of an agent's counters: "day:2026-12-01",
+// "week:2026-W49", "month:2026-12", "total". An operation given a period
+// counts against the agent's counters of that period too, atomically with
+// the session's; "" names none (the agent has no budget).
+type Period = string
+
 // Store keeps counters. Every method is atomic and safe for concurrent use,
-// by goroutines and (for the SQLite and Redis stores) by processes.
+// by goroutines and (for the SQLite and Redis stores) by processes. The
+// methods that read or add usage take the period of the agent's counters
+// that go with the session's (see Period).
 type Store interface {
-	// Get returns the session's counters; zero counters for a new session.
-	Get(ctx context.Context, k Key) (Counters, error)
+	// Get returns the session's counters, and the agent's of period; zero
+	// counters for a new session. It never creates a session.
+	Get(ctx context.Context, k Key, period Period) (Counters, error)
 	// InitRole sets the session's role if it has none, and returns the
 	// counters as they are then.
 	InitRole(ctx context.Context, k Key, role string) (Counters, error)
@@ -79,21 +122,30 @@ type Store interface {
 	// role a switch was decided on), keeping its usage. With ok false it
 	// returns the current counters: another switch came first.
 	SwitchRole(ctx context.Context, k Key, from, to string) (cur Counters, ok bool, err error)
-	// ReserveShell takes one shell slot if the session's counters still have
-	// the shell count and role of expected (those a decision was made on).
-	// It returns the counters after the slot was taken, or, with ok false,
-	// the current counters when another call changed them first.
-	ReserveShell(ctx context.Context, k Key, expected Counters) (cur Counters, ok bool, err error)
+	// PinProject sets the session's project if it has none, and returns
+	// the counters as they are then: a session's project, once pinned,
+	// never changes.
+	PinProject(ctx context.Context, k Key, project string) (Counters, error)
+	// ReserveShell takes one shell slot, of the session and of the agent's
+	// period, if the counters still have the shell counts and role of
+	// expected (those a decision was made on: the session's shell count and
+	// role, and with a period the agent's shell count). It returns the
+	// counters after the slot was taken, or, with ok false, the current
+	// counters when another call changed them first.
+	ReserveShell(ctx context.Context, k Key, period Period, expected Counters) (cur Counters, ok bool, err error)
 	// AddShell takes one shell slot unconditionally (shadow mode: the call
 	// ran although the policy would have refused it).
-	AddShell(ctx context.Context, k Key) (Counters, error)
-	// Charge adds tokens and cost to the session and returns the counters
-	// after.
-	Charge(ctx context.Context, k Key, tokens, costMicros int64) (Counters, error)
+	AddShell(ctx context.Context, k Key, period Period) (Counters, error)
+	// Charge adds tokens and cost to the session and to the agent's
+	// period, and returns the counters after.
+	Charge(ctx context.Context, k Key, period Period, tokens, costMicros int64) (Counters, error)
 	// Reset sets the session's usage to zero, keeping its role. It is the
 	// operator's command; nothing else lowers usage. A session the store
 	// does not have is ErrNoSession.
 	Reset(ctx context.Context, k Key) error
+	// ResetAgent sets an agent's usage in period to zero: the operator's
+	// command. An agent without counters of that period is ErrNoSession.
+	ResetAgent(ctx context.Context, agent string, period Period) error
 	// Sessions lists the sessions the store has, of every agent; with
 	// session set, only those of that id. Get never creates one: a session
 	// exists from its first change.

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -42,7 +43,7 @@ func TestStoreContract(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			k := Key{Agent: "claude-code", Session: "s-1"}
-			if c, err := s.Get(ctx, k); err != nil || c != (Counters{}) {
+			if c, err := s.Get(ctx, k, ""); err != nil || c != (Counters{}) {
 				t.Fatalf("new session: %+v, %v", c, err)
 			}
 			c, err := s.InitRole(ctx, k, "reviewer")
@@ -53,31 +54,31 @@ func TestStoreContract(t *testing.T) {
 				t.Errorf("InitRole replaced an existing role: %+v", c)
 			}
 			// A reservation against stale counters fails and changes nothing.
-			if c, ok, err := s.ReserveShell(ctx, k, Counters{Shell: 3, Role: "reviewer"}); err != nil || ok || c.Shell != 0 {
+			if c, ok, err := s.ReserveShell(ctx, k, "", Counters{Shell: 3, Role: "reviewer"}); err != nil || ok || c.Shell != 0 {
 				t.Errorf("stale shell count: %+v ok=%v %v", c, ok, err)
 			}
-			if c, ok, _ := s.ReserveShell(ctx, k, Counters{Shell: 0, Role: "coder"}); ok || c.Shell != 0 {
+			if c, ok, _ := s.ReserveShell(ctx, k, "", Counters{Shell: 0, Role: "coder"}); ok || c.Shell != 0 {
 				t.Errorf("stale role: %+v ok=%v", c, ok)
 			}
-			c, ok, err := s.ReserveShell(ctx, k, Counters{Shell: 0, Role: "reviewer"})
+			c, ok, err := s.ReserveShell(ctx, k, "", Counters{Shell: 0, Role: "reviewer"})
 			if err != nil || !ok || c.Shell != 1 {
 				t.Fatalf("reserve: %+v ok=%v %v", c, ok, err)
 			}
-			if c, err = s.AddShell(ctx, k); err != nil || c.Shell != 2 {
+			if c, err = s.AddShell(ctx, k, ""); err != nil || c.Shell != 2 {
 				t.Fatalf("AddShell: %+v, %v", c, err)
 			}
-			if c, err = s.Charge(ctx, k, 1500, 2_500_000); err != nil || c.Tokens != 1500 || c.CostMicros != 2_500_000 {
+			if c, err = s.Charge(ctx, k, "", 1500, 2_500_000); err != nil || c.Tokens != 1500 || c.CostMicros != 2_500_000 {
 				t.Fatalf("charge: %+v, %v", c, err)
 			}
-			if c, _ = s.Charge(ctx, k, 1, 1); c.Tokens != 1501 || c.CostMicros != 2_500_001 || c.Shell != 2 || c.Role != "reviewer" {
+			if c, _ = s.Charge(ctx, k, "", 1, 1); c.Tokens != 1501 || c.CostMicros != 2_500_001 || c.Shell != 2 || c.Role != "reviewer" {
 				t.Errorf("second charge: %+v", c)
 			}
-			if _, err := s.Charge(ctx, k, -1, 0); err == nil {
+			if _, err := s.Charge(ctx, k, "", -1, 0); err == nil {
 				t.Error("a negative charge was accepted")
 			}
 			// Another session and another agent are separate.
 			for _, other := range []Key{{Agent: "claude-code", Session: "s-2"}, {Agent: "cursor", Session: "s-1"}} {
-				if c, _ := s.Get(ctx, other); c != (Counters{}) {
+				if c, _ := s.Get(ctx, other, ""); c != (Counters{}) {
 					t.Errorf("%v shares counters with %v: %+v", other, k, c)
 				}
 			}
@@ -99,10 +100,10 @@ func TestStoreContract(t *testing.T) {
 			if err := s.Reset(ctx, k); err != nil {
 				t.Fatal(err)
 			}
-			if c, _ = s.Get(ctx, k); c != (Counters{Role: "coder"}) {
+			if c, _ = s.Get(ctx, k, ""); c != (Counters{Role: "coder"}) {
 				t.Errorf("after reset: %+v", c)
 			}
-			if _, err := s.Get(ctx, Key{}); err == nil {
+			if _, err := s.Get(ctx, Key{}, ""); err == nil {
 				t.Error("an empty session id was accepted")
 			}
 		})
@@ -119,7 +120,7 @@ func TestSessions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ghost := Key{Agent: "a", Session: "ghost"}
-			if _, err := s.Get(ctx, ghost); err != nil {
+			if _, err := s.Get(ctx, ghost, ""); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Reset(ctx, ghost); !errors.Is(err, ErrNoSession) {
@@ -135,8 +136,8 @@ func TestSessions(t *testing.T) {
 			odd := Key{Agent: "b*/x", Session: "s 1/[2]?"}
 			for _, step := range []func() (Counters, error){
 				func() (Counters, error) { return s.InitRole(ctx, Key{Agent: "a", Session: "s1"}, "coder") },
-				func() (Counters, error) { return s.Charge(ctx, Key{Agent: "b", Session: "s1"}, 5, 7) },
-				func() (Counters, error) { return s.AddShell(ctx, odd) },
+				func() (Counters, error) { return s.Charge(ctx, Key{Agent: "b", Session: "s1"}, "", 5, 7) },
+				func() (Counters, error) { return s.AddShell(ctx, odd, "") },
 				func() (Counters, error) { return s.SetRole(ctx, Key{Session: "s2"}, "reviewer") },
 			} {
 				if _, err := step(); err != nil {
@@ -200,7 +201,7 @@ func TestReserveShellRace(t *testing.T) {
 			k := Key{Session: "race"}
 			const limit, used = 100, 95
 			for range used {
-				if _, err := s.AddShell(ctx, k); err != nil {
+				if _, err := s.AddShell(ctx, k, ""); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -208,10 +209,10 @@ func TestReserveShellRace(t *testing.T) {
 			var wg sync.WaitGroup
 			for range 64 {
 				wg.Go(func() {
-					c, err := s.Get(ctx, k)
+					c, err := s.Get(ctx, k, "")
 					for err == nil && c.Shell < limit {
 						var ok bool
-						if c, ok, err = s.ReserveShell(ctx, k, c); ok {
+						if c, ok, err = s.ReserveShell(ctx, k, "", c); ok {
 							granted.Add(1)
 							return
 						}
@@ -223,7 +224,7 @@ func TestReserveShellRace(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			if c, _ := s.Get(ctx, k); granted.Load() != limit-used || c.Shell != limit {
+			if c, _ := s.Get(ctx, k, ""); granted.Load() != limit-used || c.Shell != limit {
 				t.Errorf("granted %d (want %d), shell count %d (want %d)", granted.Load(), limit-used, c.Shell, limit)
 			}
 			t.Logf("%s: %d conflicts retried", name, conflicts.Load())
@@ -241,7 +242,7 @@ func TestSQLiteSurvivesRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.Charge(ctx, k, 10, 100)
+		c, err := s.Charge(ctx, k, "", 10, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,15 +292,27 @@ func TestRedisTTL(t *testing.T) {
 	}
 	defer s.Close()
 	k := Key{Session: fmt.Sprint(time.Now().UnixNano())}
-	if _, err := s.Charge(ctx, k, 1, 1); err != nil {
+	if _, err := s.Charge(ctx, k, "", 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	ttl, err := s.client.TTL(ctx, s.key(k)).Result()
 	if err != nil || ttl <= 90*time.Second || ttl > 100*time.Second {
 		t.Errorf("TTL %v, %v; want about 100s", ttl, err)
 	}
-	if keys, _ := s.client.Keys(ctx, prefix+"session:*").Result(); len(keys) != 1 {
+	if keys, _ := s.client.Keys(ctx, prefix+"*").Result(); len(keys) != 1 {
 		t.Errorf("keys under the prefix: %v", keys)
+	}
+	// An agent's counters of a period expire like sessions; those of
+	// "total" never do.
+	for period, expires := range map[Period]bool{"day:2026-12-01": true, "total": false} {
+		a := Key{Agent: "claude-code", Session: period}
+		if _, err := s.Charge(ctx, a, period, 1, 1); err != nil {
+			t.Fatal(err)
+		}
+		ttl, err := s.client.TTL(ctx, s.agentKey(a.Agent, period)).Result()
+		if err != nil || expires != (ttl > 90*time.Second && ttl <= 100*time.Second) || !expires && ttl != -1 {
+			t.Errorf("TTL of the agent's %s counters: %v, %v", period, ttl, err)
+		}
 	}
 }
 
@@ -341,8 +354,179 @@ func TestKeyValidate(t *testing.T) {
 		}
 	}
 	for name, s := range stores(t) {
-		if _, err := s.Charge(context.Background(), Key{Session: "\x1b[2J"}, 1, 1); err == nil {
+		if _, err := s.Charge(context.Background(), Key{Session: "\x1b[2J"}, "", 1, 1); err == nil {
 			t.Errorf("%s stored a session id with an escape sequence", name)
 		}
+	}
+}
+
+// An agent's counters of a period go with every session of the agent: a
+// charge or a shell slot counts against both at once, reads see both, a
+// stale agent count loses a reservation, and other periods and agents are
+// apart.
+func TestAgentPeriods(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const day = "day:2026-12-01"
+			k1, k2 := Key{Agent: "claude-code", Session: "s-1"}, Key{Agent: "claude-code", Session: "s-2"}
+			if _, err := s.InitRole(ctx, k1, "coder"); err != nil {
+				t.Fatal(err)
+			}
+			c, err := s.Charge(ctx, k1, day, 100, 7)
+			if err != nil || c.Tokens != 100 || c.AgentUsage != (Usage{Tokens: 100, CostMicros: 7}) || c.Role != "coder" {
+				t.Fatalf("charge with a period: %+v, %v", c, err)
+			}
+			if c, err = s.Charge(ctx, k2, day, 5, 1); err != nil || c.Tokens != 5 || c.AgentUsage != (Usage{Tokens: 105, CostMicros: 8}) {
+				t.Fatalf("a second session of the agent: %+v, %v", c, err)
+			}
+			if c, _ = s.Charge(ctx, k2, "", 1, 1); c.Tokens != 6 || c.AgentUsage != (Usage{}) {
+				t.Errorf("a charge without a period: %+v", c)
+			}
+			if c, _ := s.Get(ctx, k1, day); c.Tokens != 100 || c.AgentUsage.Tokens != 105 {
+				t.Errorf("get: %+v", c)
+			}
+			for _, other := range []struct {
+				k      Key
+				period Period
+			}{{k1, "day:2026-12-02"}, {Key{Agent: "cursor", Session: "s-1"}, day}, {k1, "total"}} {
+				if c, _ := s.Get(ctx, other.k, other.period); c.AgentUsage != (Usage{}) {
+					t.Errorf("%v %s shares the agent's counters: %+v", other.k, other.period, c)
+				}
+			}
+			// A reservation decided on a stale agent count changes nothing.
+			cur, _ := s.Get(ctx, k1, day)
+			if _, err := s.AddShell(ctx, k2, day); err != nil {
+				t.Fatal(err)
+			}
+			if c, ok, err := s.ReserveShell(ctx, k1, day, cur); err != nil || ok || c.Shell != 0 || c.AgentUsage.Shell != 1 {
+				t.Errorf("a stale agent count reserved: %+v ok=%v %v", c, ok, err)
+			}
+			cur, _ = s.Get(ctx, k1, day)
+			if c, ok, err := s.ReserveShell(ctx, k1, day, cur); err != nil || !ok || c.Shell != 1 || c.AgentUsage.Shell != 2 {
+				t.Errorf("reserve: %+v ok=%v %v", c, ok, err)
+			}
+			// A new agent period starts at zero.
+			if c, ok, err := s.ReserveShell(ctx, k1, "week:2026-W49", Counters{Shell: 1, Role: "coder"}); err != nil || !ok || c.AgentUsage.Shell != 1 {
+				t.Errorf("reserve in a new period: %+v ok=%v %v", c, ok, err)
+			}
+			// Resetting a session leaves its agent's counters; only the
+			// operator's agent reset lowers them.
+			if err := s.Reset(ctx, k1); err != nil {
+				t.Fatal(err)
+			}
+			if c, _ := s.Get(ctx, k1, day); c.Tokens != 0 || c.AgentUsage.Tokens != 105 {
+				t.Errorf("a session's reset touched its agent's counters: %+v", c)
+			}
+			if err := s.ResetAgent(ctx, "claude-code", day); err != nil {
+				t.Fatal(err)
+			}
+			if c, _ := s.Get(ctx, k2, day); c.AgentUsage != (Usage{}) || c.Tokens != 6 {
+				t.Errorf("after the agent's reset: %+v", c)
+			}
+			if err := s.ResetAgent(ctx, "nobody", day); !errors.Is(err, ErrNoSession) {
+				t.Errorf("reset of an agent without counters: %v", err)
+			}
+			if _, err := s.Charge(ctx, k1, "day\n", 1, 1); err == nil {
+				t.Error("a period with a control character was accepted")
+			}
+		})
+	}
+}
+
+// A session's project is pinned by its first call and never changes.
+func TestPinProject(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			k := Key{Agent: "claude-code", Session: "pin"}
+			if c, err := s.PinProject(ctx, k, "/src/app"); err != nil || c.Project != "/src/app" {
+				t.Fatalf("pin: %+v, %v", c, err)
+			}
+			if c, err := s.PinProject(ctx, k, "/elsewhere"); err != nil || c.Project != "/src/app" {
+				t.Errorf("a pinned project changed: %+v, %v", c, err)
+			}
+			if _, err := s.Charge(ctx, k, "", 1, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Reset(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			if c, _ := s.Get(ctx, k, ""); c.Project != "/src/app" {
+				t.Errorf("after a reset: %+v", c)
+			}
+			list, _ := s.Sessions(ctx, "pin")
+			if len(list) != 1 || list[0].Project != "/src/app" {
+				t.Errorf("sessions: %+v", list)
+			}
+		})
+	}
+}
+
+// Sessions of one agent racing for the agent's last shell slots get
+// exactly the free ones, across sessions.
+func TestAgentShellRace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const limit, period = 20, "total"
+			var granted atomic.Int64
+			var wg sync.WaitGroup
+			for i := range 32 {
+				wg.Go(func() {
+					k := Key{Agent: "racer", Session: fmt.Sprintf("s-%d", i%8)}
+					c, err := s.Get(ctx, k, period)
+					for err == nil && c.AgentUsage.Shell < limit {
+						var ok bool
+						if c, ok, err = s.ReserveShell(ctx, k, period, c); ok {
+							granted.Add(1)
+							return
+						}
+					}
+					if err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			c, _ := s.Get(ctx, Key{Agent: "racer", Session: "s-0"}, period)
+			if granted.Load() != limit || c.AgentUsage.Shell != limit {
+				t.Errorf("granted %d, agent shell count %d; want %d", granted.Load(), c.AgentUsage.Shell, limit)
+			}
+		})
+	}
+}
+
+// A ledger file written before sessions had a project opens, keeps its
+// counters and pins projects.
+func TestSQLiteMigratesProject(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	old, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(`CREATE TABLE sessions (agent TEXT NOT NULL, session TEXT NOT NULL, tokens INTEGER NOT NULL DEFAULT 0,
+		shell INTEGER NOT NULL DEFAULT 0, cost_micros INTEGER NOT NULL DEFAULT 0, role TEXT NOT NULL DEFAULT '',
+		updated_at INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (agent, session)) WITHOUT ROWID;
+		INSERT INTO sessions (agent, session, tokens, role) VALUES ('a', 's', 42, 'coder')`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := Key{Agent: "a", Session: "s"}
+	if c, err := s.PinProject(ctx, k, "/p"); err != nil || c != (Counters{Tokens: 42, Role: "coder", Project: "/p"}) {
+		t.Errorf("after migration: %+v, %v", c, err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // SchemaVersion is the version of the data document's shape. The Rego policy
 // checks it; bump it with any change the policy must know about.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Root is the data path under which the document lives (data.harness) and
 // the bundle root.
@@ -26,14 +26,54 @@ type Config struct {
 	// ExemptTools skip tool lists and budgets, so an agent can always see
 	// its role and budget.
 	ExemptTools []string
+	// EditTools are patterns of the tools that change files (matched
+	// without regard to case), which the self-protection rules watch.
+	EditTools []string
+	// AgentBudgets are the agents' budgets across their sessions, by
+	// agent name; AnyAgent's applies to every agent without one.
+	AgentBudgets map[string]AgentBudget
+	// Protect is what the self-protection rules refuse to touch.
+	Protect Protect
+}
+
+// AnyAgent names, among the agent budgets, the one of every agent without
+// a budget of its own.
+const AnyAgent = "*"
+
+// AgentBudget is one agent's budget across all its sessions, per period.
+// A nil limit leaves that dimension unbounded.
+type AgentBudget struct {
+	// Period is "day", "week", "month" (in UTC) or "total".
+	Period                    string
+	Tokens, Shell, CostMicros *int64
+	WarnPercent, BlockPercent int64
+}
+
+// Periods are the agent budgets' periods.
+var Periods = []string{"day", "week", "month", "total"}
+
+// Protect says what the self-protection rules keep from the agent: its
+// edits and shell commands may not touch the harness's own files (roles,
+// policies and configuration, the ledger and logs, Claude Code's settings
+// that hold the hook), and its shell commands may not run the operator's
+// verbs.
+type Protect struct {
+	// Off turns the rules off (the user's configuration only).
+	Off bool
+	// Paths are absolute files and directories of the harness.
+	Paths []string
+	// Home is the user's home directory, for paths written with ~ or $HOME.
+	Home string
 }
 
 // DefaultConfig is the contract's configuration: shell tools ctx_shell and
-// ctx_execute, exempt tool ctx_session.
+// ctx_execute, exempt tool ctx_session, the default edit tools, no agent
+// budgets, self-protection on.
 func DefaultConfig() Config {
 	return Config{
 		ShellTools:  slices.Clone(contract.DefaultShellTools),
 		ExemptTools: slices.Clone(contract.DefaultExemptTools),
+		EditTools:   slices.Clone(contract.DefaultEditTools),
 	}
 }
 
@@ -42,27 +82,102 @@ type Document struct {
 	SchemaVersion int                `json:"schema_version"`
 	Config        ConfigDoc          `json:"config"`
 	Roles         map[string]RoleDoc `json:"roles"`
+	// Ceiling is the ceiling of agents without a max_role: the least upper
+	// bound of the non-privileged built-in roles (every tool, the highest
+	// of their limits and block percentages, shell policy track), with the
+	// roles within it.
+	Ceiling CeilingDoc `json:"ceiling"`
+	// Agents are the agents' budgets, by agent name (AnyAgent: every
+	// agent without one).
+	Agents map[string]AgentDoc `json:"agents"`
 }
 
-// ConfigDoc holds tool sets, as objects of name → true.
+// AgentBudget is the budget that applies to agent: its own, else that of
+// every agent (AnyAgent); ok is false when none does. The policy makes the
+// same choice (a test holds the two equal).
+func (d *Document) AgentBudget(agent string) (AgentBudgetDoc, bool) {
+	if a, ok := d.Agents[agent]; ok {
+		return a.Budget, true
+	}
+	a, ok := d.Agents[AnyAgent]
+	return a.Budget, ok
+}
+
+// CeilingDoc is the ceiling of agents without a max_role.
+type CeilingDoc struct {
+	Limits LimitsDoc `json:"limits"`
+	// Covers are the roles within it.
+	Covers map[string]bool `json:"covers"`
+}
+
+// AgentDoc is what the policy knows of an agent.
+type AgentDoc struct {
+	Budget AgentBudgetDoc `json:"budget"`
+}
+
+// AgentBudgetDoc is an agent's budget: its period, and the limits and
+// thresholds of the dimensions it bounds (the others are absent).
+type AgentBudgetDoc struct {
+	Period       string               `json:"period"`
+	Limits       map[string]int64     `json:"limits"`
+	Thresholds   map[string]Threshold `json:"thresholds"`
+	WarnPercent  int64                `json:"warn_percent"`
+	BlockPercent int64                `json:"block_percent"`
+}
+
+// ConfigDoc holds tool sets, as objects of name → true, and what the
+// self-protection rules guard.
 type ConfigDoc struct {
 	ShellTools  map[string]bool `json:"shell_tools"`
 	ExemptTools map[string]bool `json:"exempt_tools"`
+	// EditTools are patterns, lower case: a tool whose lower-cased name
+	// matches one changes files.
+	EditTools Matcher    `json:"edit_tools"`
+	Protect   ProtectDoc `json:"protect"`
+}
+
+// ProtectDoc is what the self-protection rules guard.
+type ProtectDoc struct {
+	Enabled bool `json:"enabled"`
+	// Paths are absolute paths of the harness's own files and
+	// directories; a path argument under one is refused.
+	Paths []string `json:"paths"`
+	// Locations are regular expressions of the harness's files wherever
+	// they are (a .lean-ctx directory, the state directory, Claude Code's
+	// settings), for paths the harness cannot resolve (relative ones, or
+	// in shell commands).
+	Locations []string `json:"locations"`
+	// Commands are regular expressions of the operator's verbs in a
+	// shell command.
+	Commands []string `json:"commands"`
+	Home     string   `json:"home"`
+}
+
+// ProtectedLocations are the regular expressions of ProtectDoc.Locations.
+var ProtectedLocations = []string{
+	`(^|[^A-Za-z0-9_.-])\.lean-ctx([/\\]|$|[^A-Za-z0-9_-])`,
+	`(^|[/\\])lean-ctx[/\\](harness|roles|policies)([/\\]|$|[^A-Za-z0-9_-])`,
+	`(^|[^A-Za-z0-9_.-])\.claude[/\\]settings(\.local)?\.json`,
+}
+
+// OperatorCommands are the regular expressions of ProtectDoc.Commands: the
+// operator's verbs (harness role set, harness budget reset), however the
+// binary is named or reached.
+var OperatorCommands = []string{
+	`(^|[^A-Za-z0-9_-])role\s+set([^A-Za-z0-9_-]|$)`,
+	`(^|[^A-Za-z0-9_-])budget\s+reset([^A-Za-z0-9_-]|$)`,
 }
 
 // RoleDoc is one role as the policy sees it.
 type RoleDoc struct {
 	// Source is where the role was defined: "built-in", "user" or "project".
-	Source      string `json:"source"`
-	Description string `json:"description"`
-	ShellPolicy string `json:"shell_policy"`
-	Privileged  bool   `json:"privileged"`
-	// Unrestricted is true when the role allows every tool and denies none:
-	// as powerful as admin whatever its name.
-	Unrestricted bool      `json:"unrestricted"`
-	Allowed      Matcher   `json:"allowed"`
-	Denied       Matcher   `json:"denied"`
-	Limits       LimitsDoc `json:"limits"`
+	Source      string    `json:"source"`
+	Description string    `json:"description"`
+	ShellPolicy string    `json:"shell_policy"`
+	Privileged  bool      `json:"privileged"`
+	Allowed     Matcher   `json:"allowed"`
+	Denied      Matcher   `json:"denied"`
+	Limits      LimitsDoc `json:"limits"`
 	// Thresholds are the limits turned into usage counts, per dimension
 	// ("tokens", "shell", "cost"), so that the policy compares integers
 	// instead of doing arithmetic on every call.
@@ -137,8 +252,14 @@ func Compile(set *roles.Set, cfg Config) *Document {
 		Config: ConfigDoc{
 			ShellTools:  toSet(cfg.ShellTools),
 			ExemptTools: toSet(cfg.ExemptTools),
+			EditTools:   NewMatcher(lower(cfg.EditTools)),
+			Protect:     protectDoc(cfg.Protect),
 		},
-		Roles: map[string]RoleDoc{},
+		Roles:  map[string]RoleDoc{},
+		Agents: map[string]AgentDoc{},
+	}
+	for name, b := range cfg.AgentBudgets {
+		doc.Agents[name] = AgentDoc{Budget: agentBudgetDoc(b)}
 	}
 	for _, r := range set.All() {
 		allowed, denied := NewMatcher(r.Allowed), NewMatcher(r.Denied)
@@ -147,13 +268,12 @@ func Compile(set *roles.Set, cfg Config) *Document {
 			io = map[string]any{}
 		}
 		doc.Roles[r.Name] = RoleDoc{
-			Source:       string(r.Source),
-			Description:  r.Description,
-			ShellPolicy:  string(r.ShellPolicy),
-			Privileged:   r.Privileged,
-			Unrestricted: allowed.All && len(denied.Patterns) == 0,
-			Allowed:      allowed,
-			Denied:       denied,
+			Source:      string(r.Source),
+			Description: r.Description,
+			ShellPolicy: string(r.ShellPolicy),
+			Privileged:  r.Privileged,
+			Allowed:     allowed,
+			Denied:      denied,
 			Limits: LimitsDoc{
 				Tokens:       r.Limits.MaxContextTokens,
 				Shell:        r.Limits.MaxShellInvocations,
@@ -170,15 +290,84 @@ func Compile(set *roles.Set, cfg Config) *Document {
 		}
 	}
 	for name, ceiling := range doc.Roles {
-		ceiling.Covers = map[string]bool{}
-		for other, r := range doc.Roles {
-			if Within(r, ceiling) {
-				ceiling.Covers[other] = true
-			}
-		}
+		ceiling.Covers = covers(doc, ceiling)
 		doc.Roles[name] = ceiling
 	}
+	lub := DefaultCeiling(doc)
+	doc.Ceiling = CeilingDoc{Limits: lub.Limits, Covers: covers(doc, lub)}
 	return doc
+}
+
+// covers are the roles of doc within ceiling.
+func covers(doc *Document, ceiling RoleDoc) map[string]bool {
+	out := map[string]bool{}
+	for name, r := range doc.Roles {
+		if Within(r, ceiling) {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// DefaultCeiling is the ceiling of an agent without a max_role: the least
+// upper bound of the non-privileged roles of the built-in names (as the
+// user's files may have adjusted them; a project may not redefine them):
+// every tool, shell policy track, and the highest of their limits and
+// block percentages. So the seeds' switches (coder, debugger, reviewer,
+// and narrower roles of one's own) stay open, and no role file of a
+// repository can define a way above them.
+func DefaultCeiling(doc *Document) RoleDoc {
+	c := RoleDoc{ShellPolicy: "track", Allowed: NewMatcher([]string{"*"}), Denied: NewMatcher(nil)}
+	for _, name := range roles.BuiltinNames {
+		r, ok := doc.Roles[name]
+		if !ok || r.Privileged {
+			continue
+		}
+		c.Limits.Tokens = max(c.Limits.Tokens, r.Limits.Tokens)
+		c.Limits.Shell = max(c.Limits.Shell, r.Limits.Shell)
+		c.Limits.CostMicros = max(c.Limits.CostMicros, r.Limits.CostMicros)
+		c.Limits.WarnPercent = max(c.Limits.WarnPercent, r.Limits.WarnPercent)
+		c.Limits.BlockPercent = max(c.Limits.BlockPercent, r.Limits.BlockPercent)
+	}
+	return c
+}
+
+// agentBudgetDoc is the data of an agent budget: the thresholds of the
+// dimensions it bounds, as for a role's.
+func agentBudgetDoc(b AgentBudget) AgentBudgetDoc {
+	d := AgentBudgetDoc{Period: b.Period, Limits: map[string]int64{}, Thresholds: map[string]Threshold{},
+		WarnPercent: b.WarnPercent, BlockPercent: b.BlockPercent}
+	for _, dim := range []struct {
+		name, limit string
+		v           *int64
+	}{{"tokens", "tokens", b.Tokens}, {"shell", "shell", b.Shell}, {"cost", "cost_micros", b.CostMicros}} {
+		if dim.v != nil {
+			d.Limits[dim.limit] = *dim.v
+			d.Thresholds[dim.name] = NewThreshold(*dim.v, b.WarnPercent, b.BlockPercent)
+		}
+	}
+	return d
+}
+
+// protectDoc is the data of the self-protection rules.
+func protectDoc(p Protect) ProtectDoc {
+	paths := []string{}
+	for _, path := range p.Paths {
+		if path != "" && !slices.Contains(paths, path) {
+			paths = append(paths, path)
+		}
+	}
+	slices.Sort(paths)
+	return ProtectDoc{Enabled: !p.Off, Paths: paths, Locations: slices.Clone(ProtectedLocations),
+		Commands: slices.Clone(OperatorCommands), Home: p.Home}
+}
+
+func lower(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = strings.ToLower(s)
+	}
+	return out
 }
 
 // shellRank orders shell policies from the strictest.

@@ -3,6 +3,8 @@ package compiler
 import (
 	"bytes"
 	"flag"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,16 +149,67 @@ func contractLevel(limit, warn, block, used int64) string {
 	return "OK"
 }
 
-func TestUnrestrictedAndPrivileged(t *testing.T) {
+// The ceiling of agents without a max_role is the built-in coder, debugger
+// and reviewer together, as the user's files leave them: it covers them
+// and every narrower role, never a privileged role or a way above them,
+// for the built-ins and a set of 50 custom roles alike.
+func TestDefaultCeiling(t *testing.T) {
 	t.Parallel()
 	doc := Compile(builtinSet(t), DefaultConfig())
-	for name, want := range map[string][2]bool{
-		"coder": {true, false}, "admin": {true, true}, "ops": {false, true}, "reviewer": {false, false},
-	} {
-		r := doc.Roles[name]
-		if r.Unrestricted != want[0] || r.Privileged != want[1] {
-			t.Errorf("%s: unrestricted=%v privileged=%v, want %v", name, r.Unrestricted, r.Privileged, want)
+	if l := doc.Ceiling.Limits; l.Tokens != 200000 || l.Shell != 200 || l.CostMicros != 5_000_000 || l.BlockPercent != 100 {
+		t.Errorf("ceiling limits %+v", l)
+	}
+	if want := map[string]bool{"coder": true, "debugger": true, "reviewer": true}; !maps.Equal(doc.Ceiling.Covers, want) {
+		t.Errorf("the built-ins within the ceiling: %v; want %v", doc.Ceiling.Covers, want)
+	}
+
+	// 50 custom roles around the ceiling: each limit at, below and above
+	// it, every tool or a few, each shell policy, privileged or not.
+	var defs []*roles.Def
+	want := map[string]bool{"coder": true, "debugger": true, "reviewer": true}
+	for i := range 50 {
+		tokens, shell, cost, block := []int64{150000, 200000, 200001}[i%3], []int64{0, 200, 201}[i/3%3], []string{"4.5", "5.0", "5.01"}[i/9%3], []int64{90, 100, 255}[i%5%3]
+		allowed := []string{`["*"]`, `["ctx_read", "ctx_*"]`}[i/2%2]
+		privileged := i%11 == 0
+		src := fmt.Sprintf("[role]\nprivileged = %v\nshell_policy = %q\n[tools]\nallowed = %s\ndenied = [\"zz_nothing\"]\n[limits]\nmax_context_tokens = %d\nmax_shell_invocations = %d\nmax_cost_usd = %s\nblock_at_percent = %d\n",
+			privileged, []string{"track", "compress", "deny"}[i%3], allowed, tokens, shell, cost, block)
+		name := fmt.Sprintf("custom-%02d", i)
+		d, errs := roles.Parse(name+".toml", []byte(src), roles.SourceUser)
+		if len(errs) > 0 {
+			t.Fatal(errs)
 		}
+		defs = append(defs, d)
+		if tokens <= 200000 && shell <= 200 && cost != "5.01" && block <= 100 && !privileged {
+			want[name] = true
+		}
+	}
+	set, err := roles.LoadDefs(defs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = Compile(set, DefaultConfig())
+	if !maps.Equal(doc.Ceiling.Covers, want) {
+		for name := range doc.Roles {
+			if doc.Ceiling.Covers[name] != want[name] {
+				t.Errorf("%s: within the ceiling %v, want %v", name, doc.Ceiling.Covers[name], want[name])
+			}
+		}
+	}
+	if len(want) < 10 || len(want) > 40 {
+		t.Errorf("%d roles within the ceiling: the set does not test both sides", len(want))
+	}
+
+	// A user who raises a built-in raises the ceiling; a privileged
+	// built-in is not part of it.
+	coder, _ := roles.Parse("coder.toml", []byte("[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 900000\n"), roles.SourceUser)
+	reviewer, _ := roles.Parse("reviewer.toml", []byte("[role]\ninherits = \"reviewer\"\nprivileged = true\n"), roles.SourceUser)
+	set, err = roles.LoadDefs(coder, reviewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = Compile(set, DefaultConfig())
+	if doc.Ceiling.Limits.Tokens != 900000 || doc.Ceiling.Covers["reviewer"] || !doc.Ceiling.Covers["coder"] {
+		t.Errorf("an adjusted coder and a privileged reviewer: %+v", doc.Ceiling)
 	}
 }
 

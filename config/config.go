@@ -79,11 +79,41 @@ type Config struct {
 	HookAllow string
 	// HookTools map agent tools to harness tools, over the defaults.
 	HookTools map[string]string
+	// EditTools are the patterns of tools that change files ([tools]
+	// edit), watched by the self-protection rules.
+	EditTools []string
+	// AgentBudgets are the agents' budgets across their sessions
+	// ([agents.NAME.budget]; AnyAgent's, [agents."*".budget], for every
+	// agent without one).
+	AgentBudgets map[string]AgentBudget
+	// Protect is off when [protect] enabled = false; ProtectPaths are more
+	// files and directories it keeps from agents.
+	ProtectOff   bool
+	ProtectPaths []string
+	// PolicyTimeout bounds one evaluation of the policy ([policy] timeout).
+	PolicyTimeout time.Duration
 	// RoleRefs are the places that name a role, for checking them against
 	// the roles there are (the configuration does not know the roles).
 	RoleRefs []RoleRef
 	// Files are the configuration files that were read, in order.
 	Files []string
+}
+
+// AnyAgent is the agent name of [agents."*"]: every agent without a table
+// of its own.
+const AnyAgent = "*"
+
+// DefaultPolicyTimeout bounds one evaluation of the policy when [policy]
+// timeout is not set.
+const DefaultPolicyTimeout = 250 * time.Millisecond
+
+// AgentBudget is one [agents.NAME.budget]: limits across all the agent's
+// sessions in a period. A nil limit leaves that dimension unbounded.
+type AgentBudget struct {
+	// Period is "day", "week", "month" (UTC) or "total".
+	Period                    string
+	Tokens, Shell, CostMicros *int64
+	WarnPercent, BlockPercent int64
 }
 
 // Upstream is one [[upstream]] of harness.toml: a stdio command or a URL.
@@ -145,6 +175,10 @@ func Default() Config {
 		AgentMaxRoles: map[string]string{},
 		Prefix:        "auto",
 		HookTools:     map[string]string{},
+		EditTools:     slices.Clone(contract.DefaultEditTools),
+		AgentBudgets:  map[string]AgentBudget{},
+		ProtectPaths:  []string{},
+		PolicyTimeout: DefaultPolicyTimeout,
 	}
 }
 
@@ -196,7 +230,9 @@ func Load(userFile, projectFile string) (Config, error) {
 var schema = map[string][]string{
 	"ledger":      {"url", "prefix", "ttl"},
 	"enforcement": {"mode", "default_role"},
-	"tools":       {"shell", "exempt"},
+	"tools":       {"shell", "exempt", "edit"},
+	"protect":     {"enabled", "paths"},
+	"policy":      {"timeout"},
 	"cost":        {"default_model", "models"},
 	"log":         {"events", "decisions", "max_size_mb", "max_files", "mask"},
 	"agents":      nil, // [agents.NAME] tables, checked on their own
@@ -246,12 +282,15 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 				continue
 			}
 			for _, name := range strict.SortedKeys(table) {
-				if err := c.setAgent(name, table[name]); err != nil {
-					fail("agents."+name, "agents.%s: %v", name, err)
+				key, err := c.setAgent(name, table[name])
+				if err != nil {
+					fail(key, "%s: %v", key, err)
 					continue
 				}
 				for _, key := range strict.SortedKeys(table[name].(map[string]any)) {
-					ref("agents."+name+"."+key, table[name].(map[string]any)[key].(string), name, key == "max_role")
+					if role, ok := table[name].(map[string]any)[key].(string); ok {
+						ref("agents."+name+"."+key, role, name, key == "max_role")
+					}
 				}
 			}
 			continue
@@ -325,6 +364,44 @@ func (c *Config) set(path string, v any, project bool) error {
 			return fmt.Errorf("%s is not a role name", strict.TypeName(v))
 		}
 		c.DefaultRole = s
+	case "tools.edit":
+		list, err := strings_(v)
+		if err != nil {
+			return err
+		}
+		for i, p := range list {
+			if p == "" || strings.ContainsAny(p, " \t\n") {
+				return fmt.Errorf("item %d: %q is not a tool pattern", i+1, p)
+			}
+		}
+		c.EditTools = list
+	case "protect.enabled":
+		b, ok := v.(bool)
+		if !ok {
+			return strict.WantType("true or false", v)
+		}
+		c.ProtectOff = !b
+	case "protect.paths":
+		list, err := strings_(v)
+		if err != nil {
+			return err
+		}
+		for i, p := range list {
+			if !filepath.IsAbs(p) {
+				return fmt.Errorf("item %d: %q is not an absolute path", i+1, p)
+			}
+			c.ProtectPaths = append(c.ProtectPaths, filepath.Clean(p))
+		}
+	case "policy.timeout":
+		s, ok := v.(string)
+		if !ok {
+			return strict.WantType(`a duration such as "250ms"`, v)
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d < time.Millisecond || d > time.Minute {
+			return fmt.Errorf("%q: want a duration from 1ms to 1m, such as \"250ms\"", s)
+		}
+		c.PolicyTimeout = d
 	case "tools.shell", "tools.exempt":
 		names, err := toolNames(v)
 		if err != nil {
@@ -540,22 +617,40 @@ func (c *Config) setTokens(v any) error {
 
 // setAgent reads [agents.NAME]: role = "reviewer" (its sessions' starting
 // role), max_role = "coder" (the most privileged role it may switch itself
-// into).
-func (c *Config) setAgent(name string, v any) error {
+// into), and [agents.NAME.budget] (its budget across its sessions). On an
+// error it returns the key at fault.
+func (c *Config) setAgent(name string, v any) (string, error) {
+	at := "agents." + name
 	t, ok := v.(map[string]any)
 	if !ok {
-		return strict.WantType("a table ([agents.NAME] with role = \"...\")", v)
+		return at, strict.WantType("a table ([agents.NAME] with role = \"...\")", v)
 	}
 	if len(t) == 0 {
-		return errors.New("give role, max_role or both")
+		return at, errors.New("give role, max_role, budget or several")
 	}
 	for _, key := range strict.SortedKeys(t) {
-		if key != "role" && key != "max_role" {
-			return fmt.Errorf("unknown key %q (want role, max_role)", key)
+		switch key {
+		case "budget":
+			b, err := agentBudget(t[key])
+			if err != nil {
+				return at + ".budget", err
+			}
+			c.AgentBudgets[name] = b
+			continue
+		case "role", "max_role":
+		default:
+			msg := fmt.Sprintf("unknown key %q (want role, max_role, budget)", key)
+			if s := strict.Suggest(key, []string{"role", "max_role", "budget"}); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return at + "." + key, errors.New(msg)
+		}
+		if name == AnyAgent {
+			return at + "." + key, fmt.Errorf("[agents.\"*\"] may only hold a budget: every agent's starting role is [enforcement] default_role")
 		}
 		role, ok := t[key].(string)
 		if !ok || !roles.ValidName(role) {
-			return fmt.Errorf("%s: want a role name, got %s", key, strict.TypeName(t[key]))
+			return at + "." + key, fmt.Errorf("want a role name, got %s", strict.TypeName(t[key]))
 		}
 		if key == "role" {
 			c.AgentRoles[name] = role
@@ -563,7 +658,70 @@ func (c *Config) setAgent(name string, v any) error {
 			c.AgentMaxRoles[name] = role
 		}
 	}
-	return nil
+	return at, nil
+}
+
+// agentBudget reads [agents.NAME.budget]: period, the limits of the
+// dimensions it bounds, and the warn and block percentages.
+func agentBudget(v any) (AgentBudget, error) {
+	t, ok := v.(map[string]any)
+	if !ok {
+		return AgentBudget{}, strict.WantType("a table ([agents.NAME.budget])", v)
+	}
+	b := AgentBudget{Period: "day", WarnPercent: 80, BlockPercent: 100}
+	keys := []string{"period", "max_context_tokens", "max_shell_invocations", "max_cost_usd", "warn_at_percent", "block_at_percent"}
+	for _, key := range strict.SortedKeys(t) {
+		x := t[key]
+		switch key {
+		case "period":
+			p, _ := x.(string)
+			if !slices.Contains([]string{"day", "week", "month", "total"}, p) {
+				return b, fmt.Errorf("period: %s: want \"day\", \"week\", \"month\" or \"total\"", strict.TypeName(x))
+			}
+			b.Period = p
+		case "max_context_tokens", "max_shell_invocations":
+			n, ok := x.(int64)
+			if !ok || n < 0 {
+				return b, fmt.Errorf("%s: want a whole number >= 0, got %s", key, strict.TypeName(x))
+			}
+			if key == "max_context_tokens" {
+				b.Tokens = &n
+			} else {
+				b.Shell = &n
+			}
+		case "max_cost_usd":
+			m, err := strict.Micros(x, "an amount in US dollars", 1e9)
+			if err != nil {
+				return b, fmt.Errorf("%s: %w", key, err)
+			}
+			b.CostMicros = &m
+		case "warn_at_percent":
+			n, ok := x.(int64)
+			if !ok || n < 0 || n > 100 {
+				return b, fmt.Errorf("%s: want 0 to 100, got %s", key, strict.TypeName(x))
+			}
+			b.WarnPercent = n
+		case "block_at_percent":
+			n, ok := x.(int64)
+			if !ok || !(n >= 1 && n <= 100 || n == 255) {
+				return b, fmt.Errorf("%s: want 1 to 100, or 255 to never block, got %s", key, strict.TypeName(x))
+			}
+			b.BlockPercent = n
+		default:
+			msg := fmt.Sprintf("unknown key %q", key)
+			if s := strict.Suggest(key, keys); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return b, errors.New(msg)
+		}
+	}
+	if b.Tokens == nil && b.Shell == nil && b.CostMicros == nil {
+		return b, errors.New("give at least one of max_context_tokens, max_shell_invocations, max_cost_usd")
+	}
+	if b.BlockPercent <= 100 && b.WarnPercent > b.BlockPercent {
+		return b, fmt.Errorf("warn_at_percent %d is above block_at_percent %d: the budget would block before it warns", b.WarnPercent, b.BlockPercent)
+	}
+	return b, nil
 }
 
 func (c *Config) setModels(v any) error {

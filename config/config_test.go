@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -164,9 +165,20 @@ func TestErrors(t *testing.T) {
 			`:2:1: enforcement.mode may only be set in the user's harness.toml: a project's file may only add shell tools and log masks`}},
 		{"project may not turn logs off", "", "[log]\ndecisions = \"off\"\n", []string{`log.decisions may only be set in the user's harness.toml`}},
 		{"project may not choose agent roles", "", "[agents.x]\nrole = \"admin\"\n", []string{`[agents] may only be set in the user's harness.toml`}},
-		{"agent without role", "[agents.x]\nrol = \"coder\"\n", "", []string{`agents.x: unknown key "rol" (want role, max_role)`}},
-		{"empty agent", "[agents.x]\n", "", []string{`agents.x: give role, max_role or both`}},
-		{"bad max role", "[agents.x]\nmax_role = 3\n", "", []string{`agents.x: max_role: want a role name, got integer`}},
+		{"agent without role", "[agents.x]\nrol = \"coder\"\n", "", []string{`:2:1: agents.x.rol: unknown key "rol" (want role, max_role, budget) (did you mean "role"?)`}},
+		{"empty agent", "[agents.x]\n", "", []string{`agents.x: give role, max_role, budget or several`}},
+		{"bad max role", "[agents.x]\nmax_role = 3\n", "", []string{`:2:1: agents.x.max_role: want a role name, got integer`}},
+		{"budget without limits", "[agents.x.budget]\nperiod = \"day\"\n", "", []string{`agents.x.budget: give at least one of max_context_tokens`}},
+		{"bad period", "[agents.x.budget]\nperiod = \"hour\"\nmax_cost_usd = 1\n", "", []string{`agents.x.budget: period: string "hour": want "day", "week", "month" or "total"`}},
+		{"budget typo", "[agents.x.budget]\nmax_cost = 1\n", "", []string{`agents.x.budget: unknown key "max_cost" (did you mean "max_cost_usd"?)`}},
+		{"budget warns after it blocks", "[agents.x.budget]\nmax_cost_usd = 1\nwarn_at_percent = 90\nblock_at_percent = 50\n", "", []string{`warn_at_percent 90 is above block_at_percent 50`}},
+		{"every agent has only a budget", "[agents.\"*\"]\nrole = \"reviewer\"\n", "", []string{`may only hold a budget`}},
+		{"project may not set agent budgets", "", "[agents.x.budget]\nmax_cost_usd = 100\n", []string{`[agents] may only be set in the user's harness.toml`}},
+		{"project may not turn protection off", "", "[protect]\nenabled = false\n", []string{`protect.enabled may only be set in the user's harness.toml`}},
+		{"project may not change the edit tools", "", "[tools]\nedit = []\n", []string{`tools.edit may only be set in the user's harness.toml`}},
+		{"project may not change the deadline", "", "[policy]\ntimeout = \"1m\"\n", []string{`policy.timeout may only be set in the user's harness.toml`}},
+		{"relative protected path", "[protect]\npaths = [\"secrets\"]\n", "", []string{`protect.paths: item 1: "secrets" is not an absolute path`}},
+		{"bad deadline", "[policy]\ntimeout = \"2h\"\n", "", []string{`policy.timeout: "2h": want a duration from 1ms to 1m`}},
 		{"two max roles", "[agents.x]\nmax_role = \"coder\"\n[[gateway.tokens]]\nagent = \"x\"\ntoken = \"0123456789abcdef-x\"\nmax_role = \"reviewer\"\n", "",
 			[]string{`gateway.tokens: agent x: max_role "reviewer", but "coder" elsewhere: an agent has one most privileged role`}},
 		{"token max role", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"0123456789abcdef-x\"\nmax_role = \"no good\"\n", "", []string{`max_role: "no good" is not a role name`}},
@@ -199,5 +211,55 @@ func TestErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The user's file sets agent budgets across sessions (every agent's, and
+// one's own), the tools that edit, what self-protection guards and the
+// policy's deadline; omitted budget keys take their defaults.
+func TestAgentBudgetsAndProtection(t *testing.T) {
+	t.Parallel()
+	c, err := Load(write(t, `
+[agents."*".budget]
+max_cost_usd = 20
+
+[agents.claude-code]
+role = "reviewer"
+
+[agents.claude-code.budget]
+period = "week"
+max_context_tokens = 5000000
+max_shell_invocations = 0
+warn_at_percent = 90
+block_at_percent = 255
+
+[tools]
+edit = ["ctx_edit", "fs_*"]
+
+[protect]
+enabled = false
+paths = ["/srv/secrets/", "/etc/harness"]
+
+[policy]
+timeout = "50ms"
+`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := func(v int64) *int64 { return &v }
+	want := map[string]AgentBudget{
+		AnyAgent:      {Period: "day", CostMicros: n(20_000_000), WarnPercent: 80, BlockPercent: 100},
+		"claude-code": {Period: "week", Tokens: n(5_000_000), Shell: n(0), WarnPercent: 90, BlockPercent: 255},
+	}
+	if !reflect.DeepEqual(c.AgentBudgets, want) || c.AgentRoles["claude-code"] != "reviewer" {
+		t.Errorf("agent budgets %+v, roles %v", c.AgentBudgets, c.AgentRoles)
+	}
+	if !slices.Equal(c.EditTools, []string{"ctx_edit", "fs_*"}) || !c.ProtectOff ||
+		!slices.Equal(c.ProtectPaths, []string{"/srv/secrets", "/etc/harness"}) || c.PolicyTimeout != 50*time.Millisecond {
+		t.Errorf("edit %v, protect off %v %v, timeout %v", c.EditTools, c.ProtectOff, c.ProtectPaths, c.PolicyTimeout)
+	}
+	d := Default()
+	if d.ProtectOff || d.PolicyTimeout != DefaultPolicyTimeout || len(d.AgentBudgets) != 0 || !slices.Contains(d.EditTools, "ctx_edit") {
+		t.Errorf("defaults: %+v", d)
 	}
 }

@@ -30,10 +30,13 @@ type Input struct {
 	// Arguments are the tool's arguments as the agent sent them: an object,
 	// or nil for none. Anything else is malformed, and the policy refuses
 	// it (invalid_input).
-	Arguments any    `json:"arguments"`
-	Budget    Usage  `json:"budget"`
-	Session   string `json:"session"`
-	Agent     string `json:"agent"`
+	Arguments any   `json:"arguments"`
+	Budget    Usage `json:"budget"`
+	// AgentBudget is the usage of the agent, across its sessions, in the
+	// period of its budget; nil when no agent budget applies.
+	AgentBudget *Usage `json:"agent_budget,omitempty"`
+	Session     string `json:"session"`
+	Agent       string `json:"agent"`
 	// Project is the absolute path of the project the agent works in
 	// (where its .lean-ctx is), "" when there is none: for custom
 	// policies that judge paths.
@@ -67,6 +70,14 @@ const (
 	CodeUnknownRole     = "unknown_role"
 	CodeInvalidInput    = "invalid_input"
 	CodeEvalError       = "evaluation_error"
+	// The agent's budget across its sessions (section 8).
+	CodeAgentBudgetExhausted = "agent_budget_exhausted"
+	CodeAgentShellBudget     = "agent_shell_budget"
+	CodeAgentBudgetWarning   = "agent_budget_warning"
+	// Self-protection: the harness's own files and the operator's
+	// commands are out of an agent's reach.
+	CodeHarnessFiles    = "harness_files"
+	CodeOperatorCommand = "operator_command"
 )
 
 // Reason explains a deny or a warning.
@@ -95,30 +106,69 @@ type Budget struct {
 	Cost   Dimension `json:"cost"`
 }
 
+// AgentBudget is what a decision or a status says of the budget of the
+// agent across its sessions (contract section 8): the dimensions it bounds
+// (the others are nil), its period ("day", "week", "month", "total") and
+// its signal.
+type AgentBudget struct {
+	Agent  string     `json:"agent"`
+	Period string     `json:"period"`
+	Signal string     `json:"signal"`
+	Tokens *Dimension `json:"tokens,omitempty"`
+	Shell  *Dimension `json:"shell,omitempty"`
+	Cost   *Dimension `json:"cost,omitempty"`
+}
+
+// Tool is a tool as a listing names it: its name, and for an upstream's
+// tool the upstream and that upstream's own name for it.
+type Tool struct {
+	Name         string `json:"name"`
+	Upstream     string `json:"upstream,omitempty"`
+	UpstreamTool string `json:"upstream_tool,omitempty"`
+}
+
+// Named are tools of the harness's own, by name (no upstream).
+func Named(names ...string) []Tool {
+	out := make([]Tool, len(names))
+	for i, n := range names {
+		out[i] = Tool{Name: n}
+	}
+	return out
+}
+
 // Decision is data.harness.decision (section 3 of the contract).
 type Decision struct {
-	Decision       string   `json:"decision"`
-	Allowed        bool     `json:"allowed"`
-	Role           string   `json:"role"`
-	Tool           string   `json:"tool"`
-	ShellPolicy    string   `json:"shell_policy"`
+	Decision    string `json:"decision"`
+	Allowed     bool   `json:"allowed"`
+	Role        string `json:"role"`
+	Tool        string `json:"tool"`
+	ShellPolicy string `json:"shell_policy"`
+	// ShellTool says the policy counts the call against the shell budget
+	// (by the tool's name or its upstream's own name for it).
+	ShellTool      bool     `json:"shell_tool"`
 	CompressOutput bool     `json:"compress_output"`
 	Reasons        []Reason `json:"reasons"`
 	Warnings       []Reason `json:"warnings"`
 	Signal         string   `json:"signal"`
 	Budget         Budget   `json:"budget"`
+	// AgentBudget is the agent's budget across its sessions, nil when
+	// none applies.
+	AgentBudget *AgentBudget `json:"agent_budget"`
 }
 
 // Status is a session's budget under its role, without a call: what the
 // status line shows.
 type Status struct {
-	Role   string `json:"role"`
-	Signal string `json:"signal"`
-	Budget Budget `json:"budget"`
+	Role        string       `json:"role"`
+	Signal      string       `json:"signal"`
+	Budget      Budget       `json:"budget"`
+	AgentBudget *AgentBudget `json:"agent_budget"`
 }
 
 // Status is the budget the decision was made on.
-func (d Decision) Status() Status { return Status{Role: d.Role, Signal: d.Signal, Budget: d.Budget} }
+func (d Decision) Status() Status {
+	return Status{Role: d.Role, Signal: d.Signal, Budget: d.Budget, AgentBudget: d.AgentBudget}
+}
 
 // StatusLine is the status line of the budget the decision was made on.
 func (d Decision) StatusLine() string { return d.Status().StatusLine() }
@@ -162,6 +212,15 @@ var (
 	// DefaultExemptTools skip the tool lists and budgets, so that an agent
 	// can always see its role and budget.
 	DefaultExemptTools = []string{SessionTool}
+	// DefaultEditTools are the patterns (matched without regard to case)
+	// of the tools taken to change files, which the self-protection rules
+	// watch: the harness's ctx_edit (Claude Code's Edit, Write, MultiEdit
+	// and NotebookEdit map to it) and the names MCP servers commonly give
+	// such tools.
+	DefaultEditTools = []string{
+		"ctx_edit", "*write*", "*edit*", "*move*", "*rename*", "*delete*", "*remove*",
+		"*create*", "*mkdir*", "*patch*", "*replace*", "*insert*", "*append*", "*copy*",
+	}
 )
 
 // SessionTool is the agent's window on its role and budget (ctx_session),

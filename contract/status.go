@@ -8,14 +8,33 @@ import (
 // StatusLine is the budget summary of section 5 of the contract:
 //
 //	Budget[coder]: tokens 50000/200000 (25%) | shell 5/100 (5%) | cost $0.50/$5.00 (10%) → OK
+//
+// with, when the agent has a budget across its sessions (section 8), a
+// second segment of the dimensions it bounds:
+//
+//	… → OK | Agent[claude-code, day]: tokens 1200000/5000000 (24%) | cost $3.10/$20.00 (15%) → OK
 func (s Status) StatusLine() string {
 	b := s.Budget
-	return fmt.Sprintf("Budget[%s]: tokens %d/%d (%d%%) | shell %d/%d (%d%%) | cost %s/%s (%d%%) → %s",
+	line := fmt.Sprintf("Budget[%s]: tokens %d/%d (%d%%) | shell %d/%d (%d%%) | cost %s/%s (%d%%) → %s",
 		s.Role,
 		b.Tokens.Used, b.Tokens.Limit, b.Tokens.Percent,
 		b.Shell.Used, b.Shell.Limit, b.Shell.Percent,
 		FormatUSD(b.Cost.Used), FormatUSD(b.Cost.Limit), b.Cost.Percent,
 		s.Signal)
+	if a := s.AgentBudget; a != nil {
+		var parts []string
+		if d := a.Tokens; d != nil {
+			parts = append(parts, fmt.Sprintf("tokens %d/%d (%d%%)", d.Used, d.Limit, d.Percent))
+		}
+		if d := a.Shell; d != nil {
+			parts = append(parts, fmt.Sprintf("shell %d/%d (%d%%)", d.Used, d.Limit, d.Percent))
+		}
+		if d := a.Cost; d != nil {
+			parts = append(parts, fmt.Sprintf("cost %s/%s (%d%%)", FormatUSD(d.Used), FormatUSD(d.Limit), d.Percent))
+		}
+		line += fmt.Sprintf(" | Agent[%s, %s]: %s → %s", a.Agent, a.Period, strings.Join(parts, " | "), a.Signal)
+	}
+	return line
 }
 
 // FormatUSD prints micro-dollars as dollars with two decimals, rounded down

@@ -80,7 +80,7 @@ test("stdio: the warning at 80% and the block at 100% of a small budget; ctx_ses
     assert.match(textOf(budget), /^Budget\[small\]: tokens \d+\/1000 \(\d+%\) \| .* → EXHAUSTED$/);
     const sw = await call(client, "ctx_session", { action: "role", value: "admin" });
     assert.equal(sw.isError, true);
-    assert.match(textOf(sw), /privileged_role/);
+    assert.match(textOf(sw), /switch_denied \(privileged\)/);
   } finally {
     await client.close();
   }

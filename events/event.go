@@ -42,13 +42,20 @@ type Event struct {
 	*Switch
 }
 
-// Budget are the fields of BudgetWarning and BudgetExhausted.
+// Budget are the fields of BudgetWarning and BudgetExhausted. An agent's
+// budget across its sessions (contract section 8) has scope "agent" and
+// its period ("day:2026-12-01", "total"); a session's has neither.
 type Budget struct {
 	Dimension string `json:"dimension"`
 	Used      int64  `json:"used"`
 	Limit     int64  `json:"limit"`
 	Percent   *int64 `json:"percent,omitempty"` // BudgetWarning only
+	Scope     string `json:"scope,omitempty"`
+	Period    string `json:"period,omitempty"`
 }
+
+// ScopeAgent is the scope of a budget event of an agent's budget.
+const ScopeAgent = "agent"
 
 // Violation are the fields of PolicyViolation.
 type Violation struct {

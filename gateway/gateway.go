@@ -171,26 +171,41 @@ func (g *Gateway) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	}
 	id := identity(ctx)
 	g.charges.wait(id.key())
-	names := make([]string, len(tools))
+	listed := make([]contract.Tool, len(tools))
+	g.mu.Lock()
 	for i, t := range tools {
-		names[i] = t.Name
+		listed[i] = g.origin(t.Name)
 	}
-	shown, err := g.o.Governor.Visible(ctx, id.key(), id.StartRole, names)
+	g.mu.Unlock()
+	shown, err := g.o.Governor.Visible(ctx, id.key(), id.StartRole, listed)
 	if err != nil {
 		g.o.Logf("tools/list: %v", err) // fail closed: ctx_session only
 	}
 	return slices.DeleteFunc(tools, func(t mcp.Tool) bool { return t.Name != SessionTool && !shown[t.Name] })
 }
 
+// origin is the tool exposed as name, with the upstream it comes from and
+// that upstream's own name for it (g.mu held).
+func (g *Gateway) origin(name string) contract.Tool {
+	if rt, ok := g.routes[name]; ok {
+		return contract.Tool{Name: name, Upstream: rt.up.cfg.Name, UpstreamTool: rt.name}
+	}
+	return contract.Tool{Name: name}
+}
+
 // proxy is the governed handler of an upstream tool.
 func (g *Gateway) proxy(exposed string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		id := identity(ctx)
-		args := req.GetArguments()
+		args := req.Params.Arguments // as the agent sent them: an object, or malformed
 		g.charges.wait(id.key())
+		g.mu.Lock()
+		tool := g.origin(exposed)
+		g.mu.Unlock()
 		// The decision's log entry and events are written while the
 		// upstream works, and before the result goes back.
-		o, err := g.o.Governor.Decide(ctx, govern.Call{Session: id.key(), Tool: exposed, Arguments: args, Role: id.StartRole, Reserve: true, Background: true})
+		o, err := g.o.Governor.Decide(ctx, govern.Call{Session: id.key(), Tool: exposed, Upstream: tool.Upstream, UpstreamTool: tool.UpstreamTool,
+			Arguments: args, Role: id.StartRole, Reserve: true, Background: true})
 		if err != nil {
 			return mcp.NewToolResultError(fmt.Sprintf("[harness] the call was not made: the harness could not decide it (%v)", err)), nil
 		}

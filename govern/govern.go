@@ -204,41 +204,77 @@ func (g *Governor) Project() string { return g.project }
 // it has none.
 func (g *Governor) MaxRole(agent string) string { return g.rules.Load().AgentMaxRoles[agent] }
 
-// Session returns the session's counters, giving a new session its
-// starting role (see StartRole). A session that has a role keeps it: only
-// a switch changes it.
+// Session returns the session's counters (with its agent's usage in the
+// current period of the agent's budget, if it has one), giving a new
+// session its starting role (see StartRole). A session that has a role
+// keeps it: only a switch changes it.
 func (g *Governor) Session(ctx context.Context, k budget.Key, role string) (budget.Counters, error) {
-	return g.session(ctx, g.rules.Load(), k, role)
+	r := g.rules.Load()
+	return g.session(ctx, r, k, role, g.period(r, k.Agent))
 }
 
-func (g *Governor) session(ctx context.Context, r *Rules, k budget.Key, role string) (budget.Counters, error) {
-	c, err := g.store.Get(ctx, k)
+func (g *Governor) session(ctx context.Context, r *Rules, k budget.Key, role string, period budget.Period) (budget.Counters, error) {
+	c, err := g.store.Get(ctx, k, period)
 	if err != nil {
 		return c, fmt.Errorf("ledger: %w", err)
 	}
 	if c.Role != "" {
 		return c, nil
 	}
+	agent := c.AgentUsage
 	c, err = g.store.InitRole(ctx, k, g.startRole(r, k.Agent, role))
 	if err != nil {
 		return c, fmt.Errorf("ledger: %w", err)
 	}
+	c.AgentUsage = agent
 	return c, nil
 }
 
-// input is the decision input of call by session k, whose counters are c.
-func (g *Governor) input(k budget.Key, c budget.Counters, call Call) contract.Input {
-	return contract.Input{
-		Role:         c.Role,
-		Tool:         call.Tool,
-		Upstream:     call.Upstream,
-		UpstreamTool: call.UpstreamTool,
-		Arguments:    call.Arguments,
-		Budget:       usage(c),
-		Session:      k.Session,
-		Agent:        k.Agent,
-		Project:      g.project,
+// period is the ledger's name of the current period of agent's budget
+// ("day:2026-12-01", "week:2026-W49", "month:2026-12", "total"; in UTC),
+// "" when no agent budget applies.
+func (g *Governor) period(r *Rules, agent string) budget.Period {
+	b, ok := r.Engine.Document().AgentBudget(agent)
+	if !ok {
+		return ""
 	}
+	return PeriodKey(b.Period, g.now())
+}
+
+// PeriodKey names the period of kind ("day", "week", "month", "total") that
+// holds t, in UTC: the key of an agent's counters in the ledger.
+func PeriodKey(kind string, t time.Time) budget.Period {
+	t = t.UTC()
+	switch kind {
+	case "day":
+		return "day:" + t.Format("2006-01-02")
+	case "week":
+		y, w := t.ISOWeek()
+		return fmt.Sprintf("week:%04d-W%02d", y, w)
+	case "month":
+		return "month:" + t.Format("2006-01")
+	}
+	return "total"
+}
+
+// input is the decision input of call by session k, whose counters are c,
+// in the agent's budget period (if any).
+func (g *Governor) input(k budget.Key, c budget.Counters, call Call, period budget.Period) contract.Input {
+	in := statusInput(k, c, period)
+	in.Tool, in.Upstream, in.UpstreamTool, in.Arguments = call.Tool, call.Upstream, call.UpstreamTool, call.Arguments
+	in.Session, in.Project = k.Session, g.project
+	return in
+}
+
+// statusInput is what the policy needs to measure the session's budget:
+// its role and usage, and its agent's usage in the period of its budget.
+func statusInput(k budget.Key, c budget.Counters, period budget.Period) contract.Input {
+	in := contract.Input{Role: c.Role, Budget: usage(c), Agent: k.Agent}
+	if period != "" {
+		a := contract.Usage{Tokens: c.AgentUsage.Tokens, Shell: c.AgentUsage.Shell, CostMicros: c.AgentUsage.CostMicros}
+		in.AgentBudget = &a
+	}
+	return in
 }
 
 func usage(c budget.Counters) contract.Usage {
@@ -252,13 +288,13 @@ func usage(c budget.Counters) contract.Usage {
 // exactly the calls the policy admits pass, and a denied call takes nothing.
 func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 	r := g.rules.Load()
-	cur, err := g.session(ctx, r, call.Session, call.Role)
+	period := g.period(r, call.Session.Agent)
+	cur, err := g.session(ctx, r, call.Session, call.Role, period)
 	if err != nil {
 		return Outcome{}, err
 	}
-	shellTool := r.Engine.Document().Config.ShellTools[call.Tool]
 	for range maxAttempts {
-		in := g.input(call.Session, cur, call)
+		in := g.input(call.Session, cur, call, period)
 		start := g.now()
 		d, err := r.Engine.Decide(ctx, in)
 		elapsed := g.now().Sub(start)
@@ -270,15 +306,15 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 			o.Allowed, o.Shadowed = true, true
 		}
 		switch {
-		case !call.Reserve || !shellTool || !o.Allowed:
+		case !call.Reserve || !d.ShellTool || !o.Allowed:
 		case o.Shadowed: // the call runs although the policy refused it: count it
-			o.Counters, err = g.store.AddShell(ctx, call.Session)
+			o.Counters, err = g.store.AddShell(ctx, call.Session, period)
 			if err != nil {
 				return o, fmt.Errorf("ledger: %w", err)
 			}
 			o.Reserved = true
 		default:
-			next, ok, err := g.store.ReserveShell(ctx, call.Session, cur)
+			next, ok, err := g.store.ReserveShell(ctx, call.Session, period, cur)
 			if err != nil {
 				return o, fmt.Errorf("ledger: %w", err)
 			}
@@ -295,7 +331,10 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 			if o.Reserved {
 				before := o.Counters
 				before.Shell--
-				g.crossings(context.WithoutCancel(ctx), r, call.Session, before, o.Counters)
+				if period != "" {
+					before.AgentUsage.Shell--
+				}
+				g.crossings(context.WithoutCancel(ctx), r, call.Session, period, before, o.Counters)
 			}
 		}
 		if call.Background {
@@ -358,19 +397,26 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	if err != nil {
 		return Charge{}, err
 	}
-	after, err := g.store.Charge(ctx, res.Session, out, cost)
+	period := g.period(r, res.Session.Agent)
+	after, err := g.store.Charge(ctx, res.Session, period, out, cost)
 	if err != nil {
 		return Charge{}, fmt.Errorf("ledger: %w", err)
 	}
 	if after.Role == "" { // a session charged before any decision: give it its role
+		agent := after.AgentUsage
 		if after, err = g.store.InitRole(ctx, res.Session, g.startRole(r, res.Session.Agent, "")); err != nil {
 			return Charge{}, fmt.Errorf("ledger: %w", err)
 		}
+		after.AgentUsage = agent
 	}
 	before := after
 	before.Tokens -= out
 	before.CostMicros -= cost
-	levels := g.crossings(ctx, r, res.Session, before, after)
+	if period != "" {
+		before.AgentUsage.Tokens -= out
+		before.AgentUsage.CostMicros -= cost
+	}
+	levels := g.crossings(ctx, r, res.Session, period, before, after)
 	return Charge{InputTokens: in, OutputTokens: out, CostMicros: cost, Before: before, After: after, Signal: levels.Signal}, nil
 }
 

@@ -1,8 +1,10 @@
 package govern
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,21 +79,27 @@ var levelRank = map[string]int{contract.LevelOK: 0, contract.LevelWarning: 1, co
 
 // crossings emits BudgetWarning and BudgetExhausted for every dimension
 // that one atomic change of the counters (before → after) carried into
-// those levels, as the policy measures them, and returns the levels after.
-// Counters only grow and every change is atomic, so exactly one change
-// crosses each threshold: each crossing is reported once, however many
-// calls run at the same moment. A role switch is such a change too: the
-// same usage measured against the new role's limits. The levels of both
-// sides take one evaluation (the policy's levels entry point); the
-// figures of the events, one more when something was crossed.
-func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, before, after budget.Counters) policy.Levels {
+// those levels, as the policy measures them, and returns the levels after:
+// the session's under its role, and its agent's in the period of the
+// agent's budget (scope "agent"). Counters only grow and every change is
+// atomic, so exactly one change crosses each threshold: each crossing is
+// reported once, however many calls run at the same moment. A role switch
+// is such a change too: the same usage measured against the new role's
+// limits. The levels of both sides take one evaluation (the policy's
+// levels entry point); the figures of the events, one more when something
+// was crossed.
+func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, period budget.Period, before, after budget.Counters) policy.Levels {
 	if before.Role == "" {
 		before.Role = after.Role
 	}
-	ls, err := r.Engine.Levels(ctx, policy.RoleUsage{Role: before.Role, Usage: usage(before)}, policy.RoleUsage{Role: after.Role, Usage: usage(after)})
+	ru := func(role string, c budget.Counters) policy.RoleUsage {
+		in := statusInput(k, c, period)
+		return policy.RoleUsage{Role: role, Usage: in.Budget, Agent: k.Agent, AgentUsage: in.AgentBudget}
+	}
+	ls, err := r.Engine.Levels(ctx, ru(before.Role, before), ru(after.Role, after))
 	if err == nil && !ls[0].Defined && ls[1].Defined { // a role that is gone: measure by the new one
 		var again []policy.Levels
-		if again, err = r.Engine.Levels(ctx, policy.RoleUsage{Role: after.Role, Usage: usage(before)}); err == nil {
+		if again, err = r.Engine.Levels(ctx, ru(after.Role, before)); err == nil {
 			ls[0] = again[0]
 		}
 	}
@@ -103,35 +111,56 @@ func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, before
 	if !now.Defined {
 		return now
 	}
-	var crossed []string
+	type crossing struct{ scope, dim, was string }
+	var crossed []crossing
 	for _, dim := range []struct{ name, was, is string }{
 		{"tokens", was.Tokens, now.Tokens}, {"shell", was.Shell, now.Shell}, {"cost", was.Cost, now.Cost},
 	} {
 		if levelRank[dim.is] > levelRank[dim.was] {
-			crossed = append(crossed, dim.name)
+			crossed = append(crossed, crossing{"", dim.name, dim.was})
+		}
+	}
+	for dim, is := range now.Agent {
+		if w := was.Agent[dim]; levelRank[is] > levelRank[w] {
+			crossed = append(crossed, crossing{events.ScopeAgent, dim, w})
 		}
 	}
 	if len(crossed) == 0 {
 		return now
 	}
-	st, err := r.Engine.Status(ctx, after.Role, usage(after))
+	st, err := r.Engine.Status(ctx, statusInput(k, after, period))
 	if err != nil {
 		g.onError(fmt.Errorf("budget of session %s: %w", k, err))
 		return now
 	}
-	figures := map[string]contract.Dimension{"tokens": st.Budget.Tokens, "shell": st.Budget.Shell, "cost": st.Budget.Cost}
-	wasLevel := map[string]string{"tokens": was.Tokens, "shell": was.Shell, "cost": was.Cost}
-	for _, name := range crossed {
-		d := figures[name]
-		if levelRank[wasLevel[name]] < levelRank[contract.LevelWarning] {
-			p := d.Percent
+	figures := map[string]*contract.Dimension{"tokens": &st.Budget.Tokens, "shell": &st.Budget.Shell, "cost": &st.Budget.Cost}
+	agentFigures := map[string]*contract.Dimension{}
+	if a := st.AgentBudget; a != nil {
+		agentFigures = map[string]*contract.Dimension{"tokens": a.Tokens, "shell": a.Shell, "cost": a.Cost}
+	}
+	slices.SortFunc(crossed, func(a, b crossing) int {
+		return cmp.Or(cmp.Compare(a.scope, b.scope), cmp.Compare(dimOrder[a.dim], dimOrder[b.dim]))
+	})
+	for _, c := range crossed {
+		d, p := figures[c.dim], ""
+		if c.scope == events.ScopeAgent {
+			d, p = agentFigures[c.dim], period
+		}
+		if d == nil {
+			continue
+		}
+		if levelRank[c.was] < levelRank[contract.LevelWarning] {
+			pct := d.Percent
 			g.emit(events.Event{Type: events.BudgetWarning, Session: k.Session, Agent: k.Agent, Role: after.Role,
-				Budget: &events.Budget{Dimension: name, Used: d.Used, Limit: d.Limit, Percent: &p}})
+				Budget: &events.Budget{Dimension: c.dim, Used: d.Used, Limit: d.Limit, Percent: &pct, Scope: c.scope, Period: p}})
 		}
 		if d.Level == contract.LevelExhausted {
 			g.emit(events.Event{Type: events.BudgetExhausted, Session: k.Session, Agent: k.Agent, Role: after.Role,
-				Budget: &events.Budget{Dimension: name, Used: d.Used, Limit: d.Limit}})
+				Budget: &events.Budget{Dimension: c.dim, Used: d.Used, Limit: d.Limit, Scope: c.scope, Period: p}})
 		}
 	}
 	return now
 }
+
+// dimOrder orders the dimensions as the status line does.
+var dimOrder = map[string]int{"tokens": 0, "shell": 1, "cost": 2}

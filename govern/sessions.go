@@ -29,7 +29,15 @@ func (g *Governor) Sessions(ctx context.Context, session string) ([]SessionInfo,
 	}
 	out := make([]SessionInfo, len(list))
 	for i, s := range list {
-		st, err := r.Engine.Status(ctx, s.Role, usage(s.Counters))
+		period := g.period(r, s.Agent)
+		if period != "" {
+			c, err := g.store.Get(ctx, s.Key, period)
+			if err != nil {
+				return nil, fmt.Errorf("ledger: %w", err)
+			}
+			s.AgentUsage = c.AgentUsage
+		}
+		st, err := r.Engine.Status(ctx, statusInput(s.Key, s.Counters, period))
 		out[i] = SessionInfo{Session: s, Status: st, Defined: err == nil}
 	}
 	return out, nil

@@ -31,13 +31,16 @@ type SwitchOutcome struct {
 // decision-log entry.
 func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (SwitchOutcome, error) {
 	r := g.rules.Load()
-	cur, err := g.session(ctx, r, k, "")
+	period := g.period(r, k.Agent)
+	cur, err := g.session(ctx, r, k, "", period)
 	if err != nil {
 		return SwitchOutcome{}, err
 	}
+	agent := cur.AgentUsage // a switch does not change it
 	for range maxAttempts {
+		cur.AgentUsage = agent
 		if cur.Role == to {
-			st, _ := r.Engine.Status(ctx, cur.Role, usage(cur))
+			st, _ := r.Engine.Status(ctx, statusInput(k, cur, period))
 			return SwitchOutcome{Decision: contract.SwitchDecision{Allowed: true, From: to, To: to, By: by, Reasons: []contract.Reason{}},
 				Counters: cur, Status: st}, nil
 		}
@@ -58,21 +61,22 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 				cur = next // another switch came first: decide again from its role
 				continue
 			}
+			next.AgentUsage = agent
 			o.Switched, o.Counters = true, next
 		}
 		at := g.now()
 		o.DecisionID = events.NewID(at)
 		g.logEntry(o.DecisionID, at, "harness/switch", in, d, elapsed, false)
 		if !o.Switched {
-			o.Status, _ = r.Engine.Status(ctx, cur.Role, usage(cur))
+			o.Status, _ = r.Engine.Status(ctx, statusInput(k, cur, period))
 			g.emit(events.Event{Type: events.PolicyViolation, Session: k.Session, Agent: k.Agent, Role: cur.Role,
 				Violation: &events.Violation{Tool: contract.SessionTool, Reason: oneLine(d.Reasons, true), Reasons: d.Reasons, DecisionID: o.DecisionID}})
 			return o, nil
 		}
 		g.emit(events.Event{Type: events.RoleChanged, Session: k.Session, Agent: k.Agent,
 			Switch: &events.Switch{From: cur.Role, To: to, By: by}})
-		g.crossings(ctx, r, k, cur, o.Counters)
-		o.Status, _ = r.Engine.Status(ctx, o.Counters.Role, usage(o.Counters))
+		g.crossings(ctx, r, k, period, cur, o.Counters)
+		o.Status, _ = r.Engine.Status(ctx, statusInput(k, o.Counters, period))
 		return o, nil
 	}
 	return SwitchOutcome{}, errors.New("ledger: could not switch: the role kept changing")

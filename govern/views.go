@@ -50,20 +50,21 @@ func roleNames(r *Rules) []string {
 // do not define is an *UnknownRoleError, with the status of limits 0.
 func (g *Governor) Status(ctx context.Context, k budget.Key, role string) (contract.Status, error) {
 	r := g.rules.Load()
-	c, err := g.session(ctx, r, k, role)
+	period := g.period(r, k.Agent)
+	c, err := g.session(ctx, r, k, role, period)
 	if err != nil {
 		return contract.Status{}, err
 	}
-	st, err := r.Engine.Status(ctx, c.Role, usage(c))
+	st, err := r.Engine.Status(ctx, statusInput(k, c, period))
 	return st, unknownRole(r, c.Role, err)
 }
 
 // Visible returns the tools of tools the session's role may call by its
 // tool lists and shell policy (exempt tools always): what a listing of
 // tools shows it. On an error it shows none.
-func (g *Governor) Visible(ctx context.Context, k budget.Key, role string, tools []string) (map[string]bool, error) {
+func (g *Governor) Visible(ctx context.Context, k budget.Key, role string, tools []contract.Tool) (map[string]bool, error) {
 	r := g.rules.Load()
-	c, err := g.session(ctx, r, k, role)
+	c, err := g.session(ctx, r, k, role, "")
 	if err != nil {
 		return map[string]bool{}, err
 	}
@@ -114,11 +115,12 @@ func (i RoleInfo) targets(open bool) []string {
 // switch to, as the switch rules say.
 func (g *Governor) RoleInfo(ctx context.Context, k budget.Key, role string) (RoleInfo, error) {
 	r := g.rules.Load()
-	c, err := g.session(ctx, r, k, role)
+	period := g.period(r, k.Agent)
+	c, err := g.session(ctx, r, k, role, period)
 	if err != nil {
 		return RoleInfo{}, err
 	}
-	st, err := r.Engine.Status(ctx, c.Role, usage(c))
+	st, err := r.Engine.Status(ctx, statusInput(k, c, period))
 	if err != nil {
 		return RoleInfo{Status: st}, unknownRole(r, c.Role, err)
 	}
@@ -156,11 +158,12 @@ type Explanation struct {
 // as a question (nothing is reserved or logged), and says why.
 func (g *Governor) Explain(ctx context.Context, k budget.Key, role, tool string, args map[string]any) (Explanation, error) {
 	r := g.rules.Load()
-	c, err := g.session(ctx, r, k, role)
+	period := g.period(r, k.Agent)
+	c, err := g.session(ctx, r, k, role, period)
 	if err != nil {
 		return Explanation{}, err
 	}
-	x, err := r.Engine.Explain(ctx, g.input(k, c, Call{Tool: tool, Arguments: args}))
+	x, err := r.Engine.Explain(ctx, g.input(k, c, Call{Tool: tool, Arguments: args}, period))
 	if err != nil {
 		return Explanation{}, err
 	}

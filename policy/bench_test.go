@@ -144,7 +144,7 @@ func BenchmarkStatus(b *testing.B) {
 		b.Run("status/"+u.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := e.Status(ctx, "coder", u.usage); err != nil {
+				if _, err := e.Status(ctx, contract.Input{Role: "coder", Budget: u.usage}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -152,7 +152,7 @@ func BenchmarkStatus(b *testing.B) {
 		b.Run("levels-of-2/"+u.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := e.Levels(ctx, RoleUsage{"coder", u.usage}, RoleUsage{"reviewer", u.usage}); err != nil {
+				if _, err := e.Levels(ctx, RoleUsage{Role: "coder", Usage: u.usage}, RoleUsage{Role: "reviewer", Usage: u.usage}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -179,7 +179,7 @@ func BenchmarkVisible(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.Visible(ctx, "reviewer", tools); err != nil {
+		if _, err := e.Visible(ctx, "reviewer", contract.Named(tools...)); err != nil {
 			b.Fatal(err)
 		}
 	}

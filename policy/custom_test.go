@@ -38,7 +38,11 @@ warn contains msg if {
 
 func customEngine(t *testing.T, mods ...compiler.Module) (*Engine, error) {
 	t.Helper()
-	return New(context.Background(), compiler.Compile(testSet(t), compiler.DefaultConfig()), mods...)
+	e, err := New(context.Background(), compiler.Compile(testSet(t), compiler.DefaultConfig()), mods...)
+	if err != nil {
+		return nil, err
+	}
+	return relaxed(e), nil
 }
 
 func TestCustomPolicies(t *testing.T) {
@@ -180,12 +184,17 @@ switch_deny contains msg if {
 	msg := sprintf("reviewer may only switch to coder, not %s", [input.to])
 }
 `)}
-	// A project role that allows everything: as powerful as admin.
-	set := testroles.Set(t, map[string]string{"anything": "[tools]\nallowed = [\"*\"]\n"})
+	// A role that allows everything within the built-ins' limits, and one
+	// with one deny of nothing and a million shell calls: a way up.
+	set := testroles.Set(t, map[string]string{
+		"anything": "[tools]\nallowed = [\"*\"]\n",
+		"wide":     "[tools]\nallowed = [\"*\"]\ndenied = [\"zz_nonexistent_tool\"]\n[limits]\nmax_shell_invocations = 1000000\nblock_at_percent = 255\n",
+	})
 	e, err := New(ctx, compiler.Compile(set, compiler.DefaultConfig()), onlyCoder)
 	if err != nil {
 		t.Fatal(err)
 	}
+	relaxed(e)
 	tests := []struct {
 		from, to, by string
 		rule         string // "" when allowed
@@ -193,9 +202,11 @@ switch_deny contains msg if {
 		{"coder", "reviewer", contract.ByAgent, ""},
 		{"reviewer", "coder", contract.ByAgent, ""},
 		{"coder", "debugger", contract.ByAgent, ""},
-		{"coder", "admin", contract.ByAgent, "privileged_role"},
-		{"coder", "ops", contract.ByAgent, "privileged_role"},
-		{"coder", "anything", contract.ByAgent, "unrestricted_role"},
+		{"coder", "admin", contract.ByAgent, "privileged"},
+		{"coder", "ops", contract.ByAgent, "privileged"},
+		{"coder", "anything", contract.ByAgent, ""},
+		{"coder", "wide", contract.ByAgent, "ceiling"},
+		{"coder", "wide", contract.ByOperator, ""},
 		{"coder", "admin", contract.ByOperator, ""},
 		{"coder", "anything", contract.ByOperator, ""},
 		{"reviewer", "debugger", contract.ByAgent, "harness.custom.only_coder"},

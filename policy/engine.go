@@ -36,7 +36,8 @@ const (
 
 // Engine decides tool calls. The zero value is not usable: call [New].
 type Engine struct {
-	cur atomic.Pointer[loaded]
+	cur    atomic.Pointer[loaded]
+	bounds boundsOf
 }
 
 // loaded is one prepared generation of data and policy. The decision is
@@ -255,11 +256,14 @@ func (e *Engine) decide(ctx context.Context, in contract.Input, opts ...rego.Eva
 	if err != nil {
 		return denied(in, contract.CodeInvalidInput, err.Error()), nil
 	}
-	rs, err := l.query.Eval(ctx, append([]rego.EvalOption{rego.EvalParsedInput(value)}, opts...)...)
+	bctx, stop := e.bounded(ctx)
+	defer stop()
+	rs, err := l.query.Eval(bctx, append([]rego.EvalOption{rego.EvalParsedInput(value)}, opts...)...)
+	if bctx.Err() != nil {
+		msg, err := stopped(ctx, bctx)
+		return denied(in, contract.CodeEvalError, msg), err
+	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return denied(in, contract.CodeEvalError, "policy evaluation stopped: "+ctx.Err().Error()), ctx.Err()
-		}
 		return denied(in, contract.CodeEvalError, "policy evaluation failed: "+err.Error()), nil
 	}
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
@@ -284,7 +288,7 @@ func inputValue(in contract.Input, shellPolicy string) (ast.Value, error) {
 		}
 		args = v
 	}
-	return ast.NewObject(
+	obj := ast.NewObject(
 		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
 		ast.Item(ast.StringTerm("tool"), ast.StringTerm(in.Tool)),
 		ast.Item(ast.StringTerm("upstream"), ast.StringTerm(in.Upstream)),
@@ -295,7 +299,11 @@ func inputValue(in contract.Input, shellPolicy string) (ast.Value, error) {
 		ast.Item(ast.StringTerm("session"), ast.StringTerm(in.Session)),
 		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
 		ast.Item(ast.StringTerm("project"), ast.StringTerm(in.Project)),
-	), nil
+	)
+	if in.AgentBudget != nil {
+		obj.Insert(ast.StringTerm("agent_budget"), usageTerm(*in.AgentBudget))
+	}
+	return obj, nil
 }
 
 // usageTerm is a usage as the policy reads input.budget.
@@ -322,12 +330,14 @@ func decisionFrom(v any) (contract.Decision, error) {
 		Role:           r.str(m, "role"),
 		Tool:           r.str(m, "tool"),
 		ShellPolicy:    r.str(m, "shell_policy"),
+		ShellTool:      r.boolean(m, "shell_tool"),
 		CompressOutput: r.boolean(m, "compress_output"),
 		Reasons:        r.reasons(m, "reasons"),
 		Warnings:       r.reasons(m, "warnings"),
 		Signal:         r.str(m, "signal"),
 	}
 	d.Budget = r.budget(m)
+	d.AgentBudget = r.agentBudget(m)
 	if r.err != nil {
 		return contract.Decision{}, r.err
 	}
@@ -413,6 +423,28 @@ func (r *reader) reasons(m map[string]any, key string) []contract.Reason {
 func (r *reader) budget(m map[string]any) contract.Budget {
 	b := r.object(m["budget"], "budget")
 	return contract.Budget{Tokens: r.dimension(b, "tokens"), Shell: r.dimension(b, "shell"), Cost: r.dimension(b, "cost")}
+}
+
+// agentBudget reads the agent_budget of m: null, or the dimensions it
+// bounds.
+func (r *reader) agentBudget(m map[string]any) *contract.AgentBudget {
+	v, ok := m["agent_budget"]
+	if !ok {
+		r.fail("agent_budget: missing")
+		return nil
+	}
+	if v == nil {
+		return nil
+	}
+	o := r.object(v, "agent_budget")
+	a := &contract.AgentBudget{Agent: r.str(o, "agent"), Period: r.str(o, "period"), Signal: r.str(o, "signal")}
+	for key, dst := range map[string]**contract.Dimension{"tokens": &a.Tokens, "shell": &a.Shell, "cost": &a.Cost} {
+		if _, ok := o[key]; ok {
+			d := r.dimension(o, key)
+			*dst = &d
+		}
+	}
+	return a
 }
 
 func (r *reader) dimension(m map[string]any, key string) contract.Dimension {

@@ -208,3 +208,84 @@ func usages(r compiler.RoleDoc) []contract.Usage {
 	}
 	return out
 }
+
+// The fast path agrees with the rules where a call's tool comes from an
+// upstream, its agent has a budget across sessions, its arguments touch
+// the harness's own files or are malformed: every such input of a grid
+// over roles, tool origins, agent usage around each threshold and
+// arguments.
+func TestFastPathAgreesOnOriginsAgentsAndProtection(t *testing.T) {
+	files := maps.Clone(testRoles)
+	maps.Copy(files, fastPathRoles)
+	cfg := compiler.DefaultConfig()
+	n := func(v int64) *int64 { return &v }
+	cfg.AgentBudgets = map[string]compiler.AgentBudget{
+		"budgeted":        {Period: "day", Tokens: n(1000), Shell: n(3), CostMicros: n(1_000_000), WarnPercent: 80, BlockPercent: 100},
+		"shell-only":      {Period: "total", Shell: n(2), WarnPercent: 50, BlockPercent: 100},
+		compiler.AnyAgent: {Period: "week", CostMicros: n(500), WarnPercent: 90, BlockPercent: 255},
+	}
+	cfg.Protect = compiler.Protect{Home: "/home/dev", Paths: []string{"/home/dev/.lean-ctx", "/srv/state"}}
+	doc := compiler.Compile(testroles.Set(t, files), cfg)
+	e, err := New(context.Background(), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, full := rawQuery(t, e, Query), rawQuery(t, e, "data.harness.full_decision")
+	eval := func(pq rego.PreparedEvalQuery, in ast.Value) any {
+		rs, err := pq.Eval(context.Background(), rego.EvalParsedInput(in))
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%v: %v %v", in, rs, err)
+		}
+		return rs[0].Expressions[0].Value
+	}
+	origins := []contract.Tool{
+		{Name: "ctx_shell"}, {Name: "ctx_read"}, {Name: "ctx_session"}, {Name: "ctx_edit"},
+		{Name: "lean__ctx_shell", Upstream: "lean", UpstreamTool: "ctx_shell"},
+		{Name: "lean__ctx_read", Upstream: "lean", UpstreamTool: "ctx_read"},
+		{Name: "ctx_session", Upstream: "lean", UpstreamTool: "ctx_session"},
+		{Name: "fs__write_file", Upstream: "fs", UpstreamTool: "write_file"},
+		{Name: "mcp__gh__ctx_edit", Upstream: "gh", UpstreamTool: "ctx_edit"},
+	}
+	agentUsages := map[string][]*contract.Usage{
+		"none":       {nil},
+		"budgeted":   {nil, {}, {Tokens: 799}, {Tokens: 800}, {Tokens: 1000}, {Shell: 2}, {Shell: 3}, {CostMicros: 999_999}, {CostMicros: 1_000_000}, {Tokens: -1}},
+		"shell-only": {{}, {Shell: 1}, {Shell: 2}, {Tokens: 1 << 40}},
+		"anyone":     {{}, {CostMicros: 449}, {CostMicros: 450}, {CostMicros: 5000}},
+	}
+	arguments := []any{
+		nil, map[string]any{"path": "main.go"}, map[string]any{"path": "~/.lean-ctx/harness.toml"},
+		map[string]any{"command": "ls -la"}, map[string]any{"command": "harness role set admin"},
+		map[string]any{"command": "rm -rf /srv/state"}, "rm -rf /x",
+	}
+	roles := []string{"coder", "reviewer", "ops", "no-shell", "denies-some"}
+	count, allows := 0, 0
+	for _, role := range roles {
+		for _, tool := range origins {
+			for agent, list := range agentUsages {
+				for _, au := range list {
+					for _, args := range arguments {
+						for _, u := range []contract.Usage{[]contract.Usage{{}, {Tokens: 199_999}, {Shell: 99}}[count%3]} {
+							in, err := inputValue(contract.Input{Role: role, Tool: tool.Name, Upstream: tool.Upstream, UpstreamTool: tool.UpstreamTool,
+								Arguments: args, Budget: u, AgentBudget: au, Session: "s", Agent: agent}, doc.Roles[role].ShellPolicy)
+							if err != nil {
+								t.Fatal(err)
+							}
+							got, want := eval(fast, in), eval(full, in)
+							if !reflect.DeepEqual(got, want) {
+								t.Fatalf("input %v:\ndecision      %v\nfull_decision %v", in, got, want)
+							}
+							count++
+							if got.(map[string]any)["decision"] == contract.Allow {
+								allows++
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d inputs, %d allowed", count, allows)
+	if allows < count/20 || allows > count*9/10 {
+		t.Errorf("%d of %d inputs allowed: the grid does not test both sides", allows, count)
+	}
+}

@@ -27,6 +27,18 @@ package harness.tests
 
 fixture := `
 
+// fixtureConfig is the configuration of the Rego tests' fixture: the
+// default, with two agents that have budgets across their sessions.
+func fixtureConfig() compiler.Config {
+	cfg := compiler.DefaultConfig()
+	n := func(v int64) *int64 { return &v }
+	cfg.AgentBudgets = map[string]compiler.AgentBudget{
+		"budgeted":     {Period: "day", Tokens: n(1000), Shell: n(3), CostMicros: n(1_000_000), WarnPercent: 80, BlockPercent: 100},
+		"capped-total": {Period: "total", Shell: n(2), WarnPercent: 50, BlockPercent: 100},
+	}
+	return cfg
+}
+
 // The Rego tests' fixture is the compiler's output for its role files: a
 // change of the compiler or of those files fails here until the fixture is
 // written again.
@@ -35,7 +47,7 @@ func TestRegoFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := compiler.Compile(set, compiler.DefaultConfig()).JSON()
+	data, err := compiler.Compile(set, fixtureConfig()).JSON()
 	if err != nil {
 		t.Fatal(err)
 	}

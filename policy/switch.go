@@ -24,7 +24,13 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 	if err != nil {
 		return refused("policy evaluation failed: " + err.Error()), nil
 	}
-	rs, err := pq.Eval(ctx, rego.EvalParsedInput(input))
+	bctx, stop := e.bounded(ctx)
+	defer stop()
+	rs, err := pq.Eval(bctx, rego.EvalParsedInput(input))
+	if bctx.Err() != nil {
+		msg, err := stopped(ctx, bctx)
+		return refused(msg), err
+	}
 	if err != nil {
 		return refused("policy evaluation failed: " + err.Error()), nil
 	}

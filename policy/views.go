@@ -22,8 +22,13 @@ import (
 // define.
 var ErrUnknownRole = errors.New("role is not defined")
 
-// eval evaluates entry point q on input and returns its one value.
-func (l *loaded) eval(ctx context.Context, q string, input ast.Value) (any, error) {
+// eval evaluates entry point q on input, within the engine's bounds, and
+// returns its one value.
+func (e *Engine) eval(ctx context.Context, q string, input ast.Value) (any, error) {
+	return e.evalOn(ctx, e.cur.Load(), q, input)
+}
+
+func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Value) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -31,7 +36,16 @@ func (l *loaded) eval(ctx context.Context, q string, input ast.Value) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	rs, err := pq.Eval(ctx, rego.EvalParsedInput(input))
+	bctx, stop := e.bounded(ctx)
+	defer stop()
+	rs, err := pq.Eval(bctx, rego.EvalParsedInput(input))
+	if bctx.Err() != nil {
+		msg, perr := stopped(ctx, bctx)
+		if perr != nil {
+			return nil, perr
+		}
+		return nil, errors.New(msg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("policy evaluation failed: %w", err)
 	}
@@ -41,42 +55,55 @@ func (l *loaded) eval(ctx context.Context, q string, input ast.Value) (any, erro
 	return rs[0].Expressions[0].Value, nil
 }
 
-// Status is the budget of usage under role, by the policy's rules 4 and 5:
-// the status line, and the levels a change of usage or role crosses. An
-// unknown role is ErrUnknownRole (with its limits all 0 in the status).
-func (e *Engine) Status(ctx context.Context, role string, usage contract.Usage) (contract.Status, error) {
-	v, err := e.cur.Load().eval(ctx, StatusQuery, ast.NewObject(
-		ast.Item(ast.StringTerm("role"), ast.StringTerm(role)),
-		ast.Item(ast.StringTerm("budget"), usageTerm(usage)),
-	))
+// Status is the budget of a session's usage (in.Budget) under its role
+// (in.Role), and of its agent's (in.Agent, in.AgentBudget) when the agent
+// has a budget, by the policy's rules 4 and 5: the status line, and the
+// levels a change of usage or role crosses. An unknown role is
+// ErrUnknownRole (with its limits all 0 in the status).
+func (e *Engine) Status(ctx context.Context, in contract.Input) (contract.Status, error) {
+	input := ast.NewObject(
+		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
+		ast.Item(ast.StringTerm("budget"), usageTerm(in.Budget)),
+		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
+	)
+	if in.AgentBudget != nil {
+		input.Insert(ast.StringTerm("agent_budget"), usageTerm(*in.AgentBudget))
+	}
+	v, err := e.eval(ctx, StatusQuery, input)
 	if err != nil {
 		return contract.Status{}, err
 	}
 	r := reader{}
 	m := r.object(v, "status")
-	st := contract.Status{Role: r.str(m, "role"), Signal: r.str(m, "signal"), Budget: r.budget(m)}
+	st := contract.Status{Role: r.str(m, "role"), Signal: r.str(m, "signal"), Budget: r.budget(m), AgentBudget: r.agentBudget(m)}
 	defined := r.boolean(m, "defined")
 	if r.err != nil {
 		return contract.Status{}, fmt.Errorf("policy evaluation failed: malformed status: %w", r.err)
 	}
 	if !defined {
-		return st, fmt.Errorf("%w: %q", ErrUnknownRole, role)
+		return st, fmt.Errorf("%w: %q", ErrUnknownRole, in.Role)
 	}
 	return st, nil
 }
 
-// RoleUsage is a usage under a role.
+// RoleUsage is a usage under a role, and the usage of its agent in the
+// period of the agent's budget (nil when none applies).
 type RoleUsage struct {
-	Role  string
-	Usage contract.Usage
+	Role       string
+	Usage      contract.Usage
+	Agent      string
+	AgentUsage *contract.Usage
 }
 
 // Levels are the levels of a usage's dimensions under its role, and its
 // signal (the worst), by the policy's rule 5. Defined is false for a role
-// the data does not define (its levels are then "").
+// the data does not define (its levels are then ""). Agent holds the
+// levels of the dimensions the agent's budget bounds ("tokens", "shell",
+// "cost"), nil when it has none.
 type Levels struct {
 	Tokens, Shell, Cost, Signal string
 	Defined                     bool
+	Agent                       map[string]string
 }
 
 // Levels measures several usages, each under its role, in one evaluation:
@@ -85,12 +112,17 @@ type Levels struct {
 func (e *Engine) Levels(ctx context.Context, usages ...RoleUsage) ([]Levels, error) {
 	list := make([]*ast.Term, len(usages))
 	for i, u := range usages {
-		list[i] = ast.ObjectTerm(
+		o := ast.NewObject(
 			ast.Item(ast.StringTerm("role"), ast.StringTerm(u.Role)),
 			ast.Item(ast.StringTerm("budget"), usageTerm(u.Usage)),
+			ast.Item(ast.StringTerm("agent"), ast.StringTerm(u.Agent)),
 		)
+		if u.AgentUsage != nil {
+			o.Insert(ast.StringTerm("agent_budget"), usageTerm(*u.AgentUsage))
+		}
+		list[i] = ast.NewTerm(o)
 	}
-	v, err := e.cur.Load().eval(ctx, LevelsQuery, ast.NewObject(ast.Item(ast.StringTerm("usages"), ast.ArrayTerm(list...))))
+	v, err := e.eval(ctx, LevelsQuery, ast.NewObject(ast.Item(ast.StringTerm("usages"), ast.ArrayTerm(list...))))
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +138,12 @@ func (e *Engine) Levels(ctx context.Context, usages ...RoleUsage) ([]Levels, err
 		r := reader{}
 		m := r.object(item, "levels")
 		out[i] = Levels{Tokens: r.str(m, "tokens"), Shell: r.str(m, "shell"), Cost: r.str(m, "cost"), Signal: r.str(m, "signal"), Defined: true}
+		if a, ok := m["agent"].(map[string]any); ok {
+			out[i].Agent = map[string]string{}
+			for dim := range a {
+				out[i].Agent[dim] = r.str(a, dim)
+			}
+		}
 		if r.err != nil {
 			return nil, fmt.Errorf("policy evaluation failed: malformed levels: %w", r.err)
 		}
@@ -113,15 +151,20 @@ func (e *Engine) Levels(ctx context.Context, usages ...RoleUsage) ([]Levels, err
 	return out, nil
 }
 
-// Visible returns the tools of tools that role may call by its tool lists
-// and shell policy (exempt tools always): what a listing shows. Budgets
-// and custom policies are left to the call. On an error it returns none.
-func (e *Engine) Visible(ctx context.Context, role string, tools []string) (map[string]bool, error) {
+// Visible returns the names of the tools of tools that role may call by
+// its tool lists and shell policy (exempt tools always): what a listing
+// shows. Budgets and custom policies are left to the call. On an error it
+// returns none.
+func (e *Engine) Visible(ctx context.Context, role string, tools []contract.Tool) (map[string]bool, error) {
 	list := make([]*ast.Term, len(tools))
 	for i, t := range tools {
-		list[i] = ast.StringTerm(t)
+		list[i] = ast.ObjectTerm(
+			ast.Item(ast.StringTerm("name"), ast.StringTerm(t.Name)),
+			ast.Item(ast.StringTerm("upstream"), ast.StringTerm(t.Upstream)),
+			ast.Item(ast.StringTerm("upstream_tool"), ast.StringTerm(t.UpstreamTool)),
+		)
 	}
-	v, err := e.cur.Load().eval(ctx, VisibleQuery, ast.NewObject(
+	v, err := e.eval(ctx, VisibleQuery, ast.NewObject(
 		ast.Item(ast.StringTerm("role"), ast.StringTerm(role)),
 		ast.Item(ast.StringTerm("tools"), ast.ArrayTerm(list...)),
 	))
@@ -161,7 +204,7 @@ func (e *Engine) Explain(ctx context.Context, in contract.Input) (Explanation, e
 	if err != nil {
 		return Explanation{Decision: denied(in, contract.CodeInvalidInput, err.Error())}, nil
 	}
-	v, err := l.eval(ctx, ExplanationQuery, value)
+	v, err := e.evalOn(ctx, l, ExplanationQuery, value)
 	if err != nil {
 		return Explanation{}, err
 	}
@@ -180,7 +223,7 @@ func (e *Engine) Explain(ctx context.Context, in contract.Input) (Explanation, e
 // may reach it.
 func (e *Engine) SwitchTargets(ctx context.Context, in contract.SwitchInput) (map[string]bool, error) {
 	in.To = ""
-	v, err := e.cur.Load().eval(ctx, SwitchTargetQuery, switchInput(in))
+	v, err := e.eval(ctx, SwitchTargetQuery, switchInput(in))
 	if err != nil {
 		return nil, err
 	}

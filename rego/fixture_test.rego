@@ -6,7 +6,7 @@
 package harness.tests
 
 fixture := {
-	"schema_version": 1,
+	"schema_version": 2,
 	"config": {
 		"shell_tools": {
 			"ctx_execute": true,
@@ -15,6 +15,59 @@ fixture := {
 		"exempt_tools": {
 			"ctx_session": true,
 		},
+		"edit_tools": {
+			"all": false,
+			"exact": {
+				"ctx_edit": true,
+			},
+			"prefixes": [],
+			"suffixes": [],
+			"globs": [
+				"*append*",
+				"*copy*",
+				"*create*",
+				"*delete*",
+				"*edit*",
+				"*insert*",
+				"*mkdir*",
+				"*move*",
+				"*patch*",
+				"*remove*",
+				"*rename*",
+				"*replace*",
+				"*write*",
+			],
+			"patterns": [
+				"*append*",
+				"*copy*",
+				"*create*",
+				"*delete*",
+				"*edit*",
+				"*insert*",
+				"*mkdir*",
+				"*move*",
+				"*patch*",
+				"*remove*",
+				"*rename*",
+				"*replace*",
+				"*write*",
+				"ctx_edit",
+			],
+		},
+		"protect": {
+			"enabled": true,
+			"paths": [],
+			"locations": [
+				"(^|[^A-Za-z0-9_.-])\\.lean-ctx([/\\\\]|$|[^A-Za-z0-9_-])",
+				"(^|[/\\\\])lean-ctx[/\\\\](harness|roles|policies)([/\\\\]|$|[^A-Za-z0-9_-])",
+				"(^|[^A-Za-z0-9_.-])\\.claude[/\\\\]settings(\\.local)?\\.json",
+			],
+			"commands": [
+				"(^|[^A-Za-z0-9_-])role\\s+set([^A-Za-z0-9_-]|$)",
+				"(^|[^A-Za-z0-9_-])budget\\s+reset([^A-Za-z0-9_-]|$)",
+			],
+			"home": "",
+		},
 	},
 	"roles": {
 		"admin": {
@@ -22,7 +75,6 @@ fixture := {
 			"description": "Unrestricted access with high limits",
 			"shell_policy": "track",
 			"privileged": true,
-			"unrestricted": true,
 			"allowed": {
 				"all": true,
 				"exact": {},
@@ -68,6 +120,7 @@ fixture := {
 			"io": {},
 			"covers": {
 				"admin": true,
+				"admin-clone": true,
 				"allow-none": true,
 				"anything-goes": true,
 				"block-90": true,
@@ -86,12 +139,74 @@ fixture := {
 				"zero-shell": true,
 			},
 		},
+		"admin-clone": {
+			"source": "user",
+			"description": "admin under another name, marked not privileged, with one deny of nothing",
+			"shell_policy": "track",
+			"privileged": false,
+			"allowed": {
+				"all": true,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [
+					"*",
+				],
+			},
+			"denied": {
+				"all": false,
+				"exact": {
+					"zz_nonexistent_tool": true,
+				},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [
+					"zz_nonexistent_tool",
+				],
+			},
+			"limits": {
+				"tokens": 500000,
+				"shell": 500,
+				"cost_micros": 50000000,
+				"warn_percent": 90,
+				"block_percent": 100,
+			},
+			"thresholds": {
+				"cost": {
+					"warn_at": 45000000,
+					"exhausted_at": 50000000,
+					"admits": 50000000,
+				},
+				"shell": {
+					"warn_at": 450,
+					"exhausted_at": 500,
+					"admits": 500,
+				},
+				"tokens": {
+					"warn_at": 450000,
+					"exhausted_at": 500000,
+					"admits": 500000,
+				},
+			},
+			"io": {},
+			"covers": {
+				"admin-clone": true,
+				"allow-none": true,
+				"ctx-but-edit": true,
+				"ctx-only": true,
+				"deny-all": true,
+				"exact": true,
+				"reviewer": true,
+				"shapes": true,
+			},
+		},
 		"allow-none": {
 			"source": "user",
 			"description": "no tool allowed",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": false,
 			"allowed": {
 				"all": false,
 				"exact": {},
@@ -142,7 +257,6 @@ fixture := {
 			"description": "every tool, nothing denied, not privileged",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": true,
 			"allowed": {
 				"all": true,
 				"exact": {},
@@ -207,7 +321,6 @@ fixture := {
 			"description": "warns at 50%, blocks at 90%",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": true,
 			"allowed": {
 				"all": true,
 				"exact": {},
@@ -261,7 +374,6 @@ fixture := {
 			"description": "Full tool access for implementation",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": true,
 			"allowed": {
 				"all": true,
 				"exact": {},
@@ -326,7 +438,6 @@ fixture := {
 			"description": "ctx_ tools but ctx_edit",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": false,
 			"allowed": {
 				"all": false,
 				"exact": {},
@@ -388,7 +499,6 @@ fixture := {
 			"description": "ctx_ tools only",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": false,
 			"allowed": {
 				"all": false,
 				"exact": {},
@@ -447,7 +557,6 @@ fixture := {
 			"description": "Debugging with extended shell access",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": true,
 			"allowed": {
 				"all": true,
 				"exact": {},
@@ -504,7 +613,6 @@ fixture := {
 			"description": "every tool denied",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": false,
 			"allowed": {
 				"all": true,
 				"exact": {},
@@ -560,7 +668,6 @@ fixture := {
 			"description": "one exact name",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": false,
 			"allowed": {
 				"all": false,
 				"exact": {
@@ -616,7 +723,6 @@ fixture := {
 			"description": "blocks at half",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": true,
 			"allowed": {
 				"all": true,
 				"exact": {},
@@ -669,7 +775,6 @@ fixture := {
 			"description": "never blocks",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": true,
 			"allowed": {
 				"all": true,
 				"exact": {},
@@ -719,7 +824,6 @@ fixture := {
 			"description": "no shell",
 			"shell_policy": "deny",
 			"privileged": false,
-			"unrestricted": true,
 			"allowed": {
 				"all": true,
 				"exact": {},
@@ -772,7 +876,6 @@ fixture := {
 			"description": "Infrastructure and CI/CD operations",
 			"shell_policy": "compress",
 			"privileged": true,
-			"unrestricted": false,
 			"allowed": {
 				"all": false,
 				"exact": {
@@ -847,7 +950,6 @@ fixture := {
 			"description": "marked privileged",
 			"shell_policy": "track",
 			"privileged": true,
-			"unrestricted": true,
 			"allowed": {
 				"all": true,
 				"exact": {},
@@ -913,7 +1015,6 @@ fixture := {
 			"description": "Read-only access for code review",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": false,
 			"allowed": {
 				"all": false,
 				"exact": {
@@ -1003,7 +1104,6 @@ fixture := {
 			"description": "a suffix and a middle pattern",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": false,
 			"allowed": {
 				"all": false,
 				"exact": {},
@@ -1058,12 +1158,68 @@ fixture := {
 				"shapes": true,
 			},
 		},
+		"wide": {
+			"source": "user",
+			"description": "every tool, one deny of nothing, a million shell calls, never blocks: a way up, not a narrower role",
+			"shell_policy": "track",
+			"privileged": false,
+			"allowed": {
+				"all": true,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [
+					"*",
+				],
+			},
+			"denied": {
+				"all": false,
+				"exact": {
+					"zz_nonexistent_tool": true,
+				},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [
+					"zz_nonexistent_tool",
+				],
+			},
+			"limits": {
+				"tokens": 200000,
+				"shell": 1000000,
+				"cost_micros": 5000000,
+				"warn_percent": 80,
+				"block_percent": 255,
+			},
+			"thresholds": {
+				"cost": {
+					"warn_at": 4000000,
+				},
+				"shell": {
+					"warn_at": 800000,
+				},
+				"tokens": {
+					"warn_at": 160000,
+				},
+			},
+			"io": {},
+			"covers": {
+				"allow-none": true,
+				"ctx-but-edit": true,
+				"ctx-only": true,
+				"deny-all": true,
+				"exact": true,
+				"reviewer": true,
+				"shapes": true,
+				"wide": true,
+			},
+		},
 		"zero-shell": {
 			"source": "user",
 			"description": "no shell budget",
 			"shell_policy": "track",
 			"privileged": false,
-			"unrestricted": true,
 			"allowed": {
 				"all": true,
 				"exact": {},
@@ -1108,6 +1264,79 @@ fixture := {
 			"io": {},
 			"covers": {
 				"zero-shell": true,
+			},
+		},
+	},
+	"ceiling": {
+		"limits": {
+			"tokens": 200000,
+			"shell": 200,
+			"cost_micros": 5000000,
+			"warn_percent": 80,
+			"block_percent": 100,
+		},
+		"covers": {
+			"allow-none": true,
+			"anything-goes": true,
+			"block-90": true,
+			"coder": true,
+			"ctx-but-edit": true,
+			"ctx-only": true,
+			"debugger": true,
+			"deny-all": true,
+			"exact": true,
+			"half": true,
+			"no-shell": true,
+			"reviewer": true,
+			"shapes": true,
+			"zero-shell": true,
+		},
+	},
+	"agents": {
+		"budgeted": {
+			"budget": {
+				"period": "day",
+				"limits": {
+					"cost_micros": 1000000,
+					"shell": 3,
+					"tokens": 1000,
+				},
+				"thresholds": {
+					"cost": {
+						"warn_at": 800000,
+						"exhausted_at": 1000000,
+						"admits": 1000000,
+					},
+					"shell": {
+						"warn_at": 3,
+						"exhausted_at": 3,
+						"admits": 3,
+					},
+					"tokens": {
+						"warn_at": 800,
+						"exhausted_at": 1000,
+						"admits": 1000,
+					},
+				},
+				"warn_percent": 80,
+				"block_percent": 100,
+			},
+		},
+		"capped-total": {
+			"budget": {
+				"period": "total",
+				"limits": {
+					"shell": 2,
+				},
+				"thresholds": {
+					"shell": {
+						"warn_at": 1,
+						"exhausted_at": 2,
+						"admits": 2,
+					},
+				},
+				"warn_percent": 50,
+				"block_percent": 100,
 			},
 		},
 	},

@@ -2,9 +2,11 @@
 # title: Agent Harness decision
 # description: |
 #   Decides allow, warn or deny for one tool call of an agent, from the
-#   compiled roles (data.harness.roles), the configuration
-#   (data.harness.config) and the call (input: role, tool, arguments,
-#   shell_policy, budget, session, agent, project). Entry points:
+#   compiled roles (data.harness.roles), the agents' budgets
+#   (data.harness.agents), the configuration (data.harness.config) and the
+#   call (input: role, tool, upstream, upstream_tool, arguments,
+#   shell_policy, budget, agent_budget, session, agent, project). Entry
+#   points:
 #   data.harness.decision (one call), data.harness.status (a session's
 #   budget, without a call), data.harness.levels (the levels of usages, to
 #   tell crossings), data.harness.visible (the tools a role may
@@ -15,7 +17,7 @@
 package harness
 
 # The version of the compiled data document this policy reads.
-supported_schema := 1
+supported_schema := 2
 
 # -- The call ---------------------------------------------------------------
 
@@ -24,6 +26,18 @@ role_name := input.role if is_string(input.role)
 else := ""
 
 tool := input.tool if is_string(input.tool)
+
+else := ""
+
+# Where the tool comes from: the upstream MCP server ("" for the harness's
+# own tools) and that server's own name for it. A tool is a shell tool, or
+# denied, by either of its names; it is allowed by the name the agent
+# called it by.
+upstream := input.upstream if is_string(input.upstream)
+
+else := ""
+
+upstream_tool := input.upstream_tool if is_string(input.upstream_tool)
 
 else := ""
 
@@ -56,9 +70,15 @@ valid_input if {
 	data.harness.schema_version == supported_schema
 	tool != ""
 	role_name != ""
-	is_object(object.get(input, "arguments", {}))
+	is_object(_arguments)
 	_checked_usage
+	_agent_usage_given
 }
+
+# The arguments; absent or null is none.
+_arguments := object.get(input, "arguments", {}) if input.arguments != null
+
+else := {}
 
 usage := _checked_usage
 
@@ -96,19 +116,33 @@ invalid contains msg if {
 }
 
 invalid contains msg if {
-	not is_object(object.get(input, "arguments", {}))
-	msg := "input.arguments must be an object"
+	not is_object(_arguments)
+	msg := sprintf("input.arguments must be an object, not %s", [type_name(_arguments)])
+}
+
+invalid contains msg if {
+	not _agent_usage_given
+	msg := sprintf("input.agent_budget must give the usage (tokens, shell, cost_micros: whole numbers >= 0) of agent '%v' in its budget period", [object.get(input, "agent", "")])
 }
 
 # -- Rule 1: exempt tools ----------------------------------------------------
 
-exempt if data.harness.config.exempt_tools[tool]
+# Only the harness's own tools are exempt: an upstream's tool is never.
+exempt if _exempt(tool, upstream)
 
 default exempt := false
 
-shell_tool if data.harness.config.shell_tools[tool]
+_exempt(t, "") if data.harness.config.exempt_tools[t]
+
+# A shell tool by either of its names (rule 3 and 7 apply to an upstream's
+# ctx_shell exposed as lean__ctx_shell).
+shell_tool if _is_shell(tool, upstream_tool)
 
 default shell_tool := false
+
+_is_shell(t, _) if data.harness.config.shell_tools[t]
+
+_is_shell(_, ut) if data.harness.config.shell_tools[ut]
 
 # -- Rule 2: tool lists ------------------------------------------------------
 
@@ -129,7 +163,16 @@ else if {
 	glob.match(g, null, t)
 } else := false
 
-tool_denied if _denies(role, tool)
+tool_denied if _denies_call(role, tool, upstream_tool)
+
+# Rule 2 for a tool of two names: a denied pattern that matches either
+# denies; an allowed pattern must match the name the agent called.
+_denies_call(r, t, _) if _denies(r, t)
+
+_denies_call(r, _, ut) if {
+	ut != ""
+	_denies(r, ut)
+}
 
 tool_allowed if matches(role.allowed, tool)
 
@@ -151,14 +194,14 @@ access_reasons contains r if {
 shell_denied if {
 	not exempt
 	role
-	not _shell_allowed(role, tool)
+	not _shell_allowed(role, tool, upstream_tool)
 }
 
 # Rule 3 for any role and tool: a shell tool under shell_policy "deny" is
 # refused.
-_shell_allowed(_, t) if not data.harness.config.shell_tools[t]
+_shell_allowed(_, t, ut) if not _is_shell(t, ut)
 
-_shell_allowed(r, _) if r.shell_policy != "deny"
+_shell_allowed(r, _, _) if r.shell_policy != "deny"
 
 # A shell call under shell_policy "compress" is allowed, its output marked
 # for compression.
@@ -244,6 +287,186 @@ budget_reasons contains r if {
 	r := _reason("shell_budget", sprintf("shell budget of role '%s' admits %d invocations and %d are used", [role_name, thresholds.shell.admits, usage.shell]))
 }
 
+# -- Agent budgets (contract section 8) ------------------------------------------
+
+# An agent's budget across all its sessions, per period: its own, else the
+# one of every agent ("*"). input.agent_budget is the agent's usage in the
+# current period, which the caller reads from the ledger. A dimension the
+# budget does not bound is absent.
+agent_budget := b if {
+	is_string(input.agent)
+	b := data.harness.agents[input.agent].budget
+} else := data.harness.agents["*"].budget
+
+_agent_usage_given if not agent_budget
+
+_agent_usage_given if {
+	agent_budget
+	u := input.agent_budget
+	every key in ["tokens", "shell", "cost_micros"] {
+		_natural(object.get(u, key, 0))
+	}
+}
+
+_agent_used := {"tokens": object.get(u, "tokens", 0), "shell": object.get(u, "shell", 0), "cost": object.get(u, "cost_micros", 0)} if {
+	u := input.agent_budget
+	is_object(u)
+} else := {"tokens": 0, "shell": 0, "cost": 0}
+
+_limit_keys := {"tokens": "tokens", "shell": "shell", "cost": "cost_micros"}
+
+# The agent budget's dimensions, as the session's (rules 4 and 5).
+agent_dimensions := {dim: dimension(_agent_used[dim], agent_budget.limits[_limit_keys[dim]], t) |
+	some dim, t in agent_budget.thresholds
+}
+
+agent_signal := "OK" if count(agent_dimensions) == 0
+
+else := _signal({d.level | some d in agent_dimensions})
+
+# What a decision and a status say of the agent's budget: null when none
+# applies.
+agent_budget_summary := object.union(
+	{"agent": input.agent, "period": agent_budget.period, "signal": agent_signal},
+	agent_dimensions,
+) if agent_budget
+
+else := null
+
+budget_reasons contains r if {
+	some dim, d in agent_dimensions
+	d.level == "EXHAUSTED"
+	r := _reason("agent_budget_exhausted", sprintf("%s budget of agent '%s' for the %s is exhausted: %s of %s used", [dim, input.agent, _period_word(agent_budget.period), _amount(dim, d.used), _amount(dim, d.limit)]))
+}
+
+budget_reasons contains r if {
+	shell_tool
+	t := agent_budget.thresholds.shell
+	_agent_used.shell + 1 > t.admits
+	r := _reason("agent_shell_budget", sprintf("shell budget of agent '%s' for the %s admits %d invocations and %d are used", [input.agent, _period_word(agent_budget.period), t.admits, _agent_used.shell]))
+}
+
+_period_word(p) := "whole time" if p == "total"
+
+else := p
+
+# -- Self-protection -------------------------------------------------------------
+
+# The harness's own files (the user's roles, policies and configuration,
+# the ledger and logs, Claude Code's settings that hold the hook, a
+# project's .lean-ctx) are out of an agent's reach, and so are the
+# operator's commands: defence in depth, since an agent with a shell as
+# the same OS user can go around any rule on its arguments (the README's
+# threat model says what needs isolation outside the harness).
+_protect := object.get(data.harness.config, "protect", {})
+
+_protecting if {
+	object.get(_protect, "enabled", false) == true
+	not exempt
+}
+
+# A tool that changes files, by either of its names, without regard to
+# case.
+edit_tool if matches(data.harness.config.edit_tools, lower(tool))
+
+edit_tool if {
+	upstream_tool != ""
+	matches(data.harness.config.edit_tools, lower(upstream_tool))
+}
+
+default edit_tool := false
+
+# The path arguments of a call: string values under keys that name paths,
+# at any depth.
+_path_arguments contains v if {
+	walk(_arguments, [p, v])
+	is_string(v)
+	count(p) > 0
+	regex.match(`(?i)(path|paths|file|files|filename|dir|dirs|directory|source|sources|destination|target|dest|src|uri|url)$`, _last_key(p))
+}
+
+_last_key(p) := k if {
+	k := p[count(p) - 1]
+	is_string(k)
+} else := k if {
+	count(p) > 1
+	k := p[count(p) - 2]
+	is_string(k)
+} else := ""
+
+# The strings of a shell call's arguments: its command, wherever it is.
+_command_strings contains v if {
+	walk(_arguments, [_, v])
+	is_string(v)
+}
+
+protect_reasons contains r if {
+	_protecting
+	edit_tool
+	some path in _path_arguments
+	_protected_path(path)
+	r := _reason("harness_files", sprintf("tool '%s' may not change %s: it is one of the harness's own files (roles, policies, configuration, the ledger and logs, Claude Code's settings); only the operator changes them", [tool, _quote(path)]))
+}
+
+protect_reasons contains r if {
+	_protecting
+	shell_tool
+	some cmd in _command_strings
+	_mentions_protected(cmd)
+	r := _reason("harness_files", sprintf("shell command %s touches the harness's own files (roles, policies, configuration, the ledger and logs, Claude Code's settings); only the operator changes them", [_quote(cmd)]))
+}
+
+protect_reasons contains r if {
+	_protecting
+	shell_tool
+	some cmd in _command_strings
+	some re in object.get(_protect, "commands", [])
+	regex.match(re, cmd)
+	r := _reason("operator_command", sprintf("shell command %s runs an operator's command of the harness: only the operator sets roles and resets budgets (an agent switches with ctx_session action=role value=NAME)", [_quote(cmd)]))
+}
+
+_protected_path(p) if {
+	some re in object.get(_protect, "locations", [])
+	regex.match(re, p)
+}
+
+_protected_path(p) if {
+	x := _expand_home(p)
+	some dir in object.get(_protect, "paths", [])
+	_under(x, dir)
+}
+
+_mentions_protected(cmd) if _protected_path(cmd)
+
+_mentions_protected(cmd) if {
+	some dir in object.get(_protect, "paths", [])
+	some form in _path_forms(dir)
+	contains(cmd, form)
+}
+
+# A protected path as a shell command may write it: as it is, and from the
+# home directory with ~, $HOME or ${HOME}.
+_path_forms(dir) := {dir} | {concat("", [prefix, substring(dir, count(home), -1)]) |
+	home := object.get(_protect, "home", "")
+	home != ""
+	startswith(dir, concat("", [home, "/"]))
+	some prefix in ["~", "$HOME", "${HOME}"]
+}
+
+_expand_home(p) := concat("", [object.get(_protect, "home", ""), substring(p, count(prefix), -1)]) if {
+	some prefix in ["~/", "$HOME/", "${HOME}/"]
+	startswith(p, prefix)
+} else := p
+
+_under(x, dir) if x == dir
+
+_under(x, dir) if startswith(x, concat("", [trim_right(dir, "/"), "/"]))
+
+# A string of the agent's, shortened for a message.
+_quote(s) := sprintf("%q", [s]) if count(s) <= 200
+
+else := sprintf("%q", [concat("", [substring(s, 0, 200), "…"])])
+
 # -- Custom policies -----------------------------------------------------------
 
 # Packages harness.custom.<name> add `deny contains msg if {...}` and
@@ -251,7 +474,7 @@ budget_reasons contains r if {
 # "policy" and the package's name. They can only add: nothing they define
 # is read but these two sets. A deny or warn that is not a set refuses the
 # call (fail closed).
-custom_denies contains r if {
+_custom_denies contains r if {
 	some name
 	d := data.harness.custom[name].deny
 	is_set(d)
@@ -259,21 +482,21 @@ custom_denies contains r if {
 	r := _policy_reason(name, msg)
 }
 
-custom_denies contains r if {
+_custom_denies contains r if {
 	some name
 	d := data.harness.custom[name].deny
 	not is_set(d)
 	r := _policy_reason(name, "deny must be a set of messages: write `deny contains msg if { ... }`")
 }
 
-custom_denies contains r if {
+_custom_denies contains r if {
 	some name
 	w := data.harness.custom[name].warn
 	not is_set(w)
 	r := _policy_reason(name, "warn must be a set of messages: write `warn contains msg if { ... }`")
 }
 
-custom_warnings contains r if {
+_custom_warnings contains r if {
 	some name
 	w := data.harness.custom[name].warn
 	is_set(w)
@@ -281,11 +504,35 @@ custom_warnings contains r if {
 	r := _policy_reason(name, msg)
 }
 
-_policy_reason(name, msg) := {"code": "policy", "message": _text(msg), "policy": concat(".", ["harness.custom", name])}
+# The custom policies' messages, at most max_messages of each kind (in
+# order), each at most max_message_chars long: a policy cannot flood the
+# answer or the logs.
+max_messages := 20
+
+max_message_chars := 1024
+
+custom_denies := _capped(_custom_denies, "refusals")
+
+custom_warnings := _capped(_custom_warnings, "warnings")
+
+_capped(rs, what) := rs if {
+	count(rs) <= max_messages
+	what
+} else := {r | some i, r in sort([x | some x in rs]); i < max_messages - 1} | {{
+	"code": "policy",
+	"message": sprintf("… and %d more %s of custom policies", [count(rs) - (max_messages - 1), what]),
+	"policy": "harness.custom",
+}}
+
+_policy_reason(name, msg) := {"code": "policy", "message": _cut(_text(msg)), "policy": concat(".", ["harness.custom", name])}
 
 _text(msg) := msg if is_string(msg)
 
 else := sprintf("%v", [msg])
+
+_cut(s) := s if count(s) <= max_message_chars
+
+else := concat("", [substring(s, 0, max_message_chars), "… (cut)"])
 
 # -- Reasons, in order of precedence -------------------------------------------
 
@@ -300,6 +547,8 @@ else := {_reason("unknown_role", sprintf("role '%s' is not defined; known roles:
 harness_reasons := set() if exempt
 
 else := access_reasons if count(access_reasons) > 0
+
+else := protect_reasons if count(protect_reasons) > 0
 
 else := {_reason("shell_denied", sprintf("shell tool '%s' is denied: role '%s' has shell_policy 'deny'", [tool, role_name]))} if shell_denied
 
@@ -323,6 +572,19 @@ warnings contains w if {
 	w := _warning(sprintf("%s budget of role '%s' is exhausted (%s of %s): other tools are blocked", [dim, role_name, _amount(dim, budget[dim].used), _amount(dim, budget[dim].limit)]))
 }
 
+warnings contains w if {
+	some dim, d in agent_dimensions
+	d.level == "WARNING"
+	w := _agent_warning(sprintf("%s at %d%% of the budget of agent '%s' for the %s (%s of %s)", [dim, d.percent, input.agent, _period_word(agent_budget.period), _amount(dim, d.used), _amount(dim, d.limit)]))
+}
+
+warnings contains w if {
+	exempt
+	some dim, d in agent_dimensions
+	d.level == "EXHAUSTED"
+	w := _agent_warning(sprintf("%s budget of agent '%s' for the %s is exhausted (%s of %s): other tools are blocked", [dim, input.agent, _period_word(agent_budget.period), _amount(dim, d.used), _amount(dim, d.limit)]))
+}
+
 # -- What a role may call: listings --------------------------------------------
 
 # The tools of input.tools that role input.role may call by its tool lists
@@ -330,19 +592,27 @@ warnings contains w if {
 # tools (the gateway's tools/list) shows. Budgets and custom policies, which
 # may look at arguments, are left to the call itself. An unknown role may
 # call nothing.
-visible contains t if {
+# A tool is a name, or {name, upstream, upstream_tool} for an upstream's.
+visible contains name if {
 	some t in input.tools
-	is_string(t)
-	_callable(role, t)
+	[name, up, ut] := _listed(t)
+	_callable(role, name, up, ut)
 }
 
-_callable(_, t) if data.harness.config.exempt_tools[t]
+_listed(t) := [t, "", ""] if is_string(t)
 
-_callable(r, t) if {
-	not data.harness.config.exempt_tools[t]
-	not _denies(r, t)
+_listed(t) := [t.name, object.get(t, "upstream", ""), object.get(t, "upstream_tool", "")] if {
+	is_object(t)
+	is_string(t.name)
+}
+
+_callable(_, t, up, _) if _exempt(t, up)
+
+_callable(r, t, up, ut) if {
+	not _exempt(t, up)
+	not _denies_call(r, t, ut)
 	matches(r.allowed, t)
-	_shell_allowed(r, t)
+	_shell_allowed(r, t, ut)
 }
 
 # -- A session's budget, without a call ----------------------------------------
@@ -356,6 +626,7 @@ status := {
 	"defined": _defined,
 	"signal": signal,
 	"budget": budget,
+	"agent_budget": agent_budget_summary,
 }
 
 _defined if role
@@ -363,16 +634,24 @@ _defined if role
 default _defined := false
 
 # The levels of several usages, each under its role (input.usages, each
-# {role, budget} with every count given), by rule 5: how the ledger tells,
-# in one evaluation, whether a change of usage or of role crossed into
-# WARNING or EXHAUSTED. An unknown role's levels are null.
+# {role, budget} with every count given, and agent and agent_budget for the
+# agent's budget), by rule 5: how the ledger tells, in one evaluation,
+# whether a change of usage (or of role) crossed into WARNING or EXHAUSTED.
+# An unknown role's levels are null; "agent" holds the levels of the
+# dimensions the agent's budget bounds, null when it has none.
 levels := [_levels_of(u) | some u in input.usages]
 
-_levels_of(u) := {"tokens": tokens, "shell": shell, "cost": cost, "signal": _signal({tokens, shell, cost})} if {
+_levels_of(u) := {"tokens": tokens, "shell": shell, "cost": cost, "signal": _signal({tokens, shell, cost}), "agent": _agent_levels(u)} if {
 	t := data.harness.roles[u.role].thresholds
 	tokens := level(u.budget.tokens, t.tokens)
 	shell := level(u.budget.shell, t.shell)
 	cost := level(u.budget.cost_micros, t.cost)
+} else := null
+
+_agent_levels(u) := {dim: level(used[dim], t) | some dim, t in b.thresholds} if {
+	b := agent_budget with input.agent as object.get(u, "agent", null)
+	a := object.get(u, "agent_budget", {})
+	used := {"tokens": object.get(a, "tokens", 0), "shell": object.get(a, "shell", 0), "cost": object.get(a, "cost_micros", 0)}
 } else := null
 
 # -- Why, for people -------------------------------------------------------------
@@ -423,11 +702,13 @@ full_decision := {
 	"role": role_name,
 	"tool": tool,
 	"shell_policy": shell_policy,
+	"shell_tool": shell_tool,
 	"compress_output": compress_output,
 	"reasons": [r | some r in reasons],
 	"warnings": [w | some w in warnings],
 	"signal": signal,
 	"budget": budget,
+	"agent_budget": agent_budget_summary,
 }
 
 # The decision. Most calls are well formed, allowed, and leave every budget
@@ -442,6 +723,7 @@ decision := {
 	"role": input.role,
 	"tool": t,
 	"shell_policy": r.shell_policy,
+	"shell_tool": _is_shell_bool(t, ut),
 	"compress_output": _compress(r, t),
 	"reasons": [],
 	"warnings": [],
@@ -451,18 +733,20 @@ decision := {
 		"shell": _clear_dimension(shell, r.limits.shell),
 		"cost": _clear_dimension(cost, r.limits.cost_micros),
 	},
+	"agent_budget": agent_budget_summary,
 } if {
 	data.harness.schema_version == supported_schema
 	r := data.harness.roles[input.role]
 	t := input.tool
 	is_string(t)
 	t != ""
-	not data.harness.config.exempt_tools[t]
+	ut := upstream_tool
+	not _exempt(t, upstream)
 
 	# The tool lists (rule 2): first, as most refusals are theirs.
-	not _denies(r, t)
+	not _denies_call(r, t, ut)
 	matches(r.allowed, t)
-	is_object(object.get(input, "arguments", {}))
+	is_object(_arguments)
 
 	# Usage below every warning and exhaustion threshold (rule 5; blocking
 	# off, a dimension has no exhausted_at).
@@ -485,9 +769,12 @@ decision := {
 	cost < r.thresholds.cost.warn_at
 	cost < object.get(r.thresholds.cost, "exhausted_at", cost + 1)
 
-	# The shell policy and budget (rules 3, 7), and custom policies.
-	_shell_allowed(r, t)
-	_shell_admitted(r, t, shell)
+	# The shell policy and budget (rules 3, 7), the agent's budget, the
+	# self-protection rules and custom policies.
+	_shell_allowed(r, t, ut)
+	_shell_admitted(r, t, ut, shell)
+	_agent_clear(t, ut)
+	count(protect_reasons) == 0
 	count(custom_denies) == 0
 	count(custom_warnings) == 0
 } else := full_decision
@@ -498,17 +785,44 @@ _denies(r, t) if {
 	matches(r.denied, t)
 }
 
-_shell_admitted(_, t, _) if not data.harness.config.shell_tools[t]
+_shell_admitted(_, t, ut, _) if not _is_shell(t, ut)
 
 # A shell call the shell budget admits (rule 7; blocking off, there is no
 # count of admitted calls).
-_shell_admitted(r, t, used) if {
-	data.harness.config.shell_tools[t]
+_shell_admitted(r, t, ut, used) if {
+	_is_shell(t, ut)
 	used + 1 <= object.get(r.thresholds.shell, "admits", used + 1)
 }
 
+# No agent budget applies, or every dimension of it is below its warning
+# and its shell budget admits the call.
+_agent_clear(_, _) if not agent_budget
+
+_agent_clear(t, ut) if {
+	b := agent_budget
+	u := input.agent_budget
+	every dim, th in b.thresholds {
+		v := u[_limit_keys[dim]]
+		_natural(v)
+		v < th.warn_at
+		v < object.get(th, "exhausted_at", v + 1)
+	}
+	_agent_shell_admitted(b, t, ut, object.get(u, "shell", 0))
+}
+
+_agent_shell_admitted(_, t, ut, _) if not _is_shell(t, ut)
+
+_agent_shell_admitted(b, t, ut, used) if {
+	_is_shell(t, ut)
+	used + 1 <= object.get(object.get(b.thresholds, "shell", {}), "admits", used + 1)
+}
+
+_is_shell_bool(t, ut) if _is_shell(t, ut)
+
+else := false
+
 _compress(r, t) if {
-	data.harness.config.shell_tools[t]
+	_is_shell(t, upstream_tool)
 	r.shell_policy == "compress"
 } else := false
 
@@ -520,6 +834,8 @@ _clear_dimension(used, limit) := {"used": used, "limit": limit, "percent": floor
 _reason(code, message) := {"code": code, "message": message}
 
 _warning(message) := {"code": "budget_warning", "message": message}
+
+_agent_warning(message) := {"code": "agent_budget_warning", "message": message}
 
 # _amount formats a quantity of a dimension: dollars with two decimals
 # (rounded down) for cost, the plain number otherwise.

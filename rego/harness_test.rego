@@ -22,11 +22,12 @@ spent(c, budget) := object.union(c, {"budget": budget})
 
 decide(c) := decide_with(c, fixture.config)
 
-# decide_with decides c with the fixture's roles and the configuration
-# config.
+# decide_with decides c with the fixture's roles and agents and the
+# configuration config.
 decide_with(c, config) := d if {
 	d := data.harness.decision with input as c
 		with data.harness.roles as fixture.roles
+		with data.harness.agents as fixture.agents
 		with data.harness.config as config
 		with data.harness.schema_version as fixture.schema_version
 		with data.harness.custom as {}
@@ -114,7 +115,7 @@ test_empty_allow_list_allows_only_exempt if {
 }
 
 test_exempt_tools_come_from_config if {
-	edit := {"shell_tools": fixture.config.shell_tools, "exempt_tools": {"ctx_edit": true}}
+	edit := object.union(object.remove(fixture.config, ["exempt_tools"]), {"exempt_tools": {"ctx_edit": true}})
 	decide_with(call("reviewer", "ctx_edit"), edit).decision == "allow"
 	codes(decide_with(call("exact", "ctx_session"), edit)) == ["tool_not_allowed"]
 }
@@ -129,7 +130,7 @@ test_shell_policy_deny_refuses_allowed_shell if {
 }
 
 test_shell_tools_come_from_config if {
-	config := {"shell_tools": {"bash": true}, "exempt_tools": fixture.config.exempt_tools}
+	config := object.union(object.remove(fixture.config, ["shell_tools"]), {"shell_tools": {"bash": true}})
 	codes(decide_with(call("no-shell", "bash"), config)) == ["shell_denied"]
 	decide_with(call("no-shell", "ctx_shell"), config).decision == "allow"
 }
@@ -260,6 +261,7 @@ test_contract_example if {
 		"role": "reviewer",
 		"tool": "ctx_shell",
 		"shell_policy": "track",
+		"shell_tool": true,
 		"compress_output": false,
 		"reasons": [{"code": "tool_denied", "message": "tool 'ctx_shell' is denied for role 'reviewer'"}],
 		"warnings": [],
@@ -269,6 +271,7 @@ test_contract_example if {
 			"shell": {"used": 0, "limit": 0, "percent": 0, "level": "OK"},
 			"cost": {"used": 500000, "limit": 3000000, "percent": 16, "level": "OK"},
 		},
+		"agent_budget": null,
 	}
 }
 
@@ -278,7 +281,7 @@ test_unknown_role_denies if {
 	d := decide(call("nobody", "ctx_read"))
 	codes(d) == ["unknown_role"]
 	d.reasons[0].message == sprintf("role 'nobody' is not defined; known roles: %s", [concat(", ", sort(object.keys(fixture.roles)))])
-	startswith(d.reasons[0].message, "role 'nobody' is not defined; known roles: admin, allow-none, anything-goes, block-90, coder,")
+	startswith(d.reasons[0].message, "role 'nobody' is not defined; known roles: admin, admin-clone, allow-none, anything-goes, block-90, coder,")
 	codes(decide(call("nobody", "ctx_session"))) == ["unknown_role"]
 }
 
@@ -302,11 +305,12 @@ test_missing_budget_counts_as_zero if {
 test_schema_mismatch_denies if {
 	d := data.harness.decision with input as call("coder", "ctx_read")
 		with data.harness.roles as fixture.roles
+		with data.harness.agents as fixture.agents
 		with data.harness.config as fixture.config
-		with data.harness.schema_version as 2
+		with data.harness.schema_version as 3
 		with data.harness.custom as {}
 	codes(d) == ["invalid_input"]
-	contains(d.reasons[0].message, "schema_version 2")
+	contains(d.reasons[0].message, "schema_version 3")
 }
 
 # -- Listings, status and explanations -------------------------------------------
@@ -314,6 +318,7 @@ test_schema_mismatch_denies if {
 visible_for(role, tools) := v if {
 	v := data.harness.visible with input as {"role": role, "tools": tools}
 		with data.harness.roles as fixture.roles
+		with data.harness.agents as fixture.agents
 		with data.harness.config as fixture.config
 }
 
@@ -348,6 +353,7 @@ _shown_unless_refused(shown, t, n) if {
 status_of(role, budget) := s if {
 	s := data.harness.status with input as {"role": role, "budget": budget}
 		with data.harness.roles as fixture.roles
+		with data.harness.agents as fixture.agents
 		with data.harness.config as fixture.config
 }
 
@@ -382,6 +388,7 @@ test_status_agrees_with_decisions if {
 explain_of(c) := e if {
 	e := data.harness.explanation with input as c
 		with data.harness.roles as fixture.roles
+		with data.harness.agents as fixture.agents
 		with data.harness.config as fixture.config
 		with data.harness.custom as {}
 }
@@ -398,4 +405,266 @@ test_explanation if {
 	explain_of(call("coder", "ctx_shell")).shell_tool == true
 	explain_of(call("coder", "ctx_session")).exempt == true
 	explain_of(call("reviewer", "other")).allowed_by == []
+}
+
+# -- Where a tool comes from (contract section 8) ---------------------------------
+
+from_upstream(role, tool, up, ut) := object.union(call(role, tool), {"upstream": up, "upstream_tool": ut})
+
+# An upstream's ctx_shell is a shell tool behind a prefix too: shell policy,
+# shell budget and compression apply.
+test_an_upstreams_shell_tool_is_a_shell_tool_by_its_own_name if {
+	codes(decide(from_upstream("no-shell", "lean__ctx_shell", "lean", "ctx_shell"))) == ["shell_denied"]
+	codes(decide(from_upstream("zero-shell", "lean__ctx_shell", "lean", "ctx_shell"))) == ["shell_budget"]
+	"shell_budget" in codes(decide(spent(from_upstream("coder", "lean__ctx_shell", "lean", "ctx_shell"), {"shell": 100})))
+	decide(from_upstream("ops", "lean__ctx_shell", "lean", "ctx_shell")).compress_output == true
+	decide(from_upstream("coder", "lean__ctx_shell", "lean", "ctx_shell")).shell_tool == true
+	decide(from_upstream("coder", "lean__ctx_read", "lean", "ctx_read")).shell_tool == false
+	decide(from_upstream("coder", "ctx_shell", "", "")).shell_tool == true
+}
+
+# A denied pattern that matches either name denies; an allowed pattern
+# must match the name the agent called.
+test_a_deny_matches_either_name if {
+	codes(decide(from_upstream("reviewer", "lean__ctx_shell", "lean", "ctx_shell"))) == ["tool_denied"]
+	codes(decide(from_upstream("ctx-but-edit", "ctx_fs_edit", "fs", "ctx_edit"))) == ["tool_denied"]
+	decide(from_upstream("ctx-but-edit", "ctx_fs_write", "fs", "ctx_write")).decision == "allow"
+}
+
+test_allowed_matches_the_name_the_agent_called if {
+	codes(decide(from_upstream("reviewer", "lean__ctx_read", "lean", "ctx_read"))) == ["tool_not_allowed"]
+	decide(from_upstream("reviewer", "ctx_read", "lean", "ctx_read")).decision == "allow"
+	codes(decide(from_upstream("exact", "mcp__lean__ctx_read", "lean", "ctx_read"))) == ["tool_not_allowed"]
+}
+
+# Only the harness's own tools are exempt: an upstream's ctx_session is not.
+test_an_upstreams_tool_is_never_exempt if {
+	codes(decide(from_upstream("deny-all", "ctx_session", "lean", "ctx_session"))) == ["tool_denied"]
+	codes(decide(spent(from_upstream("coder", "ctx_session", "lean", "ctx_session"), {"tokens": 200000}))) == ["budget_exhausted"]
+	decide(from_upstream("deny-all", "ctx_session", "", "")).decision == "allow"
+}
+
+test_visible_knows_where_tools_come_from if {
+	tools := [
+		{"name": "lean__ctx_shell", "upstream": "lean", "upstream_tool": "ctx_shell"},
+		{"name": "lean__ctx_read", "upstream": "lean", "upstream_tool": "ctx_read"},
+		{"name": "ctx_read", "upstream": "lean", "upstream_tool": "ctx_read"},
+		{"name": "ctx_session", "upstream": "lean", "upstream_tool": "ctx_session"},
+		{"name": "ctx_session"},
+	]
+	visible_for("reviewer", tools) == {"ctx_read", "ctx_session"}
+	visible_for("no-shell", tools) == {"lean__ctx_read", "ctx_read", "ctx_session"}
+	visible_for("deny-all", tools) == {"ctx_session"}
+}
+
+# -- Malformed calls ------------------------------------------------------------------
+
+test_arguments_must_be_an_object if {
+	every args in ["rm -rf /x", ["rm", "-rf"], 7, true] {
+		d := decide(object.union(call("coder", "ctx_shell"), {"arguments": args}))
+		codes(d) == ["invalid_input"]
+		startswith(d.reasons[0].message, "input.arguments must be an object")
+	}
+	decide(object.union(call("coder", "ctx_shell"), {"arguments": null})).decision == "allow"
+	decide(object.remove(call("coder", "ctx_shell"), ["arguments"])).decision == "allow"
+}
+
+# -- Agent budgets across sessions (contract section 8) ---------------------------------
+
+# The fixture's agent "budgeted" has a daily budget of 1000 tokens, 3 shell
+# calls and $1 (warn at 80%); "capped-total" 2 shell calls in all (warn at
+# 50%).
+by_agent(role, tool, agent, usage) := object.union(call(role, tool), {"agent": agent, "agent_budget": usage})
+
+agent_usage(tokens, shell, cost) := {"tokens": tokens, "shell": shell, "cost_micros": cost}
+
+test_an_agent_budget_needs_the_agents_usage if {
+	d := decide(object.union(call("coder", "ctx_read"), {"agent": "budgeted"}))
+	codes(d) == ["invalid_input"]
+	contains(d.reasons[0].message, "input.agent_budget must give the usage")
+	codes(decide(by_agent("coder", "ctx_read", "budgeted", agent_usage(-1, 0, 0)))) == ["invalid_input"]
+	decide(call("coder", "ctx_read")).agent_budget == null
+}
+
+test_an_agent_budget_below_its_warning if {
+	d := decide(by_agent("coder", "ctx_read", "budgeted", agent_usage(799, 2, 0)))
+	d.decision == "allow"
+	d.agent_budget == {
+		"agent": "budgeted", "period": "day", "signal": "OK",
+		"tokens": {"used": 799, "limit": 1000, "percent": 79, "level": "OK"},
+		"shell": {"used": 2, "limit": 3, "percent": 66, "level": "OK"},
+		"cost": {"used": 0, "limit": 1000000, "percent": 0, "level": "OK"},
+	}
+}
+
+test_an_agent_budget_warns if {
+	d := decide(by_agent("coder", "ctx_read", "budgeted", agent_usage(800, 0, 0)))
+	d.decision == "warn"
+	warning_codes(d) == ["agent_budget_warning"]
+	d.warnings[0].message == "tokens at 80% of the budget of agent 'budgeted' for the day (800 of 1000)"
+	d.signal == "OK"
+	d.agent_budget.signal == "WARNING"
+}
+
+test_an_exhausted_agent_budget_denies if {
+	d := decide(by_agent("coder", "ctx_read", "budgeted", agent_usage(0, 0, 1000000)))
+	codes(d) == ["agent_budget_exhausted"]
+	d.reasons[0].message == "cost budget of agent 'budgeted' for the day is exhausted: $1.00 of $1.00 used"
+	d.budget.cost.level == "OK"
+	s := decide(by_agent("coder", "ctx_session", "budgeted", agent_usage(0, 0, 1000000)))
+	s.decision == "warn"
+	s.warnings[0].message == "cost budget of agent 'budgeted' for the day is exhausted ($1.00 of $1.00): other tools are blocked"
+}
+
+test_the_agents_shell_budget if {
+	decide(by_agent("coder", "ctx_shell", "capped-total", agent_usage(0, 1, 0))).allowed
+	d := decide(by_agent("coder", "ctx_shell", "capped-total", agent_usage(0, 2, 0)))
+	"agent_shell_budget" in codes(d)
+	d.reasons[_].message == "shell budget of agent 'capped-total' for the whole time admits 2 invocations and 2 are used"
+	decide(by_agent("coder", "ctx_read", "capped-total", agent_usage(9999999, 1, 0))).decision == "warn"
+	object.keys(decide(by_agent("coder", "ctx_read", "capped-total", agent_usage(0, 0, 0))).agent_budget) == {"agent", "period", "signal", "shell"}
+}
+
+# The most restrictive wins: the session's and the agent's refusals come
+# together.
+test_session_and_agent_budgets_together if {
+	c := spent(by_agent("coder", "ctx_shell", "budgeted", agent_usage(1000, 3, 0)), {"tokens": 200000, "shell": 100})
+	codes(decide(c)) == ["agent_budget_exhausted", "agent_budget_exhausted", "agent_shell_budget", "budget_exhausted", "budget_exhausted", "shell_budget"]
+}
+
+test_the_budget_of_every_agent if {
+	every_agent := {"*": fixture.agents.budgeted}
+	d := data.harness.decision with input as by_agent("coder", "ctx_read", "anyone", agent_usage(1000, 0, 0))
+		with data.harness.roles as fixture.roles
+		with data.harness.agents as every_agent
+		with data.harness.config as fixture.config
+		with data.harness.custom as {}
+	codes(d) == ["agent_budget_exhausted"]
+	d.agent_budget.agent == "anyone"
+}
+
+test_status_and_levels_carry_the_agent_budget if {
+	s := data.harness.status with input as {"role": "coder", "budget": agent_usage(0, 0, 0), "agent": "budgeted", "agent_budget": agent_usage(900, 0, 0)}
+		with data.harness.roles as fixture.roles
+		with data.harness.agents as fixture.agents
+	s.agent_budget.tokens.level == "WARNING"
+	s.signal == "OK"
+	l := data.harness.levels with input as {"usages": [
+		{"role": "coder", "budget": agent_usage(0, 0, 0), "agent": "budgeted", "agent_budget": agent_usage(1000, 2, 0)},
+		{"role": "coder", "budget": agent_usage(0, 0, 0), "agent": "test"},
+	]}
+		with data.harness.roles as fixture.roles
+		with data.harness.agents as fixture.agents
+	l[0].agent == {"tokens": "EXHAUSTED", "shell": "OK", "cost": "OK"}
+	l[1].agent == null
+}
+
+# The fast path and the rules agree on agent budgets (the Go test holds
+# them equal over a grid; this is the example).
+test_fast_path_with_an_agent_budget if {
+	c := by_agent("coder", "ctx_read", "budgeted", agent_usage(10, 0, 0))
+	full := data.harness.full_decision with input as c
+		with data.harness.roles as fixture.roles
+		with data.harness.agents as fixture.agents
+		with data.harness.config as fixture.config
+		with data.harness.custom as {}
+	decide(c) == full
+}
+
+# -- Self-protection ----------------------------------------------------------------------
+
+protected_config := object.union(fixture.config, {"protect": object.union(fixture.config.protect, {
+	"home": "/home/dev",
+	"paths": ["/home/dev/.lean-ctx", "/srv/harness/state", "/srv/logs/decisions.jsonl"],
+})})
+
+protected(c) := decide_with(c, protected_config)
+
+with_args(role, tool, args) := object.union(call(role, tool), {"arguments": args})
+
+test_edits_of_the_harness_files_are_refused if {
+	every args in [
+		{"file_path": "/home/dev/.lean-ctx/roles/wide.toml"},
+		{"path": "~/.lean-ctx/harness.toml"},
+		{"path": "$HOME/.lean-ctx/policies/x.rego"},
+		{"path": ".lean-ctx/policies/destructive_shell.rego"},
+		{"path": "/work/app/pkg/../.lean-ctx/roles/r.toml"},
+		{"notebook_path": "/home/dev/.claude/settings.json"},
+		{"file_path": "/work/app/.claude/settings.local.json"},
+		{"path": "/srv/harness/state/ledger.db"},
+		{"path": "/srv/harness/state"},
+		{"path": "/home/dev/.local/state/lean-ctx/harness/events.jsonl"},
+		{"edits": [{"path": "/srv/logs/decisions.jsonl"}]},
+		{"paths": ["ok.txt", "/home/dev/.lean-ctx/x"]},
+	] {
+		d := protected(with_args("admin", "ctx_edit", args))
+		codes(d) == ["harness_files"]
+	}
+	codes(protected(from_upstream("coder", "fs__write_file", "fs", "write_file"))) == []
+	codes(protected(object.union(from_upstream("coder", "fs__write_file", "fs", "write_file"), {"arguments": {"path": "/home/dev/.lean-ctx/harness.toml"}}))) == ["harness_files"]
+	codes(protected(with_args("coder", "Edit_Notebook", {"path": "~/.lean-ctx/a"}))) == ["harness_files"]
+}
+
+test_other_edits_pass if {
+	every args in [
+		{"file_path": "/work/app/main.go"},
+		{"path": "docs/lean-ctx.md", "new_string": "put roles in ~/.lean-ctx/roles"},
+		{"path": "/srv/harness/statement.txt"},
+		{"path": "/work/app/.lean-ctxx/notes"},
+	] {
+		protected(with_args("coder", "ctx_edit", args)).decision == "allow"
+	}
+	protected(with_args("coder", "ctx_read", {"path": "/home/dev/.lean-ctx/roles/x.toml"})).decision == "allow"
+}
+
+test_shell_commands_on_the_harness_files_are_refused if {
+	every cmd in [
+		"rm -rf ~/.lean-ctx",
+		"cat /srv/harness/state/ledger.db",
+		"sqlite3 ~/.local/state/lean-ctx/harness/ledger.db 'update sessions set tokens = 0'",
+		"echo x > .claude/settings.json",
+		"cd /home/dev && mv .lean-ctx .old",
+		"truncate -s0 /srv/logs/decisions.jsonl",
+	] {
+		codes(protected(with_args("admin", "ctx_shell", {"command": cmd}))) == ["harness_files"]
+	}
+}
+
+test_the_operators_commands_are_refused if {
+	every cmd in [
+		"harness role set admin --session s-1",
+		"go run ./cmd/harness budget reset --session s-1",
+		"/usr/local/bin/harness  role   set ops",
+		"h=harness; $h budget reset --session x",
+	] {
+		d := protected(with_args("coder", "ctx_shell", {"command": cmd}))
+		codes(d) == ["operator_command"]
+	}
+	every cmd in ["ls -la", "harness role switch reviewer --session s-1", "echo role settings", "harness budget --session s"] {
+		protected(with_args("coder", "ctx_shell", {"command": cmd})).decision == "allow"
+	}
+}
+
+test_self_protection_can_be_turned_off if {
+	off := object.union(protected_config, {"protect": object.union(protected_config.protect, {"enabled": false})})
+	decide_with(with_args("coder", "ctx_shell", {"command": "harness role set admin"}), off).decision == "allow"
+	decide_with(with_args("coder", "ctx_edit", {"path": "~/.lean-ctx/harness.toml"}), off).decision == "allow"
+}
+
+# -- Custom policies' messages are bounded ---------------------------------------------------
+
+flood(n) := {sprintf("refusal %03d", [i]) | some i, _ in split(sprintf("%0*d", [n, 0]), "")}
+
+test_custom_messages_are_capped if {
+	d := data.harness.decision with input as call("coder", "ctx_read")
+		with data.harness.roles as fixture.roles
+		with data.harness.agents as fixture.agents
+		with data.harness.config as fixture.config
+		with data.harness.custom as {"flood": {"deny": flood(100), "warn": {concat("", ["w", sprintf("%01500d", [0])])}}}
+	count(d.reasons) == 20
+	d.reasons[19] == {"code": "policy", "message": "… and 81 more refusals of custom policies", "policy": "harness.custom"}
+	d.reasons[0].message == "refusal 000"
+	count(d.warnings) == 1
+	count(d.warnings[0].message) == 1024 + count("… (cut)")
+	endswith(d.warnings[0].message, "… (cut)")
 }

@@ -4,15 +4,19 @@
 # data.harness.switch, for input {from, to, by ("agent" or "operator"),
 # session, agent, max_role (optional)}; data.harness.switch_targets, for the
 # same input without "to", says of every role whether that switch may reach
-# it (what ctx_session and `harness role` offer). An agent may not switch itself into
-# a privileged role (admin, ops, any role marked privileged), nor into a role
-# of a user or project file that allows every tool and denies none, whatever
-# its name (the built-in coder and debugger are such roles by design), nor,
-# when it has a most privileged role (max_role), into a role beyond it. The
-# operator may. Custom policies add `switch_deny contains msg if {...}`
-# rules, which bind everyone (they may look at input.by). Usage is never
-# part of a switch: the new role's limits apply to what the session has
-# used.
+# it (what ctx_session and `harness role` offer). An agent may not switch
+# itself into a privileged role (admin, ops, any role marked privileged),
+# nor into a role beyond its ceiling: its max_role, or without one the
+# least upper bound of the non-privileged built-ins (every tool, the
+# highest of their limits and block percentages, shell policy track;
+# data.harness.ceiling). "Beyond" is the compiler's covers relation: a role
+# is within a ceiling when the ceiling allows every tool it allows, denies
+# what it would deny, has no stricter shell policy, and no limit or block
+# percentage of the role is higher. So no role file of a repository can
+# define a way up. The operator may switch to any role. Custom policies add
+# `switch_deny contains msg if {...}` rules, which bind everyone (they may
+# look at input.by). Usage is never part of a switch: the new role's
+# limits apply to what the session has used.
 package harness
 
 switch := {
@@ -43,30 +47,55 @@ switch_reasons contains _switch_reason("invalid_input", "input.by must be \"agen
 	not input.by in {"agent", "operator"}
 }
 
-switch_reasons contains _switch_reason("privileged_role", msg) if {
+switch_reasons contains _switch_reason("privileged", msg) if {
 	by_agent
 	target.privileged
 	msg := sprintf("role '%s' is privileged: an agent may not switch itself into it (an operator can: harness role set %s --session S)", [input.to, input.to])
 }
 
-switch_reasons contains _switch_reason("unrestricted_role", msg) if {
-	by_agent
-	not target.privileged
-	target.unrestricted
-	target.source != "built-in"
-	msg := sprintf("role '%s' allows every tool and denies none: an agent may not switch itself into it (an operator can)", [input.to])
+# The agent's ceiling: the roles within its max_role, or within the
+# default ceiling when it has none. An unknown max_role covers nothing.
+_max_role := m if {
+	m := object.get(input, "max_role", "")
+	is_string(m)
+	m != ""
 }
 
-# The compiler lists under each role the roles within it (covers): no tool,
-# looser shell policy, higher limit or privilege beyond it. An unknown
-# max_role covers nothing.
-switch_reasons contains _switch_reason("max_role", msg) if {
+_ceiling_covers := data.harness.roles[_max_role].covers if _max_role
+
+else := data.harness.ceiling.covers if not _max_role
+
+switch_reasons contains _switch_reason("ceiling", msg) if {
 	by_agent
-	ceiling := object.get(input, "max_role", "")
-	ceiling != ""
-	not data.harness.roles[ceiling].covers[input.to]
-	msg := sprintf("role '%v' is beyond '%v', the most privileged role this agent may hold", [input.to, ceiling])
+	target
+	not target.privileged
+	not _ceiling_covers[input.to]
+	msg := _beyond_message
 }
+
+_beyond_message := sprintf("role '%v' is beyond '%v', the most privileged role this agent may hold (its max_role)%s", [input.to, _max_role, _why_beyond(data.harness.roles[_max_role].limits)]) if _max_role
+
+else := sprintf("role '%v' is beyond the ceiling of agents without a max_role, the built-in coder, debugger and reviewer together (every tool, at most %d context tokens, %d shell calls and %s, blocking from %d%%)%s: only an operator can give it (harness role set %v --session S)", [
+	input.to, c.tokens, c.shell, _amount("cost", c.cost_micros), c.block_percent, _why_beyond(c), input.to,
+]) if {
+	c := data.harness.ceiling.limits
+}
+
+# What makes the target go beyond a ceiling's limits, if they do.
+_why_beyond(c) := concat("", [": ", concat("; ", reasons)]) if {
+	l := target.limits
+	reasons := [r |
+		some [key, dim, mine, theirs] in [
+			["max_context_tokens", "tokens", l.tokens, c.tokens],
+			["max_shell_invocations", "shell", l.shell, c.shell],
+			["max_cost_usd", "cost", l.cost_micros, c.cost_micros],
+			["block_at_percent", "percent", l.block_percent, c.block_percent],
+		]
+		mine > theirs
+		r := sprintf("its %s %s is above %s", [key, _amount(dim, mine), _amount(dim, theirs)])
+	]
+	count(reasons) > 0
+} else := ": its tools or shell policy go beyond it"
 
 switch_reasons contains _switch_reason(concat(".", ["harness.custom", name]), _text(msg)) if {
 	some name

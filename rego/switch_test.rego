@@ -14,6 +14,8 @@ capped(from, to, by, max_role) := switch_with(
 switch_with(request, custom) := s if {
 	s := data.harness.switch with input as request
 		with data.harness.roles as fixture.roles
+		with data.harness.ceiling as fixture.ceiling
+		with data.harness.agents as fixture.agents
 		with data.harness.custom as custom
 }
 
@@ -29,23 +31,44 @@ test_agent_may_not_enter_privileged_roles if {
 	every to in ["admin", "ops"] {
 		s := switching("coder", to, "agent")
 		not s.allowed
-		rules(s) == ["privileged_role"]
+		rules(s) == ["privileged"]
 		startswith(s.reasons[0].message, sprintf("role '%s' is privileged: an agent may not switch itself into it", [to]))
 	}
 }
 
-test_agent_may_not_enter_an_unrestricted_role if {
-	s := switching("coder", "anything-goes", "agent")
+# Without a max_role, an agent's ceiling is the built-in coder, debugger and
+# reviewer together: every tool, their highest limits, blocking from 100%.
+test_the_default_ceiling if {
+	fixture.ceiling.limits.tokens == 200000
+	fixture.ceiling.limits.shell == 200
+	fixture.ceiling.limits.cost_micros == 5000000
+	fixture.ceiling.limits.block_percent == 100
+	every to in ["coder", "debugger", "reviewer", "anything-goes", "ctx-only", "no-shell", "zero-shell", "block-90"] {
+		switching("reviewer", to, "agent").allowed
+	}
+}
+
+# A role of a user's or a project's file is no way up, whatever it denies:
+# one deny that matches nothing does not make every tool, a million shell
+# calls or never blocking any narrower.
+test_a_way_up_is_beyond_the_ceiling if {
+	s := switching("reviewer", "wide", "agent")
 	not s.allowed
-	rules(s) == ["unrestricted_role"]
+	rules(s) == ["ceiling"]
+	contains(s.reasons[0].message, "its max_shell_invocations 1000000 is above 200")
+	contains(s.reasons[0].message, "its block_at_percent 255 is above 100")
+	a := switching("reviewer", "admin-clone", "agent")
+	rules(a) == ["ceiling"]
+	contains(a.reasons[0].message, "its max_context_tokens 500000 is above 200000")
+	rules(switching("reviewer", "never-block", "agent")) == ["ceiling"]
 }
 
 test_a_role_marked_privileged if {
-	rules(switching("coder", "prod", "agent")) == ["privileged_role"]
+	rules(switching("coder", "prod", "agent")) == ["privileged"]
 }
 
 test_operator_may_enter_any_role if {
-	every to in ["admin", "ops", "coder", "prod", "anything-goes"] {
+	every to in ["admin", "ops", "coder", "prod", "anything-goes", "wide", "admin-clone"] {
 		switching("reviewer", to, "operator").allowed
 	}
 }
@@ -53,7 +76,7 @@ test_operator_may_enter_any_role if {
 test_unknown_role if {
 	s := switching("coder", "root", "operator")
 	rules(s) == ["unknown_role"]
-	startswith(s.reasons[0].message, "role 'root' is not defined; known roles: admin, allow-none, anything-goes,")
+	startswith(s.reasons[0].message, "role 'root' is not defined; known roles: admin, admin-clone, allow-none, anything-goes,")
 }
 
 test_who_switches_must_be_known if {
@@ -72,8 +95,11 @@ test_an_agent_stays_within_its_max_role if {
 	capped("coder", "coder", "agent", "coder").allowed
 	s := capped("reviewer", "coder", "agent", "reviewer")
 	not s.allowed
-	rules(s) == ["max_role"]
-	s.reasons[0].message == "role 'coder' is beyond 'reviewer', the most privileged role this agent may hold"
+	rules(s) == ["ceiling"]
+	s.reasons[0].message == "role 'coder' is beyond 'reviewer', the most privileged role this agent may hold (its max_role): its max_context_tokens 200000 is above 150000; its max_shell_invocations 100 is above 0; its max_cost_usd $5.00 is above $3.00"
+
+	# A max_role may be higher than the default ceiling.
+	capped("reviewer", "wide", "agent", "wide").allowed
 }
 
 test_max_role_binds_agents_only if {
@@ -82,7 +108,7 @@ test_max_role_binds_agents_only if {
 }
 
 test_an_unknown_max_role_covers_nothing if {
-	rules(capped("coder", "reviewer", "agent", "no-such-role")) == ["max_role"]
+	rules(capped("coder", "reviewer", "agent", "no-such-role")) == ["ceiling"]
 }
 
 # switch_targets answers for every role at once what switch answers for one.
@@ -90,6 +116,7 @@ test_switch_targets if {
 	request := {"from": "reviewer", "by": "agent", "session": "s-1", "agent": "test", "max_role": "coder"}
 	targets := data.harness.switch_targets with input as request
 		with data.harness.roles as fixture.roles
+		with data.harness.ceiling as fixture.ceiling
 		with data.harness.custom as {}
 	object.keys(targets) == object.keys(fixture.roles)
 	every to, allowed in targets {

@@ -171,7 +171,7 @@ func harnessDecision(t *testing.T, in parityInput) map[string]any {
 			t.Fatalf("unknown role: %s", errOut)
 		}
 		return map[string]any{"decision": "deny", "allowed": false, "role": "nobody", "tool": in.Tool, "shell_policy": "",
-			"compress_output": false, "signal": "OK", "warnings": []any{},
+			"shell_tool": false, "compress_output": false, "signal": "OK", "warnings": []any{}, "agent_budget": nil,
 			"reasons": []any{map[string]any{"code": "unknown_role", "message": "role 'nobody' is not defined; known roles: admin, coder, debugger, ops, reviewer"}},
 			"budget": map[string]any{
 				"tokens": map[string]any{"used": 0.0, "limit": 0.0, "percent": 0.0, "level": "OK"},

@@ -34,7 +34,7 @@ func TestRoleSwitching(t *testing.T) {
 	}
 
 	// The agent cannot enter admin, ops, or an all-powerful project role.
-	for to, rule := range map[string]string{"admin": "privileged_role", "ops": "privileged_role", "anything": "unrestricted_role"} {
+	for to, rule := range map[string]string{"admin": "privileged", "ops": "privileged", "anything": "ceiling"} {
 		out := run(2, append([]string{"role", "switch", to}, s...)...)
 		if !strings.Contains(out, "refused: session claude-code/s-1 stays in role coder") || !strings.Contains(out, "switch_denied ("+rule+"): ") {
 			t.Errorf("switch to %s:\n%s", to, out)

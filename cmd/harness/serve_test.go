@@ -230,7 +230,7 @@ func TestGatewayBudget(t *testing.T) {
 		t.Errorf("ctx_session when exhausted: %s", text(res))
 	}
 	res = call(t, c, "ctx_session", map[string]any{"action": "role", "value": "admin"})
-	if !res.IsError || !strings.Contains(text(res), "privileged_role") {
+	if !res.IsError || !strings.Contains(text(res), "switch_denied (privileged)") {
 		t.Errorf("switch to admin: %s", text(res))
 	}
 	res = call(t, c, "ctx_session", map[string]any{"action": "role", "value": "reviewer"})
@@ -384,7 +384,7 @@ token = "coder-token-0123456789ab"
 	}
 	// The reviewer token's agent may hold no role beyond reviewer.
 	res := call(t, rev, "ctx_session", map[string]any{"action": "role", "value": "coder"})
-	if !res.IsError || !strings.Contains(text(res), "switch_denied (max_role): role 'coder' is beyond 'reviewer', the most privileged role this agent may hold") {
+	if !res.IsError || !strings.Contains(text(res), "switch_denied (ceiling): role 'coder' is beyond 'reviewer', the most privileged role this agent may hold") {
 		t.Errorf("the reviewer token's switch to coder: %s", text(res))
 	}
 	if res := call(t, rev, "ctx_session", map[string]any{"action": "role"}); !strings.Contains(text(res), "You may switch to: (none)") {

@@ -1,0 +1,125 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
+)
+
+// Every evaluation is bounded, in time and in memory, so that a policy
+// (a project's, which an agent can write) can neither stall a call until
+// the agent's client gives up and lets the tool run, nor take the harness
+// down: past either bound the evaluation is stopped and the call denied
+// with evaluation_error, naming the bound.
+
+// Bounds limit one evaluation.
+type Bounds struct {
+	// Timeout is the longest an evaluation may take ([policy] timeout).
+	Timeout time.Duration
+	// Memory is how much the heap may grow while an evaluation runs.
+	Memory uint64
+}
+
+// Default bounds.
+const (
+	DefaultTimeout = 250 * time.Millisecond
+	DefaultMemory  = 512 << 20
+)
+
+// memoryWatchAfter is when an evaluation's heap starts being watched (few
+// last that long), and memoryWatchEvery how often it is looked at then.
+const (
+	memoryWatchAfter = 10 * time.Millisecond
+	memoryWatchEvery = 2 * time.Millisecond
+)
+
+// boundsOf keeps the bounds in force.
+type boundsOf struct{ timeout, memory atomic.Int64 }
+
+func (b *boundsOf) get() Bounds {
+	t, m := time.Duration(b.timeout.Load()), uint64(b.memory.Load())
+	if t <= 0 {
+		t = DefaultTimeout
+	}
+	if m == 0 {
+		m = DefaultMemory
+	}
+	return Bounds{Timeout: t, Memory: m}
+}
+
+// SetBounds puts new bounds on the evaluations that start from now on (zero
+// fields: the defaults).
+func (e *Engine) SetBounds(b Bounds) {
+	e.bounds.timeout.Store(int64(b.Timeout))
+	e.bounds.memory.Store(int64(b.Memory))
+}
+
+// Bounds are the bounds in force.
+func (e *Engine) Bounds() Bounds { return e.bounds.get() }
+
+// errBound is why a bounded evaluation was stopped.
+type errBound struct{ msg string }
+
+func (e *errBound) Error() string { return e.msg }
+
+// bounded returns ctx with the engine's bounds on it: a deadline, and a
+// watch of the heap from memoryWatchAfter on. stop releases them.
+func (e *Engine) bounded(ctx context.Context) (context.Context, func()) {
+	b := e.bounds.get()
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, b.Timeout,
+		&errBound{fmt.Sprintf("it ran past its deadline of %v ([policy] timeout)", b.Timeout)})
+	ctx, cancel := context.WithCancelCause(ctx)
+	watch := time.AfterFunc(memoryWatchAfter, func() { watchMemory(ctx, cancel, b.Memory) })
+	return ctx, func() {
+		watch.Stop()
+		cancel(nil)
+		cancelTimeout()
+	}
+}
+
+// watchMemory cancels ctx when the heap grows by more than limit before ctx
+// ends.
+func watchMemory(ctx context.Context, cancel context.CancelCauseFunc, limit uint64) {
+	base := heapBytes()
+	tick := time.NewTicker(memoryWatchEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if h := heapBytes(); h > base && h-base > limit {
+				cancel(&errBound{fmt.Sprintf("it grew the heap by more than %d MiB", limit>>20)})
+				return
+			}
+		}
+	}
+}
+
+// heapBytes is the memory of the heap's live and not yet swept objects.
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// stopped says why a bounded evaluation under parent ended early: the
+// message of a deny, and the error to return (the parent's own, when the
+// caller gave up; nil when a bound stopped it, which is the policy's
+// fault and only a deny).
+func stopped(parent, ctx context.Context) (string, error) {
+	if err := parent.Err(); err != nil {
+		return "policy evaluation stopped: " + err.Error(), err
+	}
+	var b *errBound
+	if errors.As(context.Cause(ctx), &b) {
+		return "policy evaluation stopped: " + b.msg, nil
+	}
+	return "policy evaluation stopped: " + ctx.Err().Error(), nil
+}

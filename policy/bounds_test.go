@@ -1,0 +1,109 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
+)
+
+// costly are policies a project (which an agent can write) might hold to
+// stall a decision or exhaust the harness's memory. Unbounded, the first
+// takes minutes, the second 75 s and 12 GB, the third 18 s and 2.3 GB, the
+// fourth 33 s; each is a deny well within the deadline now.
+var costly = []struct{ name, src string }{
+	{"nested ranges", `deny contains "x" if {
+	some i in numbers.range(1, 100000)
+	some j in numbers.range(1, 100000)
+	i == j + 100001
+}`},
+	{"a large range", `deny contains "x" if count(numbers.range(1, 100000000)) == 1`},
+	{"a large network", `deny contains "x" if count(net.cidr_expand("10.0.0.0/8")) == 1`},
+	{"a large comprehension", `xs := [x | some x in split(sprintf("%07000d", [0]), "")]
+
+deny contains "x" if count([1 | some a in xs; some b in xs; a != b]) == 1`},
+}
+
+func TestCostlyPoliciesAreDenied(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tt := range costly {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := boundedEngine(t, "package harness.custom.slow\n\n"+tt.src+"\n")
+			e.SetBounds(Bounds{Timeout: 100 * time.Millisecond})
+			start := time.Now()
+			d, err := e.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read"})
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed || len(d.Reasons) != 1 || d.Reasons[0].Code != contract.CodeEvalError ||
+				!strings.Contains(d.Reasons[0].Message, "it ran past its deadline of 100ms ([policy] timeout)") {
+				t.Errorf("%+v", d)
+			}
+			// A generous bound: what matters is that it stops at all (each
+			// of these runs for tens of seconds unbounded).
+			if elapsed > 5*time.Second {
+				t.Errorf("the deny took %v", elapsed)
+			}
+		})
+	}
+}
+
+// An evaluation that grows the heap past the bound is stopped before its
+// deadline.
+func TestMemoryBound(t *testing.T) {
+	e := boundedEngine(t, `package harness.custom.hungry
+
+deny contains "x" if count(concat("", [sprintf("%0100000d", [i]) | some i in numbers.range(1, 200000)])) == 1
+`)
+	e.SetBounds(Bounds{Timeout: 30 * time.Second, Memory: 64 << 20})
+	d, err := e.Decide(context.Background(), contract.Input{Role: "coder", Tool: "ctx_read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || d.Reasons[0].Code != contract.CodeEvalError || !strings.Contains(d.Reasons[0].Message, "it grew the heap by more than 64 MiB") {
+		t.Errorf("%+v", d)
+	}
+}
+
+// A policy's messages are capped in number and length, so its answer (and
+// the log entry of it) stays small however many it makes.
+func TestFloodOfMessages(t *testing.T) {
+	t.Parallel()
+	e := boundedEngine(t, `package harness.custom.flood
+
+deny contains sprintf("refusal %06d", [i]) if some i, _ in split(sprintf("%0100000d", [0]), "")
+
+deny contains sprintf("a long refusal %d %s", [i, sprintf("%02000d", [0])]) if some i in [1, 2, 3]
+`)
+	e.SetBounds(Bounds{Timeout: 20 * time.Second})
+	d, err := e.Decide(context.Background(), contract.Input{Role: "coder", Tool: "ctx_read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(d)
+	if d.Allowed || len(d.Reasons) != 20 || len(b) > 32<<10 || d.Reasons[19].Message != "… and 99984 more refusals of custom policies" {
+		t.Fatalf("%d reasons, %d bytes: %.300s", len(d.Reasons), len(b), b)
+	}
+	for i, r := range d.Reasons[:19] {
+		long := i < 3
+		if long != strings.HasSuffix(r.Message, "… (cut)") || long && len([]rune(r.Message)) != 1024+len([]rune("… (cut)")) {
+			t.Errorf("message %d of %d characters: %.80s", i, len([]rune(r.Message)), r.Message)
+		}
+	}
+}
+
+func boundedEngine(t *testing.T, src string) *Engine {
+	t.Helper()
+	e, err := customEngine(t, compiler.Module{Name: "p.rego", Source: []byte(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
