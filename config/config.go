@@ -5,10 +5,10 @@
 // line and column.
 //
 // The user's file (~/.lean-ctx/harness.toml) may set everything. A
-// project's file (.lean-ctx/harness.toml in the repository) may only add
-// shell tools: an agent that can edit its repository must not be able to
-// loosen its own governance (turn on shadow mode, exempt a tool, point the
-// ledger elsewhere, lower prices).
+// project's files (the harness.toml of each of its .lean-ctx layers) may
+// only add shell tools and log masks: an agent that can edit its
+// repository must not be able to loosen its own governance (turn on shadow
+// mode, exempt a tool, point the ledger elsewhere, lower prices).
 package config
 
 import (
@@ -148,16 +148,46 @@ func Default() Config {
 	}
 }
 
-// Load reads the user's file (userFile, e.g. ~/.lean-ctx/harness.toml) and
-// the project's (projectFile), either of which may be "" or missing.
-func Load(userFile, projectFile string) (Config, error) {
+// Files are the harness.toml files of a load: the user's and those of the
+// project's layers.
+type Files struct {
+	// User is the user's file (~/.lean-ctx/harness.toml), or "".
+	User string
+	// Project are the files of the project's layers
+	// (<layer>/harness.toml), the root's first. Each may only add shell
+	// tools and log masks.
+	Project []string
+}
+
+// FindFiles returns where the user's and the project's harness.toml are,
+// for a home directory and the project's layers (the .lean-ctx directories
+// of roles.ProjectLayers); either may be empty.
+func FindFiles(home string, layers []string) Files {
+	var f Files
+	if home != "" {
+		f.User = filepath.Join(home, ".lean-ctx", FileName)
+	}
+	for _, layer := range layers {
+		f.Project = append(f.Project, filepath.Join(layer, FileName))
+	}
+	return f
+}
+
+// Load reads the user's file and the project's, any of which may be
+// missing: the user's sets everything, each of the project's only adds.
+func Load(files Files) (Config, error) {
 	c := Default()
 	var errs strict.ErrorList
-	for _, f := range []struct {
+	type file struct {
 		path    string
 		project bool
-	}{{userFile, false}, {projectFile, true}} {
-		if f.path == "" || (f.project && f.path == userFile) {
+	}
+	all := []file{{files.User, false}}
+	for _, p := range files.Project {
+		all = append(all, file{p, true})
+	}
+	for _, f := range all {
+		if f.path == "" || (f.project && f.path == files.User) {
 			continue
 		}
 		src, err := os.ReadFile(f.path)
@@ -633,16 +663,4 @@ func toolNames(v any) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-// Files returns where the user's and the project's harness.toml are, for a
-// home directory and a project root (either may be "").
-func Files(home, projectRoot string) (user, project string) {
-	if home != "" {
-		user = filepath.Join(home, ".lean-ctx", FileName)
-	}
-	if projectRoot != "" {
-		project = filepath.Join(projectRoot, ".lean-ctx", FileName)
-	}
-	return user, project
 }

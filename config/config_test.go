@@ -91,7 +91,7 @@ max_files = 2
 mask = ["/arguments/password"]
 `)
 	project := write(t, "[tools]\nshell = [\"mcp__exec__run\", \"bash\"]\n[log]\nmask = [\"/arguments/token\", \"/arguments/password\"]\n")
-	c, err := Load(user, project)
+	c, err := Load(Files{User: user, Project: []string{project}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ mask = ["/arguments/password"]
 
 func TestDefaults(t *testing.T) {
 	t.Parallel()
-	c, err := Load(filepath.Join(t.TempDir(), "missing.toml"), "")
+	c, err := Load(Files{User: filepath.Join(t.TempDir(), "missing.toml"), Project: []string{filepath.Join(t.TempDir(), "missing.toml")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Load(write(t, tt.user), write(t, tt.project))
+			_, err := Load(Files{User: write(t, tt.user), Project: []string{write(t, tt.project)}})
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -199,5 +199,31 @@ func TestErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Every layer of a project adds to the configuration, and each is held to
+// the project's keys.
+func TestProjectLayers(t *testing.T) {
+	t.Parallel()
+	user := write(t, "[tools]\nshell = [\"bash\"]\n")
+	root := write(t, "[tools]\nshell = [\"root_exec\"]\n[log]\nmask = [\"/arguments/a\"]\n")
+	nested := write(t, "[tools]\nshell = [\"pkg_exec\", \"bash\"]\n[log]\nmask = [\"/arguments/b\"]\n")
+	c, err := Load(Files{User: user, Project: []string{root, filepath.Join(t.TempDir(), "missing.toml"), nested}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.ShellTools, []string{"bash", "root_exec", "pkg_exec"}) || !slices.Equal(c.Mask, []string{"/arguments/a", "/arguments/b"}) ||
+		!slices.Equal(c.Files, []string{user, root, nested}) {
+		t.Errorf("shell %v, mask %v, files %v", c.ShellTools, c.Mask, c.Files)
+	}
+	bad := write(t, "[enforcement]\nmode = \"shadow\"\n")
+	_, err = Load(Files{User: user, Project: []string{root, bad}})
+	if err == nil || !strings.HasPrefix(err.Error(), bad+":2:1: enforcement.mode may only be set in the user's harness.toml") {
+		t.Errorf("a nested layer loosening governance: %v", err)
+	}
+	if f := FindFiles("/home/u", []string{"/r/.lean-ctx", "/r/pkg/.lean-ctx"}); f.User != "/home/u/.lean-ctx/harness.toml" ||
+		!slices.Equal(f.Project, []string{"/r/.lean-ctx/harness.toml", "/r/pkg/.lean-ctx/harness.toml"}) {
+		t.Errorf("FindFiles: %+v", f)
 	}
 }

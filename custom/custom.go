@@ -1,7 +1,7 @@
 // Package custom finds the custom Rego policies of a project and of the
 // user: the *.rego files (policies, and their *_test.rego tests) in the
-// project's .lean-ctx/policies/ and the user's ~/.lean-ctx/policies/ and
-// $XDG_DATA_HOME/lean-ctx/policies/. It only reads files; the policy
+// policies/ directory of each of the project's .lean-ctx layers and in the
+// user's ~/.lean-ctx/policies/ and $XDG_DATA_HOME/lean-ctx/policies/. It only reads files; the policy
 // package checks and compiles them.
 package custom
 
@@ -24,12 +24,20 @@ type Dir struct {
 	Bundle string // e.g. "policies/project"
 }
 
-// FindDirs returns the policy directories for a project root and a home
-// directory (either may be ""), project first.
-func FindDirs(root, home, xdgDataHome string) []Dir {
+// FindDirs returns the policy directories of a project's layers (the
+// .lean-ctx directories of roles.ProjectLayers, below root) and of the
+// user (home and xdgDataHome may be ""), the project's first. Each has its
+// own bundle folder: "policies/project" for the root's layer,
+// "policies/project/<dir>" for the layer of the directory <dir> below it,
+// "policies/user" and "policies/user-data" for the user's.
+func FindDirs(root string, layers []string, home, xdgDataHome string) []Dir {
 	var dirs []Dir
-	if root != "" {
-		dirs = append(dirs, Dir{filepath.Join(root, ".lean-ctx", "policies"), "policies/project"})
+	for _, layer := range layers {
+		bundle := "policies/project"
+		if rel, err := filepath.Rel(root, filepath.Dir(layer)); err == nil && rel != "." {
+			bundle += "/" + filepath.ToSlash(rel)
+		}
+		dirs = append(dirs, Dir{filepath.Join(layer, "policies"), bundle})
 	}
 	if home != "" {
 		dirs = append(dirs, Dir{filepath.Join(home, ".lean-ctx", "policies"), "policies/user"})

@@ -15,12 +15,16 @@ func TestFindAndLoad(t *testing.T) {
 		filepath.Join(root, ".lean-ctx", "policies", "a_test.rego"): "package harness.custom.a_test\n",
 		filepath.Join(root, ".lean-ctx", "policies", "notes.md"):    "not a policy",
 		filepath.Join(home, ".lean-ctx", "policies", "b.rego"):      "package harness.custom.b\n",
+		// A nested layer's policy of the same file name: its own bundle folder.
+		filepath.Join(root, "pkg", "sub", ".lean-ctx", "policies", "a.rego"): "package harness.custom.pkg_a\n",
 	} {
 		os.MkdirAll(filepath.Dir(path), 0o755)
 		os.WriteFile(path, []byte(src), 0o644)
 	}
-	dirs := FindDirs(root, home, "")
-	if len(dirs) != 3 || dirs[2].Path != filepath.Join(home, ".local", "share", "lean-ctx", "policies") {
+	layers := []string{filepath.Join(root, ".lean-ctx"), filepath.Join(root, "pkg", ".lean-ctx"), filepath.Join(root, "pkg", "sub", ".lean-ctx")}
+	dirs := FindDirs(root, layers, home, "")
+	if len(dirs) != 5 || dirs[4].Path != filepath.Join(home, ".local", "share", "lean-ctx", "policies") ||
+		dirs[1] != (Dir{filepath.Join(root, "pkg", ".lean-ctx", "policies"), "policies/project/pkg"}) {
 		t.Fatalf("dirs %+v", dirs)
 	}
 	mods, err := Load(dirs)
@@ -31,7 +35,7 @@ func TestFindAndLoad(t *testing.T) {
 	for _, m := range mods {
 		names = append(names, m.Name)
 	}
-	if strings.Join(names, " ") != "policies/project/a.rego policies/project/a_test.rego policies/user/b.rego" {
+	if strings.Join(names, " ") != "policies/project/a.rego policies/project/a_test.rego policies/project/pkg/sub/a.rego policies/user/b.rego" {
 		t.Errorf("modules %v", names)
 	}
 	if !IsTest(mods[1]) || IsTest(mods[0]) || mods[0].File != filepath.Join(root, ".lean-ctx", "policies", "a.rego") {

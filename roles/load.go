@@ -43,7 +43,8 @@ func (s *Set) Len() int { return len(s.roles) }
 // inheritance. Layers only add: a user file may redefine a built-in or a
 // role of a lower user directory (one inheriting its own name adjusts the
 // definition it replaces), but a project file may not take a name that a
-// user file or a built-in has. Missing directories are fine. On any problem
+// user file, a built-in or another project layer has. Missing directories
+// are fine. On any problem
 // it returns an [ErrorList] holding every problem found, sorted.
 func Load(dirs Dirs) (*Set, error) {
 	builtins, errs := builtinDefs()
@@ -60,8 +61,8 @@ func Load(dirs Dirs) (*Set, error) {
 			replace(defs, hidden, d)
 		}
 	}
-	if dirs.Project != "" {
-		found, broken, e := readDir(dirs.Project, SourceProject)
+	for _, dir := range dirs.Project {
+		found, broken, e := readDir(dir, SourceProject)
 		errs = append(errs, e...)
 		for _, d := range found {
 			if prev, ok := defs[d.Name]; ok {

@@ -77,7 +77,7 @@ func TestInheritancePerKey(t *testing.T) {
 		// Explicit empty allow list: nothing allowed.
 		"nothing.toml": "[tools]\nallowed = []\n",
 	})
-	set, err := Load(Dirs{Project: project})
+	set, err := Load(Dirs{Project: []string{project}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestLoadErrors(t *testing.T) {
 			t.Parallel()
 			project := filepath.Join(t.TempDir(), ProjectRolesDir)
 			writeRoles(t, project, tt.files)
-			_, err := Load(Dirs{Project: project})
+			_, err := Load(Dirs{Project: []string{project}})
 			var list ErrorList
 			if !errors.As(err, &list) {
 				t.Fatalf("want an ErrorList, got %v", err)
@@ -213,41 +213,6 @@ func TestLoadErrors(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestFindProjectRoot(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	proj := filepath.Join(home, "src", "proj")
-	deep := filepath.Join(proj, "a", "b")
-	gitOnly := filepath.Join(home, "src", "plain")
-	for _, d := range []string{filepath.Join(home, ".lean-ctx", "roles"), filepath.Join(proj, ".lean-ctx", "roles"), deep, filepath.Join(gitOnly, ".git", "x"), filepath.Join(gitOnly, "sub")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tests := []struct{ from, want string }{
-		{deep, proj},
-		{proj, proj},
-		{filepath.Join(gitOnly, "sub"), gitOnly},
-		{filepath.Join(home, "src"), ""}, // reaches home: that is the user's directory, not a project
-	}
-	for _, tt := range tests {
-		if got := FindProjectRoot(tt.from, home); got != tt.want {
-			t.Errorf("FindProjectRoot(%s) = %q, want %q", tt.from, got, tt.want)
-		}
-	}
-	d := FindDirs(Locate{WorkDir: deep, Home: home, XDGDataHome: filepath.Join(dir, "xdg")})
-	if d.Project != filepath.Join(proj, ProjectRolesDir) {
-		t.Errorf("project dir %q", d.Project)
-	}
-	if !slices.Equal(d.User, []string{filepath.Join(home, ".lean-ctx", "roles"), filepath.Join(dir, "xdg", "lean-ctx", "roles")}) {
-		t.Errorf("user dirs %v", d.User)
-	}
-	if d := FindDirs(Locate{Project: gitOnly, Home: home}); d.Project != filepath.Join(gitOnly, ProjectRolesDir) || d.User[1] != filepath.Join(home, ".local", "share", "lean-ctx", "roles") {
-		t.Errorf("explicit project: %+v", d)
 	}
 }
 
@@ -292,7 +257,7 @@ func loadLayers(t *testing.T, xdgFiles, homeFiles, projectFiles map[string]strin
 	writeRoles(t, xdg, xdgFiles)
 	writeRoles(t, home, homeFiles)
 	writeRoles(t, project, projectFiles)
-	set, err := Load(Dirs{Project: project, User: []string{home, xdg}})
+	set, err := Load(Dirs{Project: []string{project}, User: []string{home, xdg}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +349,7 @@ func TestProjectOnlyAdds(t *testing.T) {
 			writeRoles(t, home, tt.home)
 			writeRoles(t, project, tt.project)
 			name := strings.NewReplacer(xdg, "XDG", home, "HOME", project, "PROJECT").Replace
-			set, err := Load(Dirs{Project: project, User: []string{home, xdg}})
+			set, err := Load(Dirs{Project: []string{project}, User: []string{home, xdg}})
 			if len(tt.want) > 0 {
 				var list ErrorList
 				if !errors.As(err, &list) || len(list) != len(tt.want) {
