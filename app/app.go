@@ -107,7 +107,7 @@ func Locate(p Params) (Location, error) {
 		l.RoleDirs.Project = nil
 	}
 	l.PolicyDirs = custom.FindDirs(root, l.Layers, p.Home, xdg)
-	l.ConfigFiles = config.FindFiles(p.Home, l.Layers)
+	l.ConfigFiles = config.FindFiles(p.Home, root, l.Layers)
 	return l, nil
 }
 

@@ -350,3 +350,27 @@ func TestCheckAddr(t *testing.T) {
 		}
 	}
 }
+
+// A project's .lean-ctx that links out of the project is refused once,
+// naming the link, whatever reads it (roles, policies, configuration).
+func TestLayerLinkingOut(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	repo := filepath.Join(home, "repo")
+	files(t, home, map[string]string{
+		"repo/.git/HEAD":                    "",
+		"elsewhere/roles/admin2.toml":       "[role]\ninherits = \"admin\"\n",
+		"elsewhere/policies/allow.rego":     "package harness.custom.allow\n",
+		"elsewhere/harness.toml":            "[tools]\nshell = [\"x\"]\n",
+		"repo/pkg/.lean-ctx/roles/pkg.toml": "[role]\n",
+	})
+	if err := os.Symlink(filepath.Join(home, "elsewhere"), filepath.Join(repo, ".lean-ctx")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(context.Background(), params(home, filepath.Join(repo, "pkg"), nil))
+	var list strict.ErrorList
+	if !errors.As(err, &list) || len(list) != 1 || list[0].File != filepath.Join(repo, ".lean-ctx") ||
+		!strings.Contains(list[0].Msg, "refused: a symbolic link that leads out of the project root") || strings.Contains(err.Error(), "elsewhere") {
+		t.Errorf("%v", err)
+	}
+}

@@ -14,8 +14,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -23,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/internal/confine"
 	"github.com/agentharness/harness/internal/strict"
 	"github.com/agentharness/harness/pricing"
 	"github.com/agentharness/harness/roles"
@@ -153,6 +152,10 @@ func Default() Config {
 type Files struct {
 	// User is the user's file (~/.lean-ctx/harness.toml), or "".
 	User string
+	// Root is the project root: no project file is read through a
+	// symbolic link that leads out of it, or out of the file's .lean-ctx
+	// directory. Without it, each project file is held to its directory.
+	Root string
 	// Project are the files of the project's layers
 	// (<layer>/harness.toml), the root's first. Each may only add shell
 	// tools and log masks.
@@ -160,10 +163,10 @@ type Files struct {
 }
 
 // FindFiles returns where the user's and the project's harness.toml are,
-// for a home directory and the project's layers (the .lean-ctx directories
-// of roles.ProjectLayers); either may be empty.
-func FindFiles(home string, layers []string) Files {
-	var f Files
+// for a home directory and the project root and its layers (the .lean-ctx
+// directories of roles.ProjectLayers); any may be empty.
+func FindFiles(home, root string, layers []string) Files {
+	f := Files{Root: root}
 	if home != "" {
 		f.User = filepath.Join(home, ".lean-ctx", FileName)
 	}
@@ -190,12 +193,18 @@ func Load(files Files) (Config, error) {
 		if f.path == "" || (f.project && f.path == files.User) {
 			continue
 		}
-		src, err := os.ReadFile(f.path)
-		if errors.Is(err, fs.ErrNotExist) {
+		root := ""
+		if f.project {
+			if root = files.Root; root == "" {
+				root = filepath.Dir(f.path)
+			}
+		}
+		src, ok, err := confine.ReadFile(root, f.path)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		if err != nil {
-			errs = append(errs, &strict.Error{File: f.path, Msg: fmt.Sprintf("cannot read: %v", err)})
+		if !ok {
 			continue
 		}
 		errs = append(errs, c.apply(f.path, src, f.project)...)

@@ -222,8 +222,38 @@ func TestProjectLayers(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), bad+":2:1: enforcement.mode may only be set in the user's harness.toml") {
 		t.Errorf("a nested layer loosening governance: %v", err)
 	}
-	if f := FindFiles("/home/u", []string{"/r/.lean-ctx", "/r/pkg/.lean-ctx"}); f.User != "/home/u/.lean-ctx/harness.toml" ||
+	if f := FindFiles("/home/u", "/r", []string{"/r/.lean-ctx", "/r/pkg/.lean-ctx"}); f.User != "/home/u/.lean-ctx/harness.toml" || f.Root != "/r" ||
 		!slices.Equal(f.Project, []string{"/r/.lean-ctx/harness.toml", "/r/pkg/.lean-ctx/harness.toml"}) {
 		t.Errorf("FindFiles: %+v", f)
+	}
+}
+
+// A project's harness.toml that links out of the project is refused,
+// naming the link and nothing of its target; the user's may link
+// anywhere.
+func TestProjectFileStaysInside(t *testing.T) {
+	t.Parallel()
+	const secret = "AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	os.MkdirAll(outside, 0o755)
+	os.WriteFile(filepath.Join(outside, "credentials"), []byte("aws_secret_access_key = "+secret+"\n"), 0o644)
+	os.WriteFile(filepath.Join(outside, "harness.toml"), []byte("[enforcement]\nmode = \"shadow\"\n"), 0o644)
+	root := filepath.Join(dir, "repo")
+	user := filepath.Join(dir, "home", ".lean-ctx", FileName)
+	project := filepath.Join(root, ".lean-ctx", FileName)
+	for link, target := range map[string]string{project: filepath.Join(outside, "credentials"), user: filepath.Join(outside, "harness.toml")} {
+		os.MkdirAll(filepath.Dir(link), 0o755)
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Load(Files{User: user, Root: root, Project: []string{project}})
+	if err == nil || !strings.HasPrefix(err.Error(), project+": refused: a symbolic link that leads out of") || strings.Contains(err.Error(), secret[:8]) || strings.Contains(err.Error(), "credentials") {
+		t.Errorf("a project file linking out: %v", err)
+	}
+	c, err := Load(Files{User: user, Root: root})
+	if err != nil || c.Mode != Shadow {
+		t.Errorf("a user's file may be a link: %+v %v", c, err)
 	}
 }

@@ -8,6 +8,10 @@ import (
 
 // Dirs says where role files are looked for.
 type Dirs struct {
+	// Root is the project root: no project file is read through a
+	// symbolic link that leads out of it, or out of the file's directory.
+	// Without it, each project directory is held to itself.
+	Root string
 	// Project are the roles directories of the project's layers
 	// (<layer>/roles, see [ProjectLayers]), the root's first.
 	Project []string
@@ -34,11 +38,11 @@ type Locate struct {
 // root given, or found from the working directory) and the user's
 // (~/.lean-ctx/roles, then $XDG_DATA_HOME/lean-ctx/roles).
 func FindDirs(l Locate) Dirs {
-	var d Dirs
 	root := l.Project
 	if root == "" {
 		root = FindProjectRoot(l.WorkDir, l.Home)
 	}
+	d := Dirs{Root: root}
 	for _, layer := range ProjectLayers(root, l.WorkDir, l.Home) {
 		d.Project = append(d.Project, filepath.Join(layer, "roles"))
 	}

@@ -1,15 +1,11 @@
 package roles
 
 import (
-	"errors"
-
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/agentharness/harness/internal/confine"
 	"github.com/agentharness/harness/internal/strict"
 )
 
@@ -55,14 +51,18 @@ func Load(dirs Dirs) (*Set, error) {
 	// Lowest precedence first, so that later sources replace earlier ones.
 	hidden := map[string]bool{}
 	for _, dir := range slices.Backward(dirs.User) {
-		found, _, e := readDir(dir, SourceUser)
+		found, _, e := readDir("", dir, SourceUser)
 		errs = append(errs, e...)
 		for _, d := range found {
 			replace(defs, hidden, d)
 		}
 	}
 	for _, dir := range dirs.Project {
-		found, broken, e := readDir(dir, SourceProject)
+		root := dirs.Root
+		if root == "" {
+			root = dir
+		}
+		found, broken, e := readDir(root, dir, SourceProject)
 		errs = append(errs, e...)
 		for _, d := range found {
 			if prev, ok := defs[d.Name]; ok {
@@ -136,26 +136,13 @@ func redefined(d, prev *Def) *Error {
 
 // readDir parses every *.toml file of dir, in name order: the definitions
 // that parse, and those that do not (with a valid name) beside their
-// errors, so that a broken file is still held to the layering rule.
-func readDir(dir string, source Source) (defs, broken []*Def, errs ErrorList) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, ErrorList{{File: dir, Msg: fmt.Sprintf("cannot read role directory: %v", err)}}
-	}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".toml") {
-			continue
-		}
-		file := filepath.Join(dir, e.Name())
-		src, err := os.ReadFile(file)
-		if err != nil {
-			errs = append(errs, &Error{File: file, Msg: fmt.Sprintf("cannot read: %v", err)})
-			continue
-		}
-		d, e := Parse(file, src, source)
+// errors, so that a broken file is still held to the layering rule. With
+// root set (a project's directory), no file is read through a symbolic
+// link that leads out of the project (see internal/confine).
+func readDir(root, dir string, source Source) (defs, broken []*Def, errs ErrorList) {
+	files, errs := confine.ReadDir(root, dir, ".toml")
+	for _, f := range files {
+		d, e := Parse(f.Path, f.Src, source)
 		if len(e) > 0 {
 			errs = append(errs, e...)
 			if ValidName(d.Name) {

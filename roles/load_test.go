@@ -372,3 +372,61 @@ func TestProjectOnlyAdds(t *testing.T) {
 		})
 	}
 }
+
+// leaks reports whether s shows any 8 bytes of secret.
+func leaks(s, secret string) bool {
+	for i := 0; i+8 <= len(secret); i++ {
+		if strings.Contains(s, secret[i:i+8]) {
+			return true
+		}
+	}
+	return false
+}
+
+// A project's role file, or roles directory, that links out of the
+// project is refused, naming the link and nothing of its target; the
+// user's may link anywhere.
+func TestProjectFilesStayInside(t *testing.T) {
+	t.Parallel()
+	const secret = "AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	writeRoles(t, outside, map[string]string{
+		"credentials.toml": "[default]\naws_secret_access_key = " + secret + "\n",
+		"mine.toml":        "[role]\ndescription = \"kept in my dotfiles\"\n",
+	})
+	root := filepath.Join(dir, "repo")
+	project := filepath.Join(root, ProjectRolesDir)
+	home := filepath.Join(dir, "home", ".lean-ctx", "roles")
+	writeRoles(t, project, map[string]string{"ok.toml": "[role]\n"})
+	writeRoles(t, home, nil)
+	for link, target := range map[string]string{
+		filepath.Join(project, "leak.toml"): filepath.Join(outside, "credentials.toml"),
+		filepath.Join(home, "mine.toml"):    filepath.Join(outside, "mine.toml"),
+	} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Load(Dirs{Root: root, Project: []string{project}, User: []string{home}})
+	var list ErrorList
+	if !errors.As(err, &list) || len(list) != 1 || list[0].File != filepath.Join(project, "leak.toml") ||
+		!strings.Contains(list[0].Msg, "refused: a symbolic link that leads out of") || leaks(err.Error(), secret) || strings.Contains(err.Error(), "credentials") {
+		t.Fatalf("a project role file linking out: %v", err)
+	}
+	os.Remove(filepath.Join(project, "leak.toml"))
+	set, err := Load(Dirs{Root: root, Project: []string{project}, User: []string{home}})
+	if r, ok := set.Get("mine"); err != nil || !ok || r.Description != "kept in my dotfiles" {
+		t.Errorf("a user's role file may be a link: %v", err)
+	}
+
+	// A roles directory that is a link out of the project.
+	os.RemoveAll(project)
+	if err := os.Symlink(outside, project); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(Dirs{Root: root, Project: []string{project}})
+	if !errors.As(err, &list) || len(list) != 1 || list[0].File != project || leaks(err.Error(), secret) {
+		t.Errorf("a project roles directory linking out: %v", err)
+	}
+}

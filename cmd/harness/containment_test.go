@@ -8,6 +8,10 @@ import (
 	"testing"
 )
 
+// secret looks like a credential that an agent would like to read through
+// the harness's error messages.
+const secret = "AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
 // runBinary runs the real harness binary in dir with a fresh home.
 func runBinary(t *testing.T, home, dir string, args ...string) (out string, code int) {
 	t.Helper()
@@ -42,7 +46,8 @@ func containedRepo(t *testing.T) (home, repo string) {
 
 // Containment through the real binary: a nested .lean-ctx adds to the
 // repository's rules and never hides them; a project may not redefine a
-// user's role.
+// user's role; a project's role file that links out of the project is
+// refused without a word of what it points to.
 func TestContainmentEndToEnd(t *testing.T) {
 	t.Parallel()
 	t.Run("a nested empty .lean-ctx hides nothing", func(t *testing.T) {
@@ -77,6 +82,25 @@ func TestContainmentEndToEnd(t *testing.T) {
 			filepath.Join(home, ".lean-ctx", "roles", "tiny.toml") + " (user): a project may only add roles"
 		if code != exitCheck || !strings.Contains(out, want) {
 			t.Errorf("exit %d\n%s\nwant %s", code, out, want)
+		}
+	})
+	t.Run("a role file linking out of the project", func(t *testing.T) {
+		t.Parallel()
+		home, repo := containedRepo(t)
+		outside := filepath.Join(home, ".aws", "credentials")
+		writeFile(t, outside, "[default]\naws_secret_access_key = "+secret+"\n")
+		link := filepath.Join(repo, ".lean-ctx", "roles", "leak.toml")
+		if err := os.Symlink(outside, link); err != nil {
+			t.Fatal(err)
+		}
+		out, code := runBinary(t, home, repo, "check")
+		if code != exitCheck || !strings.Contains(out, link+": ") {
+			t.Errorf("exit %d, want %d, naming the link:\n%s", code, exitCheck, out)
+		}
+		for _, part := range []string{secret[:8], secret[20:28], secret[40:48], "aws_secret", "credentials"} {
+			if strings.Contains(out, part) {
+				t.Errorf("the output shows %q of the file the link points to:\n%s", part, out)
+			}
 		}
 	})
 }
