@@ -286,7 +286,7 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 			}
 			for _, name := range strict.SortedKeys(table) {
 				if err := c.setAgent(name, table[name]); err != nil {
-					fail("agents."+name, "agents.%s: %v", name, err)
+					fail("agents."+name, "agents.%s: %v", strict.Cut(name), err)
 					continue
 				}
 				for _, key := range strict.SortedKeys(table[name].(map[string]any)) {
@@ -347,7 +347,7 @@ func (c *Config) set(path string, v any, project bool) error {
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 || (d > 0 && d < time.Second) {
-			return fmt.Errorf("%q: want a duration of at least 1s, such as \"720h\", or \"0\" to keep counters forever", s)
+			return fmt.Errorf("%s: want a duration of at least 1s, such as \"720h\", or \"0\" to keep counters forever", strict.Quote(s))
 		}
 		c.LedgerTTL = d
 	case "enforcement.mode":
@@ -438,7 +438,7 @@ func (c *Config) set(path string, v any, project bool) error {
 		for k, x := range m {
 			s, ok := x.(string)
 			if !ok || s == "" {
-				return fmt.Errorf("%s: %w", k, strict.WantType("a tool name", x))
+				return fmt.Errorf("%s: %w", strict.Cut(k), strict.WantType("a tool name", x))
 			}
 			c.HookTools[k] = s
 		}
@@ -483,20 +483,20 @@ func (c *Config) setUpstreams(v any) error {
 				for k, val := range m {
 					s, ok := val.(string)
 					if !ok {
-						err = fmt.Errorf("env.%s: %w", k, strict.WantType("a string", val))
+						err = fmt.Errorf("env.%s: %w", strict.Cut(k), strict.WantType("a string", val))
 						break
 					}
 					u.Env[k] = s
 				}
 			default:
-				msg := fmt.Sprintf("unknown key %q", key)
+				msg := fmt.Sprintf("unknown key %s", strict.Quote(key))
 				if s := strict.Suggest(key, []string{"name", "command", "args", "env", "url"}); s != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", s)
 				}
 				err = errors.New(msg)
 			}
 			if err != nil {
-				return fmt.Errorf("%d: %s: %w", i+1, key, err)
+				return fmt.Errorf("%d: %s: %w", i+1, strict.Cut(key), err)
 			}
 		}
 		switch {
@@ -540,7 +540,7 @@ func (c *Config) setTokens(v any) error {
 		for _, key := range strict.SortedKeys(t) {
 			s, ok := t[key].(string)
 			if !ok || s == "" {
-				return fmt.Errorf("%d: %s: %w", i+1, key, strict.WantType("a non-empty string", t[key]))
+				return fmt.Errorf("%d: %s: %w", i+1, strict.Cut(key), strict.WantType("a non-empty string", t[key]))
 			}
 			switch key {
 			case "agent":
@@ -551,7 +551,7 @@ func (c *Config) setTokens(v any) error {
 				tok.SHA256 = s
 			case "role", "max_role":
 				if !roles.ValidName(s) {
-					return fmt.Errorf("%d: %s: %q is not a role name", i+1, key, s)
+					return fmt.Errorf("%d: %s: %s is not a role name", i+1, key, strict.Quote(s))
 				}
 				if key == "role" {
 					tok.Role = s
@@ -559,7 +559,7 @@ func (c *Config) setTokens(v any) error {
 					tok.MaxRole = s
 				}
 			default:
-				return fmt.Errorf("%d: unknown key %q (want agent, token or token_sha256, role, max_role)", i+1, key)
+				return fmt.Errorf("%d: unknown key %s (want agent, token or token_sha256, role, max_role)", i+1, strict.Quote(key))
 			}
 		}
 		switch {
@@ -590,7 +590,7 @@ func (c *Config) setAgent(name string, v any) error {
 	}
 	for _, key := range strict.SortedKeys(t) {
 		if key != "role" && key != "max_role" {
-			return fmt.Errorf("unknown key %q (want role, max_role)", key)
+			return fmt.Errorf("unknown key %s (want role, max_role)", strict.Quote(key))
 		}
 		role, ok := t[key].(string)
 		if !ok || !roles.ValidName(role) {
@@ -613,7 +613,7 @@ func (c *Config) setModels(v any) error {
 	for _, name := range strict.SortedKeys(models) {
 		m, ok := models[name].(map[string]any)
 		if !ok {
-			return fmt.Errorf("model %q: %w", name, strict.WantType("a table", models[name]))
+			return fmt.Errorf("model %s: %w", strict.Quote(name), strict.WantType("a table", models[name]))
 		}
 		var p pricing.Price
 		for _, key := range strict.SortedKeys(m) {
@@ -624,7 +624,7 @@ func (c *Config) setModels(v any) error {
 			case "output_usd_per_mtok":
 				dst = &p.OutputMicrosPerMTok
 			default:
-				msg := fmt.Sprintf("model %q: unknown key %q", name, key)
+				msg := fmt.Sprintf("model %s: unknown key %s", strict.Quote(name), strict.Quote(key))
 				if s := strict.Suggest(key, []string{"input_usd_per_mtok", "output_usd_per_mtok"}); s != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", s)
 				}
@@ -632,13 +632,13 @@ func (c *Config) setModels(v any) error {
 			}
 			micros, err := strict.Micros(m[key], "a price in US dollars", 1e6)
 			if err != nil {
-				return fmt.Errorf("model %q: %s: %w", name, key, err)
+				return fmt.Errorf("model %s: %s: %w", strict.Quote(name), key, err)
 			}
 			*dst = micros
 		}
 		for _, key := range []string{"input_usd_per_mtok", "output_usd_per_mtok"} {
 			if _, ok := m[key]; !ok {
-				return fmt.Errorf("model %q: %s is missing", name, key)
+				return fmt.Errorf("model %s: %s is missing", strict.Quote(name), key)
 			}
 		}
 		c.Prices.Models[name] = p

@@ -257,3 +257,38 @@ func TestProjectFileStaysInside(t *testing.T) {
 		t.Errorf("a user's file may be a link: %+v %v", c, err)
 	}
 }
+
+// No error of a harness.toml quotes more of it than the offending token,
+// and that cut short: a long value, key or name is not printed whole.
+func TestErrorsQuoteLittle(t *testing.T) {
+	t.Parallel()
+	const secret = "AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	q := `"` + secret + `"`
+	for _, tt := range []struct{ name, user, project string }{
+		{"a duration", "[ledger]\nttl = " + q + "\n", ""},
+		{"a mode", "[enforcement]\nmode = " + q + "\n", ""},
+		{"a default role", "[enforcement]\ndefault_role = " + q + "\n", ""},
+		{"a shell tool", "", "[tools]\nshell = [" + q[:20] + " " + q[20:] + "]\n"},
+		{"a log mask", "", "[log]\nmask = [" + q + "]\n"},
+		{"a gateway prefix", "[gateway]\nprefix = " + q + "\n", ""},
+		{"a hook permission", "[hook]\nallow = " + q + "\n", ""},
+		{"a hook tool's key", "[hook.tools]\n" + q + " = 1\n", ""},
+		{"a model's name", "[cost.models." + q + "]\nprice = 1\n", ""},
+		{"a model's key", "[cost.models.m]\n" + q + " = 1\n", ""},
+		{"an agent's name", "[agents." + q + "]\n", ""},
+		{"an agent's key", "[agents.a]\n" + q + " = \"coder\"\n", ""},
+		{"an agent's role", "[agents.a]\nrole = " + q + "\n", ""},
+		{"an upstream's key", "[[upstream]]\nname = \"u\"\n" + q + " = 1\n", ""},
+		{"an upstream's env", "[[upstream]]\nname = \"u\"\ncommand = \"x\"\nenv = {" + q + " = 1}\n", ""},
+		{"a token's key", "[[gateway.tokens]]\nagent = \"a\"\n" + q + " = 1\n", ""},
+		{"a token's role", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"0123456789abcdef\"\nrole = " + q + "\n", ""},
+		{"an unknown key", "[ledger]\n" + q + " = 1\n", ""},
+		{"an unknown key of a project", "", "[ledger]\n" + q + " = 1\n"},
+		{"a bare value", "[ledger]\nurl = " + secret + "\n", ""},
+	} {
+		_, err := Load(Files{User: write(t, tt.user), Project: []string{write(t, tt.project)}})
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+}
