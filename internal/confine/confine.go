@@ -178,6 +178,9 @@ func resolve(base, realBase, rel string) (real, link string, err error) {
 		next := filepath.Join(cur, part)
 		lex = filepath.Join(lex, part)
 		fi, err := os.Lstat(next)
+		if errors.Is(err, syscall.ENOTDIR) {
+			return "", "", fs.ErrNotExist // a file on the way: a .lean-ctx file is no layer
+		}
 		if err != nil {
 			return "", "", err
 		}

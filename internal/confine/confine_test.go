@@ -89,6 +89,7 @@ func TestReadDir(t *testing.T) {
 		{name: "a .lean-ctx linking inside the project is followed",
 			files: layout{"repo/.lean-ctx": "->config/lean", "repo/config/lean/roles/a.toml": "a"},
 			dir:   ".lean-ctx/roles", read: "a.toml=a"},
+		{name: "a .lean-ctx file is no layer", files: layout{"repo/pkg/.lean-ctx": "not a directory"}, dir: "pkg/.lean-ctx/roles"},
 		{name: "a link to nothing",
 			files: layout{"repo/.lean-ctx/roles/gone.toml": "->nothing.toml"},
 			dir:   ".lean-ctx/roles", errs: []string{"repo/.lean-ctx/roles/gone.toml: cannot read: a symbolic link to nothing"}},
