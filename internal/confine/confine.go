@@ -106,6 +106,9 @@ func openDir(root, path string) (*dir, *strict.Error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err == nil {
+		realRoot, err = filepath.Abs(realRoot) // as absolute links resolve
+	}
 	if err != nil {
 		return nil, &strict.Error{File: root, Msg: "cannot read the project root: " + reason(err)}
 	}

@@ -165,13 +165,23 @@ func TestReadFile(t *testing.T) {
 		"repo/a/.lean-ctx/harness.toml": "->BASE/outside/credentials",
 		"repo/b/.lean-ctx":              "->BASE/outside/lean",
 		"repo/c/.lean-ctx/harness.toml": "->../../.lean-ctx/harness.toml",
+		"repo/d/.lean-ctx":              "->BASE/repo/.lean-ctx", // absolute, inside
 		"home/.lean-ctx/harness.toml":   "->BASE/outside/credentials",
 	})
 	root := filepath.Join(base, "repo")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	relRoot, err := filepath.Rel(wd, root) // as --project ../repo gives it
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		root, file, src, err string
 		ok                   bool
 	}{
+		{relRoot, "repo/d/.lean-ctx/harness.toml", "[tools]\n", "", true},
 		{root, "repo/.lean-ctx/harness.toml", "[tools]\n", "", true},
 		{root, "repo/missing/.lean-ctx/harness.toml", "", "", false},
 		{root, "repo/a/.lean-ctx/harness.toml", "", "repo/a/.lean-ctx/harness.toml: refused: a symbolic link that leads out of repo/a/.lean-ctx", false},
@@ -180,7 +190,11 @@ func TestReadFile(t *testing.T) {
 		{"", "home/.lean-ctx/harness.toml", "key = " + secret + "\n", "", true},
 		{"", "home/.lean-ctx/missing.toml", "", "", false},
 	} {
-		src, ok, err := ReadFile(tt.root, filepath.Join(base, tt.file))
+		file := filepath.Join(base, tt.file)
+		if tt.root == relRoot {
+			file = filepath.Join(relRoot, strings.TrimPrefix(tt.file, "repo/"))
+		}
+		src, ok, err := ReadFile(tt.root, file)
 		var msg string
 		if err != nil {
 			msg = strings.ReplaceAll(err.Error(), base+"/", "")
