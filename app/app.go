@@ -1,12 +1,12 @@
 // Package app is the composition root of the harness: it finds the
 // project and its layers (every .lean-ctx from the working directory up to
-// the root, each adding to the others), reads the configuration, the roles and the custom policies,
-// cross-checks them (everything `harness check` checks, every time),
-// compiles them and prepares the policy engine; then, for the commands that
-// need them, it opens the ledger and the logs and wires the governor, the
-// gateway and the hook. Every command, the gateway, the hook and its daemon
-// start here, so that they all load the same world the same way;
-// cmd/harness only maps flags to Params and prints.
+// the root, each adding to the others), reads the configuration, the roles
+// and the custom policies, cross-checks them (everything `harness check`
+// checks, every time), compiles them and prepares the policy engine; then,
+// for the commands that need them, it opens the ledger and the logs and
+// wires the governor, the gateway and the hook. Every command, the gateway,
+// the hook and its daemon start here, so that they all load the same world
+// the same way; cmd/harness only maps flags to Params and prints.
 //
 // It holds no rule of its own: the policy decides, the governor
 // orchestrates, and the stages (roles, config, compiler, policy, budget,

@@ -40,8 +40,8 @@ func (s *Set) Len() int { return len(s.roles) }
 // role of a lower user directory (one inheriting its own name adjusts the
 // definition it replaces), but a project file may not take a name that a
 // user file, a built-in or another project layer has. Missing directories
-// are fine. On any problem
-// it returns an [ErrorList] holding every problem found, sorted.
+// are fine. On any problem it returns an [ErrorList] holding every problem
+// found, sorted.
 func Load(dirs Dirs) (*Set, error) {
 	builtins, errs := builtinDefs()
 	defs := map[string]*Def{}
