@@ -66,18 +66,17 @@ func FindDirs(l Locate) Dirs {
 // and the filesystem root, that holds a .git entry (a work tree; a file in
 // a worktree) or a .lean-ctx directory. The outermost, so that a .lean-ctx
 // made in a subdirectory cannot take the repository's place: it is one
-// more layer (see [ProjectLayers]). The home directory is never a project:
-// ~/.lean-ctx holds the user's files. It returns "" when there is none.
+// more layer (see [ProjectLayers]). The home directory (by name, or the
+// same directory through a link) is never a project: ~/.lean-ctx holds the
+// user's files. It returns "" when there is none.
 func FindProjectRoot(dir, home string) string {
 	if dir == "" {
 		return ""
 	}
 	dir = filepath.Clean(dir)
-	if home != "" {
-		home = filepath.Clean(home)
-	}
+	isHome := homeTest(home)
 	root := ""
-	for dir != home {
+	for !isHome(dir) {
 		parent := filepath.Dir(dir)
 		if parent == dir {
 			break
@@ -90,6 +89,26 @@ func FindProjectRoot(dir, home string) string {
 		dir = parent
 	}
 	return root
+}
+
+// homeTest returns a test of whether a directory is the home directory,
+// by name or, through links, as the same directory.
+func homeTest(home string) func(dir string) bool {
+	if home == "" {
+		return func(string) bool { return false }
+	}
+	home = filepath.Clean(home)
+	hi, err := os.Stat(home)
+	return func(dir string) bool {
+		if filepath.Clean(dir) == home {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		di, derr := os.Stat(dir)
+		return derr == nil && os.SameFile(hi, di)
+	}
 }
 
 // isLayer reports whether dir holds a .lean-ctx directory.
@@ -113,18 +132,14 @@ func ProjectLayers(root, workDir, home string) []string {
 	if err != nil {
 		absRoot = filepath.Clean(root)
 	}
-	if home != "" {
-		if abs, err := filepath.Abs(home); err == nil {
-			home = abs
-		}
-	}
+	isHome := homeTest(home)
 	var layers []string
-	add := func(dir, abs string) {
-		if abs != home {
+	add := func(dir string) {
+		if !isHome(dir) {
 			layers = append(layers, filepath.Join(dir, LayerDir))
 		}
 	}
-	add(root, absRoot)
+	add(root)
 	if workDir == "" {
 		return layers
 	}
@@ -136,10 +151,10 @@ func ProjectLayers(root, workDir, home string) []string {
 	if err != nil || rel == "." || !filepath.IsLocal(rel) {
 		return layers
 	}
-	dir, abs := root, absRoot
+	dir := root
 	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		dir, abs = filepath.Join(dir, part), filepath.Join(abs, part)
-		add(dir, abs)
+		dir = filepath.Join(dir, part)
+		add(dir)
 	}
 	return layers
 }

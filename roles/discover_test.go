@@ -108,6 +108,24 @@ func TestFindProject(t *testing.T) {
 		}
 	}
 
+	// The home directory named through a link is still the home
+	// directory: its .lean-ctx is never a project's.
+	linked := filepath.Join(dir, "linked-home")
+	if err := os.Symlink(home, linked); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ from, home string }{
+		{filepath.Join(home, "src"), linked},
+		{filepath.Join(linked, "src"), home},
+	} {
+		if root := FindProjectRoot(tt.from, tt.home); root != "" {
+			t.Errorf("from %s with home %s: root %s", tt.from, tt.home, root)
+		}
+		if got := ProjectLayers(filepath.Dir(tt.from), tt.from, tt.home); len(got) != 1 || filepath.Base(filepath.Dir(got[0])) != "src" {
+			t.Errorf("layers from %s with home %s: %v", tt.from, tt.home, got)
+		}
+	}
+
 	d := FindDirs(Locate{WorkDir: filepath.Join(repo, "pkg"), Home: home, XDGDataHome: filepath.Join(dir, "xdg")})
 	if want := []string{filepath.Join(repo, ProjectRolesDir), filepath.Join(repo, "pkg", ProjectRolesDir)}; !slices.Equal(d.Project, want) {
 		t.Errorf("project dirs %q, want %q", d.Project, want)
