@@ -1,11 +1,12 @@
 // Package app is the composition root of the harness: it finds the
-// project, reads the configuration, the roles and the custom policies,
-// cross-checks them (everything `harness check` checks, every time),
-// compiles them and prepares the policy engine; then, for the commands that
-// need them, it opens the ledger and the logs and wires the governor, the
-// gateway and the hook. Every command, the gateway, the hook and its daemon
-// start here, so that they all load the same world the same way;
-// cmd/harness only maps flags to Params and prints.
+// project and its layers (every .lean-ctx from the working directory up to
+// the root, each adding to the others), reads the configuration, the roles
+// and the custom policies, cross-checks them (everything `harness check`
+// checks, every time), compiles them and prepares the policy engine; then,
+// for the commands that need them, it opens the ledger and the logs and
+// wires the governor, the gateway and the hook. Every command, the gateway,
+// the hook and its daemon start here, so that they all load the same world
+// the same way; cmd/harness only maps flags to Params and prints.
 //
 // It holds no rule of its own: the policy decides, the governor
 // orchestrates, and the stages (roles, config, compiler, policy, budget,
@@ -68,16 +69,24 @@ type Params struct {
 type Location struct {
 	// Root is the project root, "" when there is none.
 	Root string
+	// Layers are the project's .lean-ctx directories, the root's first,
+	// then those of the directories between the root and the working
+	// directory (roles.ProjectLayers), whether they exist yet or not: the
+	// roles, policies and harness.toml of each apply.
+	Layers []string
 	// RoleDirs are the role directories, PolicyDirs the custom policies'.
 	RoleDirs   roles.Dirs
 	PolicyDirs []custom.Dir
-	// UserConfig and ProjectConfig are the harness.toml files ("" for none).
-	UserConfig, ProjectConfig string
+	// ConfigFiles are the harness.toml files.
+	ConfigFiles config.Files
 }
 
-// Locate finds the project root (given, else by walking up from the working
-// directory to the nearest .lean-ctx or .git, never the home directory) and
-// the directories and files of roles, policies and configuration.
+// Locate finds the project root (given, else the outermost directory
+// holding .git or .lean-ctx from the working directory up, never the home
+// directory), its layers, and the directories and files of roles,
+// policies and configuration. With --project DIR, the layers are DIR's
+// .lean-ctx and, when the working directory is below DIR, those of the
+// directories between, as when DIR is found.
 func Locate(p Params) (Location, error) {
 	root := p.Project
 	if root != "" {
@@ -91,30 +100,40 @@ func Locate(p Params) (Location, error) {
 	} else {
 		root = roles.FindProjectRoot(p.WorkDir, p.Home)
 	}
-	l := Location{Root: root}
-	l.RoleDirs = roles.FindDirs(roles.Locate{Project: root, Home: p.Home, XDGDataHome: p.getenv("XDG_DATA_HOME")})
+	xdg := p.getenv("XDG_DATA_HOME")
+	l := Location{Root: root, Layers: roles.ProjectLayers(root, p.WorkDir, p.Home)}
+	l.RoleDirs = roles.FindDirs(roles.Locate{Project: root, WorkDir: p.WorkDir, Home: p.Home, XDGDataHome: xdg})
 	if root == "" {
-		l.RoleDirs.Project = ""
+		l.RoleDirs.Project = nil
 	}
-	l.PolicyDirs = custom.FindDirs(root, p.Home, p.getenv("XDG_DATA_HOME"))
-	l.UserConfig, l.ProjectConfig = config.Files(p.Home, root)
+	l.PolicyDirs = custom.FindDirs(root, l.Layers, p.Home, xdg)
+	l.ConfigFiles = config.FindFiles(p.Home, root, l.Layers)
 	return l, nil
 }
 
-// Sources are the directories and files a load reads: what the gateway
-// watches and the hook daemon fingerprints, to load again when one changes.
+// Sources are the directories and files a load reads, every layer's
+// whether it exists yet or not: what the gateway watches and the hook
+// daemon fingerprints, to load again when one changes.
 func (l Location) Sources() []string {
 	var out []string
-	if l.RoleDirs.Project != "" {
-		out = append(out, l.RoleDirs.Project)
-	}
+	out = append(out, l.RoleDirs.Project...)
 	out = append(out, l.RoleDirs.User...)
 	for _, d := range l.PolicyDirs {
 		out = append(out, d.Path)
 	}
-	for _, f := range []string{l.UserConfig, l.ProjectConfig} {
-		if f != "" {
-			out = append(out, f)
+	if l.ConfigFiles.User != "" {
+		out = append(out, l.ConfigFiles.User)
+	}
+	return append(out, l.ConfigFiles.Project...)
+}
+
+// FoundLayers are the layers whose .lean-ctx directory exists, and the
+// root's in any case: what `harness check` shows.
+func (l Location) FoundLayers() []string {
+	var out []string
+	for _, layer := range l.Layers {
+		if fi, err := os.Stat(layer); layer == filepath.Join(l.Root, roles.LayerDir) || err == nil && fi.IsDir() {
+			out = append(out, layer)
 		}
 	}
 	return out
@@ -149,7 +168,7 @@ func Load(ctx context.Context, p Params) (*Harness, error) {
 
 func load(ctx context.Context, p Params, loc Location) (*Harness, error) {
 	h := &Harness{Params: p, Location: loc}
-	cfg, cfgErr := config.Load(loc.UserConfig, loc.ProjectConfig)
+	cfg, cfgErr := config.Load(loc.ConfigFiles)
 	set, rolesErr := roles.Load(loc.RoleDirs)
 	mods, modsErr := custom.Load(loc.PolicyDirs)
 	var policyErr error // when nothing else loads, the policies' own problems too
@@ -239,9 +258,9 @@ func (h *Harness) protectedPaths() []string {
 			paths = append(paths, filepath.Dir(log))
 		}
 	}
+	paths = append(paths, h.Layers...)
 	if h.Root != "" {
-		paths = append(paths, filepath.Join(h.Root, ".lean-ctx"),
-			filepath.Join(h.Root, ".claude", "settings.json"), filepath.Join(h.Root, ".claude", "settings.local.json"))
+		paths = append(paths, filepath.Join(h.Root, ".claude", "settings.json"), filepath.Join(h.Root, ".claude", "settings.local.json"))
 	}
 	paths = append(paths, h.Config.ProtectPaths...)
 	var out []string

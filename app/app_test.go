@@ -13,6 +13,7 @@ import (
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/internal/strict"
+	"github.com/agentharness/harness/roles"
 )
 
 // files writes files (path relative to root → content).
@@ -38,32 +39,124 @@ func TestLocate(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	project := filepath.Join(home, "src", "app")
-	files(t, project, map[string]string{".git": "", "pkg/x.go": ""})
+	files(t, project, map[string]string{".git": "", "pkg/x.go": "", "pkg/.lean-ctx/harness.toml": ""})
 	loc, err := Locate(params(home, filepath.Join(project, "pkg"), map[string]string{"XDG_DATA_HOME": filepath.Join(home, "data")}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	pkg := filepath.Join(project, "pkg")
 	want := []string{
 		filepath.Join(project, ".lean-ctx", "roles"),
+		filepath.Join(pkg, ".lean-ctx", "roles"),
 		filepath.Join(home, ".lean-ctx", "roles"),
 		filepath.Join(home, "data", "lean-ctx", "roles"),
 		filepath.Join(project, ".lean-ctx", "policies"),
+		filepath.Join(pkg, ".lean-ctx", "policies"),
 		filepath.Join(home, ".lean-ctx", "policies"),
 		filepath.Join(home, "data", "lean-ctx", "policies"),
 		filepath.Join(home, ".lean-ctx", "harness.toml"),
 		filepath.Join(project, ".lean-ctx", "harness.toml"),
+		filepath.Join(pkg, ".lean-ctx", "harness.toml"),
 	}
 	if loc.Root != project || !slices.Equal(loc.Sources(), want) {
 		t.Errorf("root %s, sources:\n%s\nwant:\n%s", loc.Root, strings.Join(loc.Sources(), "\n"), strings.Join(want, "\n"))
 	}
+	if layers := []string{filepath.Join(project, ".lean-ctx"), filepath.Join(pkg, ".lean-ctx")}; !slices.Equal(loc.Layers, layers) || !slices.Equal(loc.FoundLayers(), layers) {
+		t.Errorf("layers %v, found %v", loc.Layers, loc.FoundLayers())
+	}
+	// A layer that does not exist yet is watched, not shown.
+	loc, _ = Locate(params(home, filepath.Join(project, "pkg", "deeper"), nil))
+	if n := len(loc.Sources()); n != 11+3 || len(loc.FoundLayers()) != 2 {
+		t.Errorf("%d sources, found layers %v", n, loc.FoundLayers())
+	}
+	// --project names the root: the layers between it and the working
+	// directory apply as when it is found.
+	p := params(home, pkg, nil)
+	p.Project = project
+	if loc, err := Locate(p); err != nil || len(loc.Layers) != 2 || loc.Root != project {
+		t.Errorf("--project from below it: %+v %v", loc, err)
+	}
 	// The home directory is never a project: its .lean-ctx holds the user's files.
-	if loc, _ := Locate(params(home, home, nil)); loc.Root != "" || loc.RoleDirs.Project != "" || loc.ProjectConfig != "" {
+	if loc, _ := Locate(params(home, home, nil)); loc.Root != "" || loc.RoleDirs.Project != nil || loc.ConfigFiles.Project != nil || loc.Layers != nil {
 		t.Errorf("home as a project: %+v", loc)
 	}
-	p := params(home, home, nil)
+	p = params(home, home, nil)
 	p.Project = filepath.Join(home, "missing")
 	if _, err := Locate(p); err == nil || !strings.Contains(err.Error(), "--project") {
 		t.Errorf("a missing --project: %v", err)
+	}
+}
+
+// A .lean-ctx made in a subdirectory adds to the repository's rules and
+// never hides them: its roles, policies and configuration apply beside
+// the root's, and a name is defined once.
+func TestNestedLayers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	policy, err := os.ReadFile("../examples/policies/destructive_shell.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repoFiles := map[string]string{
+		".git/HEAD":                           "ref: refs/heads/main\n",
+		".lean-ctx/roles/team.toml":           "[role]\ninherits = \"coder\"\n",
+		".lean-ctx/policies/destructive.rego": string(policy),
+		".lean-ctx/harness.toml":              "[tools]\nshell = [\"run\"]\n",
+	}
+	tests := []struct {
+		name   string
+		nested map[string]string // files of repo/pkg
+		roles  []string          // the project's roles
+		custom int
+		shell  []string
+		want   string // an error
+	}{
+		{name: "an empty nested .lean-ctx", nested: map[string]string{".lean-ctx/.keep": ""},
+			roles: []string{"team"}, custom: 1, shell: []string{"ctx_shell", "ctx_execute", "run"}},
+		{name: "a nested layer of its own", nested: map[string]string{
+			".lean-ctx/roles/pkg.toml":            "[role]\ninherits = \"team\"\n",
+			".lean-ctx/policies/destructive.rego": strings.Replace(string(policy), "custom.destructive_shell", "custom.pkg_destructive_shell", 1),
+			".lean-ctx/harness.toml":              "[tools]\nshell = [\"pkg_run\"]\n",
+		}, roles: []string{"pkg", "team"}, custom: 2, shell: []string{"ctx_shell", "ctx_execute", "run", "pkg_run"}},
+		{name: "a nested layer taking the root's name", nested: map[string]string{".lean-ctx/roles/team.toml": "[role]\ninherits = \"reviewer\"\n"},
+			want: `pkg/.lean-ctx/roles/team.toml:1:1: role "team" is already defined by REPO/.lean-ctx/roles/team.toml (project)`},
+		{name: "a nested layer loosening the configuration", nested: map[string]string{".lean-ctx/harness.toml": "[enforcement]\nmode = \"shadow\"\n"},
+			want: `pkg/.lean-ctx/harness.toml:2:1: enforcement.mode may only be set in the user's harness.toml`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			repo := filepath.Join(home, "repo")
+			files(t, repo, repoFiles)
+			files(t, filepath.Join(repo, "pkg"), tt.nested)
+			h, err := Load(ctx, params(home, filepath.Join(repo, "pkg"), nil))
+			if tt.want != "" {
+				if want := strings.ReplaceAll(tt.want, "REPO", repo); err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%v\nwant …%s…", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var project []string
+			for _, r := range h.Roles.All() {
+				if r.Source == roles.SourceProject {
+					project = append(project, r.Name)
+				}
+			}
+			if h.Root != repo || h.Project() != repo || !slices.Equal(project, tt.roles) || len(h.Custom) != tt.custom || !slices.Equal(h.Config.ShellTools, tt.shell) {
+				t.Errorf("root %s, roles %v, %d custom, shell %v", h.Root, project, len(h.Custom), h.Config.ShellTools)
+			}
+			for _, tool := range tt.shell {
+				d, err := h.Engine.Decide(ctx, contract.Input{Role: "team", Tool: tool, Project: h.Project(),
+					Arguments: map[string]any{"command": "git push --force origin main"}})
+				if err != nil || d.Decision != contract.Deny || d.Reasons[0].Code != contract.CodePolicy {
+					t.Errorf("a force push through %s from repo/pkg: %+v %v", tool, d, err)
+				}
+			}
+		})
 	}
 }
 
@@ -255,5 +348,29 @@ func TestCheckAddr(t *testing.T) {
 		if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s remote=%v tokens=%d: %v, want %q", tt.addr, tt.remote, tt.tokens, err, tt.want)
 		}
+	}
+}
+
+// A project's .lean-ctx that links out of the project is refused once,
+// naming the link, whatever reads it (roles, policies, configuration).
+func TestLayerLinkingOut(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	repo := filepath.Join(home, "repo")
+	files(t, home, map[string]string{
+		"repo/.git/HEAD":                    "",
+		"elsewhere/roles/admin2.toml":       "[role]\ninherits = \"admin\"\n",
+		"elsewhere/policies/allow.rego":     "package harness.custom.allow\n",
+		"elsewhere/harness.toml":            "[tools]\nshell = [\"x\"]\n",
+		"repo/pkg/.lean-ctx/roles/pkg.toml": "[role]\n",
+	})
+	if err := os.Symlink(filepath.Join(home, "elsewhere"), filepath.Join(repo, ".lean-ctx")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(context.Background(), params(home, filepath.Join(repo, "pkg"), nil))
+	var list strict.ErrorList
+	if !errors.As(err, &list) || len(list) != 1 || list[0].File != filepath.Join(repo, ".lean-ctx") ||
+		!strings.Contains(list[0].Msg, "refused: a symbolic link that leads out of the project root") || strings.Contains(err.Error(), "elsewhere") {
+		t.Errorf("%v", err)
 	}
 }

@@ -5,17 +5,15 @@
 // line and column.
 //
 // The user's file (~/.lean-ctx/harness.toml) may set everything. A
-// project's file (.lean-ctx/harness.toml in the repository) may only add
-// shell tools: an agent that can edit its repository must not be able to
-// loosen its own governance (turn on shadow mode, exempt a tool, point the
-// ledger elsewhere, lower prices).
+// project's files (the harness.toml of each of its .lean-ctx layers) may
+// only add shell tools and log masks: an agent that can edit its
+// repository must not be able to loosen its own governance (turn on shadow
+// mode, exempt a tool, point the ledger elsewhere, lower prices).
 package config
 
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -23,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/internal/confine"
 	"github.com/agentharness/harness/internal/strict"
 	"github.com/agentharness/harness/pricing"
 	"github.com/agentharness/harness/roles"
@@ -182,24 +181,64 @@ func Default() Config {
 	}
 }
 
-// Load reads the user's file (userFile, e.g. ~/.lean-ctx/harness.toml) and
-// the project's (projectFile), either of which may be "" or missing.
-func Load(userFile, projectFile string) (Config, error) {
+// Files are the harness.toml files of a load: the user's and those of the
+// project's layers.
+type Files struct {
+	// User is the user's file (~/.lean-ctx/harness.toml), or "".
+	User string
+	// Root is the project root: no project file is read through a
+	// symbolic link that leads out of it, or out of the file's .lean-ctx
+	// directory. Without it, each project file is held to its directory.
+	Root string
+	// Project are the files of the project's layers
+	// (<layer>/harness.toml), the root's first. Each may only add shell
+	// tools and log masks.
+	Project []string
+}
+
+// FindFiles returns where the user's and the project's harness.toml are,
+// for a home directory and the project root and its layers (the .lean-ctx
+// directories of roles.ProjectLayers); any may be empty.
+func FindFiles(home, root string, layers []string) Files {
+	f := Files{Root: root}
+	if home != "" {
+		f.User = filepath.Join(home, ".lean-ctx", FileName)
+	}
+	for _, layer := range layers {
+		f.Project = append(f.Project, filepath.Join(layer, FileName))
+	}
+	return f
+}
+
+// Load reads the user's file and the project's, any of which may be
+// missing: the user's sets everything, each of the project's only adds.
+func Load(files Files) (Config, error) {
 	c := Default()
 	var errs strict.ErrorList
-	for _, f := range []struct {
+	type file struct {
 		path    string
 		project bool
-	}{{userFile, false}, {projectFile, true}} {
-		if f.path == "" || (f.project && f.path == userFile) {
+	}
+	all := []file{{files.User, false}}
+	for _, p := range files.Project {
+		all = append(all, file{p, true})
+	}
+	for _, f := range all {
+		if f.path == "" || (f.project && f.path == files.User) {
 			continue
 		}
-		src, err := os.ReadFile(f.path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+		root := ""
+		if f.project {
+			if root = files.Root; root == "" {
+				root = filepath.Dir(f.path)
+			}
 		}
+		src, ok, err := confine.ReadFile(root, f.path)
 		if err != nil {
-			errs = append(errs, &strict.Error{File: f.path, Msg: fmt.Sprintf("cannot read: %v", err)})
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
 			continue
 		}
 		errs = append(errs, c.apply(f.path, src, f.project)...)
@@ -284,7 +323,7 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 			for _, name := range strict.SortedKeys(table) {
 				key, err := c.setAgent(name, table[name])
 				if err != nil {
-					fail(key, "%s: %v", key, err)
+					fail(key, "%s: %v", strict.Cut(key), err)
 					continue
 				}
 				for _, key := range strict.SortedKeys(table[name].(map[string]any)) {
@@ -347,7 +386,7 @@ func (c *Config) set(path string, v any, project bool) error {
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 || (d > 0 && d < time.Second) {
-			return fmt.Errorf("%q: want a duration of at least 1s, such as \"720h\", or \"0\" to keep counters forever", s)
+			return fmt.Errorf("%s: want a duration of at least 1s, such as \"720h\", or \"0\" to keep counters forever", strict.Quote(s))
 		}
 		c.LedgerTTL = d
 	case "enforcement.mode":
@@ -476,7 +515,7 @@ func (c *Config) set(path string, v any, project bool) error {
 		for k, x := range m {
 			s, ok := x.(string)
 			if !ok || s == "" {
-				return fmt.Errorf("%s: %w", k, strict.WantType("a tool name", x))
+				return fmt.Errorf("%s: %w", strict.Cut(k), strict.WantType("a tool name", x))
 			}
 			c.HookTools[k] = s
 		}
@@ -521,20 +560,20 @@ func (c *Config) setUpstreams(v any) error {
 				for k, val := range m {
 					s, ok := val.(string)
 					if !ok {
-						err = fmt.Errorf("env.%s: %w", k, strict.WantType("a string", val))
+						err = fmt.Errorf("env.%s: %w", strict.Cut(k), strict.WantType("a string", val))
 						break
 					}
 					u.Env[k] = s
 				}
 			default:
-				msg := fmt.Sprintf("unknown key %q", key)
+				msg := fmt.Sprintf("unknown key %s", strict.Quote(key))
 				if s := strict.Suggest(key, []string{"name", "command", "args", "env", "url"}); s != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", s)
 				}
 				err = errors.New(msg)
 			}
 			if err != nil {
-				return fmt.Errorf("%d: %s: %w", i+1, key, err)
+				return fmt.Errorf("%d: %s: %w", i+1, strict.Cut(key), err)
 			}
 		}
 		switch {
@@ -578,7 +617,7 @@ func (c *Config) setTokens(v any) error {
 		for _, key := range strict.SortedKeys(t) {
 			s, ok := t[key].(string)
 			if !ok || s == "" {
-				return fmt.Errorf("%d: %s: %w", i+1, key, strict.WantType("a non-empty string", t[key]))
+				return fmt.Errorf("%d: %s: %w", i+1, strict.Cut(key), strict.WantType("a non-empty string", t[key]))
 			}
 			switch key {
 			case "agent":
@@ -589,7 +628,7 @@ func (c *Config) setTokens(v any) error {
 				tok.SHA256 = s
 			case "role", "max_role":
 				if !roles.ValidName(s) {
-					return fmt.Errorf("%d: %s: %q is not a role name", i+1, key, s)
+					return fmt.Errorf("%d: %s: %s is not a role name", i+1, key, strict.Quote(s))
 				}
 				if key == "role" {
 					tok.Role = s
@@ -597,7 +636,7 @@ func (c *Config) setTokens(v any) error {
 					tok.MaxRole = s
 				}
 			default:
-				return fmt.Errorf("%d: unknown key %q (want agent, token or token_sha256, role, max_role)", i+1, key)
+				return fmt.Errorf("%d: unknown key %s (want agent, token or token_sha256, role, max_role)", i+1, strict.Quote(key))
 			}
 		}
 		switch {
@@ -639,7 +678,7 @@ func (c *Config) setAgent(name string, v any) (string, error) {
 			continue
 		case "role", "max_role":
 		default:
-			msg := fmt.Sprintf("unknown key %q (want role, max_role, budget)", key)
+			msg := fmt.Sprintf("unknown key %s (want role, max_role, budget)", strict.Quote(key))
 			if s := strict.Suggest(key, []string{"role", "max_role", "budget"}); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
@@ -732,7 +771,7 @@ func (c *Config) setModels(v any) error {
 	for _, name := range strict.SortedKeys(models) {
 		m, ok := models[name].(map[string]any)
 		if !ok {
-			return fmt.Errorf("model %q: %w", name, strict.WantType("a table", models[name]))
+			return fmt.Errorf("model %s: %w", strict.Quote(name), strict.WantType("a table", models[name]))
 		}
 		var p pricing.Price
 		for _, key := range strict.SortedKeys(m) {
@@ -743,7 +782,7 @@ func (c *Config) setModels(v any) error {
 			case "output_usd_per_mtok":
 				dst = &p.OutputMicrosPerMTok
 			default:
-				msg := fmt.Sprintf("model %q: unknown key %q", name, key)
+				msg := fmt.Sprintf("model %s: unknown key %s", strict.Quote(name), strict.Quote(key))
 				if s := strict.Suggest(key, []string{"input_usd_per_mtok", "output_usd_per_mtok"}); s != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", s)
 				}
@@ -751,13 +790,13 @@ func (c *Config) setModels(v any) error {
 			}
 			micros, err := strict.Micros(m[key], "a price in US dollars", 1e6)
 			if err != nil {
-				return fmt.Errorf("model %q: %s: %w", name, key, err)
+				return fmt.Errorf("model %s: %s: %w", strict.Quote(name), key, err)
 			}
 			*dst = micros
 		}
 		for _, key := range []string{"input_usd_per_mtok", "output_usd_per_mtok"} {
 			if _, ok := m[key]; !ok {
-				return fmt.Errorf("model %q: %s is missing", name, key)
+				return fmt.Errorf("model %s: %s is missing", strict.Quote(name), key)
 			}
 		}
 		c.Prices.Models[name] = p
@@ -791,16 +830,4 @@ func toolNames(v any) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-// Files returns where the user's and the project's harness.toml are, for a
-// home directory and a project root (either may be "").
-func Files(home, projectRoot string) (user, project string) {
-	if home != "" {
-		user = filepath.Join(home, ".lean-ctx", FileName)
-	}
-	if projectRoot != "" {
-		project = filepath.Join(projectRoot, ".lean-ctx", FileName)
-	}
-	return user, project
 }

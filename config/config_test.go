@@ -92,7 +92,7 @@ max_files = 2
 mask = ["/arguments/password"]
 `)
 	project := write(t, "[tools]\nshell = [\"mcp__exec__run\", \"bash\"]\n[log]\nmask = [\"/arguments/token\", \"/arguments/password\"]\n")
-	c, err := Load(user, project)
+	c, err := Load(Files{User: user, Project: []string{project}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ mask = ["/arguments/password"]
 
 func TestDefaults(t *testing.T) {
 	t.Parallel()
-	c, err := Load(filepath.Join(t.TempDir(), "missing.toml"), "")
+	c, err := Load(Files{User: filepath.Join(t.TempDir(), "missing.toml"), Project: []string{filepath.Join(t.TempDir(), "missing.toml")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Load(write(t, tt.user), write(t, tt.project))
+			_, err := Load(Files{User: write(t, tt.user), Project: []string{write(t, tt.project)}})
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -219,7 +219,7 @@ func TestErrors(t *testing.T) {
 // policy's deadline; omitted budget keys take their defaults.
 func TestAgentBudgetsAndProtection(t *testing.T) {
 	t.Parallel()
-	c, err := Load(write(t, `
+	c, err := Load(Files{User: write(t, `
 [agents."*".budget]
 max_cost_usd = 20
 
@@ -242,7 +242,7 @@ paths = ["/srv/secrets/", "/etc/harness"]
 
 [policy]
 timeout = "50ms"
-`), "")
+`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,5 +261,96 @@ timeout = "50ms"
 	d := Default()
 	if d.ProtectOff || d.PolicyTimeout != DefaultPolicyTimeout || len(d.AgentBudgets) != 0 || !slices.Contains(d.EditTools, "ctx_edit") {
 		t.Errorf("defaults: %+v", d)
+	}
+}
+
+// Every layer of a project adds to the configuration, and each is held to
+// the project's keys.
+func TestProjectLayers(t *testing.T) {
+	t.Parallel()
+	user := write(t, "[tools]\nshell = [\"bash\"]\n")
+	root := write(t, "[tools]\nshell = [\"root_exec\"]\n[log]\nmask = [\"/arguments/a\"]\n")
+	nested := write(t, "[tools]\nshell = [\"pkg_exec\", \"bash\"]\n[log]\nmask = [\"/arguments/b\"]\n")
+	c, err := Load(Files{User: user, Project: []string{root, filepath.Join(t.TempDir(), "missing.toml"), nested}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.ShellTools, []string{"bash", "root_exec", "pkg_exec"}) || !slices.Equal(c.Mask, []string{"/arguments/a", "/arguments/b"}) ||
+		!slices.Equal(c.Files, []string{user, root, nested}) {
+		t.Errorf("shell %v, mask %v, files %v", c.ShellTools, c.Mask, c.Files)
+	}
+	bad := write(t, "[enforcement]\nmode = \"shadow\"\n")
+	_, err = Load(Files{User: user, Project: []string{root, bad}})
+	if err == nil || !strings.HasPrefix(err.Error(), bad+":2:1: enforcement.mode may only be set in the user's harness.toml") {
+		t.Errorf("a nested layer loosening governance: %v", err)
+	}
+	if f := FindFiles("/home/u", "/r", []string{"/r/.lean-ctx", "/r/pkg/.lean-ctx"}); f.User != "/home/u/.lean-ctx/harness.toml" || f.Root != "/r" ||
+		!slices.Equal(f.Project, []string{"/r/.lean-ctx/harness.toml", "/r/pkg/.lean-ctx/harness.toml"}) {
+		t.Errorf("FindFiles: %+v", f)
+	}
+}
+
+// A project's harness.toml that links out of the project is refused,
+// naming the link and nothing of its target; the user's may link
+// anywhere.
+func TestProjectFileStaysInside(t *testing.T) {
+	t.Parallel()
+	const secret = "AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	os.MkdirAll(outside, 0o755)
+	os.WriteFile(filepath.Join(outside, "credentials"), []byte("aws_secret_access_key = "+secret+"\n"), 0o644)
+	os.WriteFile(filepath.Join(outside, "harness.toml"), []byte("[enforcement]\nmode = \"shadow\"\n"), 0o644)
+	root := filepath.Join(dir, "repo")
+	user := filepath.Join(dir, "home", ".lean-ctx", FileName)
+	project := filepath.Join(root, ".lean-ctx", FileName)
+	for link, target := range map[string]string{project: filepath.Join(outside, "credentials"), user: filepath.Join(outside, "harness.toml")} {
+		os.MkdirAll(filepath.Dir(link), 0o755)
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Load(Files{User: user, Root: root, Project: []string{project}})
+	if err == nil || !strings.HasPrefix(err.Error(), project+": refused: a symbolic link that leads out of") || strings.Contains(err.Error(), secret[:8]) || strings.Contains(err.Error(), "credentials") {
+		t.Errorf("a project file linking out: %v", err)
+	}
+	c, err := Load(Files{User: user, Root: root})
+	if err != nil || c.Mode != Shadow {
+		t.Errorf("a user's file may be a link: %+v %v", c, err)
+	}
+}
+
+// No error of a harness.toml quotes more of it than the offending token,
+// and that cut short: a long value, key or name is not printed whole.
+func TestErrorsQuoteLittle(t *testing.T) {
+	t.Parallel()
+	const secret = "AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	q := `"` + secret + `"`
+	for _, tt := range []struct{ name, user, project string }{
+		{"a duration", "[ledger]\nttl = " + q + "\n", ""},
+		{"a mode", "[enforcement]\nmode = " + q + "\n", ""},
+		{"a default role", "[enforcement]\ndefault_role = " + q + "\n", ""},
+		{"a shell tool", "", "[tools]\nshell = [" + q[:20] + " " + q[20:] + "]\n"},
+		{"a log mask", "", "[log]\nmask = [" + q + "]\n"},
+		{"a gateway prefix", "[gateway]\nprefix = " + q + "\n", ""},
+		{"a hook permission", "[hook]\nallow = " + q + "\n", ""},
+		{"a hook tool's key", "[hook.tools]\n" + q + " = 1\n", ""},
+		{"a model's name", "[cost.models." + q + "]\nprice = 1\n", ""},
+		{"a model's key", "[cost.models.m]\n" + q + " = 1\n", ""},
+		{"an agent's name", "[agents." + q + "]\n", ""},
+		{"an agent's key", "[agents.a]\n" + q + " = \"coder\"\n", ""},
+		{"an agent's role", "[agents.a]\nrole = " + q + "\n", ""},
+		{"an upstream's key", "[[upstream]]\nname = \"u\"\n" + q + " = 1\n", ""},
+		{"an upstream's env", "[[upstream]]\nname = \"u\"\ncommand = \"x\"\nenv = {" + q + " = 1}\n", ""},
+		{"a token's key", "[[gateway.tokens]]\nagent = \"a\"\n" + q + " = 1\n", ""},
+		{"a token's role", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"0123456789abcdef\"\nrole = " + q + "\n", ""},
+		{"an unknown key", "[ledger]\n" + q + " = 1\n", ""},
+		{"an unknown key of a project", "", "[ledger]\n" + q + " = 1\n"},
+		{"a bare value", "[ledger]\nurl = " + secret + "\n", ""},
+	} {
+		_, err := Load(Files{User: write(t, tt.user), Project: []string{write(t, tt.project)}})
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: %v", tt.name, err)
+		}
 	}
 }

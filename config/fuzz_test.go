@@ -19,7 +19,7 @@ func FuzzConfig(f *testing.F) {
 		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := Load(path, "")
+		c, err := Load(Files{User: path})
 		if err != nil {
 			if !strings.Contains(err.Error(), path) {
 				t.Fatalf("error does not name the file: %v", err)

@@ -1,20 +1,19 @@
 // Package custom finds the custom Rego policies of a project and of the
 // user: the *.rego files (policies, and their *_test.rego tests) in the
-// project's .lean-ctx/policies/ and the user's ~/.lean-ctx/policies/ and
-// $XDG_DATA_HOME/lean-ctx/policies/. It only reads files; the policy
+// policies/ directory of each of the project's .lean-ctx layers and in the
+// user's ~/.lean-ctx/policies/ and $XDG_DATA_HOME/lean-ctx/policies/. It only reads files; the policy
 // package checks and compiles them.
 package custom
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/internal/confine"
 	"github.com/agentharness/harness/internal/strict"
 )
 
@@ -22,23 +21,36 @@ import (
 type Dir struct {
 	Path   string
 	Bundle string // e.g. "policies/project"
+	// Root is, for a project's directory, the project root: no file is read
+	// through a symbolic link that leads out of it, or out of Path (see
+	// internal/confine). "" for the user's directories, whose links are
+	// followed.
+	Root string
 }
 
-// FindDirs returns the policy directories for a project root and a home
-// directory (either may be ""), project first.
-func FindDirs(root, home, xdgDataHome string) []Dir {
+// FindDirs returns the policy directories of a project's layers (the
+// .lean-ctx directories of roles.ProjectLayers, below root) and of the
+// user (home and xdgDataHome may be ""), the project's first. Each has its
+// own bundle folder: "policies/project" for the root's layer,
+// "policies/project/<dir>" for the layer of the directory <dir> below it,
+// "policies/user" and "policies/user-data" for the user's.
+func FindDirs(root string, layers []string, home, xdgDataHome string) []Dir {
 	var dirs []Dir
-	if root != "" {
-		dirs = append(dirs, Dir{filepath.Join(root, ".lean-ctx", "policies"), "policies/project"})
+	for _, layer := range layers {
+		bundle := "policies/project"
+		if rel, err := filepath.Rel(root, filepath.Dir(layer)); err == nil && rel != "." {
+			bundle += "/" + filepath.ToSlash(rel)
+		}
+		dirs = append(dirs, Dir{Path: filepath.Join(layer, "policies"), Bundle: bundle, Root: root})
 	}
 	if home != "" {
-		dirs = append(dirs, Dir{filepath.Join(home, ".lean-ctx", "policies"), "policies/user"})
+		dirs = append(dirs, Dir{Path: filepath.Join(home, ".lean-ctx", "policies"), Bundle: "policies/user"})
 		if xdgDataHome == "" {
 			xdgDataHome = filepath.Join(home, ".local", "share")
 		}
 	}
 	if xdgDataHome != "" {
-		dirs = append(dirs, Dir{filepath.Join(xdgDataHome, "lean-ctx", "policies"), "policies/user-data"})
+		dirs = append(dirs, Dir{Path: filepath.Join(xdgDataHome, "lean-ctx", "policies"), Bundle: "policies/user-data"})
 	}
 	return dirs
 }
@@ -48,24 +60,10 @@ func Load(dirs []Dir) ([]compiler.Module, error) {
 	var mods []compiler.Module
 	var errs strict.ErrorList
 	for _, d := range dirs {
-		entries, err := os.ReadDir(d.Path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, &strict.Error{File: d.Path, Msg: fmt.Sprintf("cannot read policy directory: %v", err)})
-			continue
-		}
-		for _, e := range entries {
-			if e.IsDir() || !strings.HasSuffix(e.Name(), ".rego") {
-				continue
-			}
-			m, err := read(filepath.Join(d.Path, e.Name()), d.Bundle+"/"+e.Name())
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			mods = append(mods, m)
+		files, e := confine.ReadDir(d.Root, d.Path, ".rego")
+		errs = append(errs, e...)
+		for _, f := range files {
+			mods = append(mods, compiler.Module{Name: d.Bundle + "/" + filepath.Base(f.Path), File: f.Path, Source: f.Src})
 		}
 	}
 	return mods, errs.Err()
@@ -106,9 +104,12 @@ func read(path, name string) (compiler.Module, *strict.Error) {
 	if !strings.HasSuffix(path, ".rego") {
 		return compiler.Module{}, &strict.Error{File: path, Msg: "not a .rego file"}
 	}
-	src, err := os.ReadFile(path)
+	src, ok, err := confine.ReadFile("", path)
 	if err != nil {
-		return compiler.Module{}, &strict.Error{File: path, Msg: fmt.Sprintf("cannot read: %v", err)}
+		return compiler.Module{}, err
+	}
+	if !ok {
+		return compiler.Module{}, &strict.Error{File: path, Msg: "cannot read: no such file"}
 	}
 	return compiler.Module{Name: name, File: path, Source: src}, nil
 }

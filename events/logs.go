@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -114,6 +115,13 @@ func (l *DecisionLog) Log(e Entry, input, result any) error {
 	e.Input, e.Erased = in, erased
 	if e.Labels == nil {
 		e.Labels = l.labels
+	} else { // the entry's own labels (the client that asked) beside the log's
+		labels := maps.Clone(l.labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		maps.Copy(labels, e.Labels)
+		e.Labels = labels
 	}
 	b, err := json.Marshal(e)
 	if err != nil {

@@ -136,6 +136,10 @@ type Call struct {
 	// Arguments are the tool's arguments, as the agent sent them: an
 	// object, nil for none; anything else is refused as malformed.
 	Arguments any
+	// Client is what the agent's client says of itself (MCP clientInfo,
+	// "name/version"): recorded as a label of the decision-log entry,
+	// never used to decide who the agent is.
+	Client string
 	// Role is the role a new session starts in; "" for the default. A
 	// session that has a role keeps it.
 	Role string
@@ -327,7 +331,7 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 		at := g.now()
 		o.DecisionID = events.NewID(at)
 		record := func() {
-			g.recordDecision(o, at, in, elapsed)
+			g.recordDecision(o, at, in, elapsed, call.Client)
 			if o.Reserved {
 				before := o.Counters
 				before.Shell--

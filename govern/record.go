@@ -21,14 +21,20 @@ type loggedInput struct {
 	ShellPolicy string `json:"shell_policy"`
 }
 
-// logEntry writes the decision-log entry of the decision id, made at.
-func (g *Governor) logEntry(id string, at time.Time, path string, input, result any, elapsed time.Duration, shadow bool) {
+// logEntry writes the decision-log entry of the decision id, made at, for
+// a client (its name and version, "" when unknown).
+func (g *Governor) logEntry(id string, at time.Time, path string, input, result any, elapsed time.Duration, shadow bool, client string) {
 	if g.decisions != nil {
+		var labels map[string]string
+		if client != "" {
+			labels = map[string]string{"client": client}
+		}
 		err := g.decisions.Log(events.Entry{
 			DecisionID: id,
 			Path:       path,
 			Timestamp:  at.UTC(),
 			Metrics:    map[string]int64{"timer_rego_query_eval_ns": elapsed.Nanoseconds()},
+			Labels:     labels,
 			Shadow:     shadow,
 		}, input, result)
 		if err != nil {
@@ -39,9 +45,9 @@ func (g *Governor) logEntry(id string, at time.Time, path string, input, result 
 
 // recordDecision writes the decision log entry and, for a deny, the
 // PolicyViolation event.
-func (g *Governor) recordDecision(o Outcome, at time.Time, in contract.Input, elapsed time.Duration) {
+func (g *Governor) recordDecision(o Outcome, at time.Time, in contract.Input, elapsed time.Duration, client string) {
 	d := o.Decision
-	g.logEntry(o.DecisionID, at, "harness/decision", loggedInput{in, d.ShellPolicy}, d, elapsed, g.shadow)
+	g.logEntry(o.DecisionID, at, "harness/decision", loggedInput{in, d.ShellPolicy}, d, elapsed, g.shadow, client)
 	if d.Allowed {
 		return
 	}

@@ -66,7 +66,7 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 		}
 		at := g.now()
 		o.DecisionID = events.NewID(at)
-		g.logEntry(o.DecisionID, at, "harness/switch", in, d, elapsed, false)
+		g.logEntry(o.DecisionID, at, "harness/switch", in, d, elapsed, false, "")
 		if !o.Switched {
 			o.Status, _ = r.Engine.Status(ctx, statusInput(k, cur, period))
 			g.emit(events.Event{Type: events.PolicyViolation, Session: k.Session, Agent: k.Agent, Role: cur.Role,

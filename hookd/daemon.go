@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -105,7 +106,7 @@ func Serve(ctx context.Context, o Options) error {
 // daemon keeps the loads of the projects it has answered for.
 type daemon struct {
 	mu    sync.Mutex
-	loads map[string]*project // by project root and environment
+	loads map[string]*project // by project root, layers and environment
 }
 
 // project is the current load of one project, and the fingerprint of the
@@ -148,7 +149,7 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 	if err != nil {
 		return Failure(req.Payload, err)
 	}
-	key := loc.Root + "\x00" + fmt.Sprint(req.Env)
+	key := strings.Join(append([]string{loc.Root}, loc.Layers...), "\x00") + "\x00" + fmt.Sprint(req.Env)
 	d.mu.Lock()
 	proj, ok := d.loads[key]
 	if !ok {

@@ -295,3 +295,32 @@ func TestFailure(t *testing.T) {
 		t.Errorf("PostToolUse: %+v", post)
 	}
 }
+
+// From a subdirectory with a .lean-ctx of its own, the repository's rules
+// still apply, and each directory keeps its own load.
+func TestDaemonNestedLayers(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	if err := os.MkdirAll(filepath.Join(w.project, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(w.project, ".lean-ctx", "policies", "no_tests.rego")
+	if err := os.MkdirAll(filepath.Dir(policy), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(policy, []byte("package harness.custom.no_tests\n\ndeny contains \"no tests here\" if input.arguments.command == \"go test ./...\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(w.project, "pkg")
+	if err := os.MkdirAll(filepath.Join(pkg, ".lean-ctx", "roles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock, _ := serve(t, Options{})
+	for i, dir := range []string{pkg, w.project, pkg} {
+		sub := world{home: w.home, project: dir}
+		r, ok := Call(sock, sub.request(t, "PreToolUse", "n"+strconv.Itoa(i)))
+		if !ok || decision(t, r) != "deny" || !strings.Contains(string(r.Stdout), "no tests here") {
+			t.Errorf("call %d, from %s: %+v", i, dir, r)
+		}
+	}
+}

@@ -37,10 +37,10 @@ func checkPackages(custom []compiler.Module) strict.ErrorList {
 		case test && strings.HasPrefix(pkg, "harness."):
 		case test:
 			errs = append(errs, &strict.Error{File: m.Location(), Line: line, Col: 1,
-				Msg: fmt.Sprintf("package %s: a test must be in a package under harness (e.g. package %s<name>_test)", pkg, CustomPrefix)})
+				Msg: fmt.Sprintf("package %s: a test must be in a package under harness (e.g. package %s<name>_test)", strict.Clip(pkg), CustomPrefix)})
 		case !isCustom || name == "" || strings.Contains(name, "."):
 			errs = append(errs, &strict.Error{File: m.Location(), Line: line, Col: 1,
-				Msg: fmt.Sprintf("package %s: a custom policy must be package %s<name>, one name (it may only add deny and warn rules)", pkg, CustomPrefix)})
+				Msg: fmt.Sprintf("package %s: a custom policy must be package %s<name>, one name (it may only add deny and warn rules)", strict.Clip(pkg), CustomPrefix)})
 		}
 	}
 	return errs
@@ -53,9 +53,12 @@ func regoErrors(err error) strict.ErrorList {
 	if errors.As(err, &list) {
 		out := make(strict.ErrorList, 0, len(list))
 		for _, e := range list {
-			se := &strict.Error{Msg: e.Message}
+			// The message may print terms of the file (an undefined
+			// reference with its literals): cut what it quotes. Details,
+			// which hold whole lines of the file, are left out.
+			se := &strict.Error{Msg: strict.Clip(e.Message)}
 			if e.Code != "" {
-				se.Msg = e.Code + ": " + e.Message
+				se.Msg = e.Code + ": " + se.Msg
 			}
 			if e.Location != nil {
 				se.File, se.Line, se.Col = e.Location.File, e.Location.Row, e.Location.Col
@@ -64,5 +67,5 @@ func regoErrors(err error) strict.ErrorList {
 		}
 		return out.Sort()
 	}
-	return strict.ErrorList{{Msg: err.Error()}}
+	return strict.ErrorList{{Msg: strict.Clip(err.Error())}}
 }

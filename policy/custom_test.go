@@ -234,3 +234,28 @@ func TestCheckAcceptsGoodPolicies(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// No error of a policy file quotes more of it than the offending token,
+// and that cut short: OPA's messages can print whole terms of the file.
+func TestCustomPolicyErrorsQuoteLittle(t *testing.T) {
+	t.Parallel()
+	const secret = "AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	q := `"` + secret + `"`
+	ident := strings.Repeat(strings.ReplaceAll(secret, "/", ""), 3)
+	for _, tt := range []struct{ name, src string }{
+		{"an undefined reference", "package harness.custom.x\n\ndeny contains msg if { msg := {" + q + ": 1}[\"a\"].b.c }\n"},
+		{"a string as a package", "package harness.custom[" + q + "]\n"},
+		{"an unterminated raw string", "package harness.custom.x\n\ndeny contains msg if { msg := `" + secret + "\n"},
+		{"a syntax error", "package harness.custom.x\n\ndeny contains " + q + " if {\n"},
+		{"a long identifier", "package harness.custom.x\n\ndeny contains msg if { msg := " + ident + " }\n"},
+	} {
+		mod := compiler.Module{Name: "policies/project/x.rego", File: "x.rego", Source: []byte(tt.src)}
+		_, err := customEngine(t, mod)
+		cerr := Check([]compiler.Module{mod})
+		for _, e := range []error{err, cerr} {
+			if e == nil || strings.Contains(e.Error(), secret) || strings.Contains(e.Error(), ident[:2*strict.MaxQuote+1]) {
+				t.Errorf("%s: %v", tt.name, e)
+			}
+		}
+	}
+}

@@ -159,7 +159,7 @@ func convert(k kind, v any) (any, error) {
 		case ShellTrack, ShellCompress, ShellDeny:
 			return p, nil
 		}
-		return nil, fmt.Errorf("unknown shell_policy %q: want \"track\", \"compress\" or \"deny\"", s)
+		return nil, fmt.Errorf("unknown shell_policy %s: want \"track\", \"compress\" or \"deny\"", strict.Quote(s))
 	case kPatterns:
 		list, ok := v.([]any)
 		if !ok {
@@ -172,7 +172,7 @@ func convert(k kind, v any) (any, error) {
 				return nil, fmt.Errorf("item %d: %w", i+1, strict.WantType("a string", item))
 			}
 			if strings.TrimSpace(s) == "" || strings.ContainsAny(s, " \t\r\n") {
-				return nil, fmt.Errorf("item %d: %q is not a tool name or pattern (no spaces; '*' is the wildcard)", i+1, s)
+				return nil, fmt.Errorf("item %d: %s is not a tool name or pattern (no spaces; '*' is the wildcard)", i+1, strict.Quote(s))
 			}
 			out = append(out, s)
 		}

@@ -216,3 +216,30 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// No error of a role file quotes more of it than the offending token, and
+// that cut short: a long value, key or name is not printed whole.
+func TestErrorsQuoteLittle(t *testing.T) {
+	t.Parallel()
+	const secret = "AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	for _, tt := range []struct{ name, file, src string }{
+		{"a string for a number", "a.toml", "[limits]\nmax_context_tokens = \"" + secret + "\"\n"},
+		{"a string for true or false", "a.toml", "[role]\nprivileged = \"" + secret + "\"\n"},
+		{"a shell policy", "a.toml", "[role]\nshell_policy = \"" + secret + "\"\n"},
+		{"a pattern with a space", "a.toml", "[tools]\nallowed = [\"" + secret + " x\"]\n"},
+		{"a role name", "a.toml", "[role]\nname = \"" + secret + "\"\n"},
+		{"a parent", "a.toml", "[role]\ninherits = \"" + secret + "\"\n"},
+		{"an unknown key", "a.toml", "[limits]\n\"" + secret + "\" = 1\n"},
+		{"an unknown section", "a.toml", "[\"" + secret + "\"]\n"},
+		{"a section that is not a table", "a.toml", "role = \"" + secret + "\"\n"},
+		{"a bare value", "a.toml", "[role]\ndescription = " + secret + "\n"},
+		{"a key defined twice", "a.toml", "[role]\n\"" + secret + "\" = 1\n\"" + secret + "\" = 2\n"},
+		{"a file name", strings.ReplaceAll(secret, "/", "_") + ".x.toml", "[role]\n"},
+	} {
+		_, errs := Parse(tt.file, []byte(tt.src), SourceProject)
+		msg := strings.ReplaceAll(errs.Error(), tt.file, "FILE")
+		if len(errs) == 0 || strings.Contains(msg, secret) || strings.Contains(msg, strings.ReplaceAll(secret, "/", "_")) {
+			t.Errorf("%s: %v", tt.name, msg)
+		}
+	}
+}

@@ -1,15 +1,11 @@
 package roles
 
 import (
-	"errors"
-
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/agentharness/harness/internal/confine"
 	"github.com/agentharness/harness/internal/strict"
 )
 
@@ -39,10 +35,13 @@ func (s *Set) All() []*Role {
 // Len is the number of roles.
 func (s *Set) Len() int { return len(s.roles) }
 
-// Load reads the built-in roles and the role files of dirs, applies
-// precedence (project, then user directories in order, then built-ins) and
-// resolves inheritance. Missing directories are fine. On any problem it
-// returns an [ErrorList] holding every problem found, sorted.
+// Load reads the built-in roles and the role files of dirs and resolves
+// inheritance. Layers only add: a user file may redefine a built-in or a
+// role of a lower user directory (one inheriting its own name adjusts the
+// definition it replaces), but a project file may not take a name that a
+// user file, a built-in or another project layer has. Missing directories
+// are fine. On any problem it returns an [ErrorList] holding every problem
+// found, sorted.
 func Load(dirs Dirs) (*Set, error) {
 	builtins, errs := builtinDefs()
 	defs := map[string]*Def{}
@@ -52,24 +51,32 @@ func Load(dirs Dirs) (*Set, error) {
 	// Lowest precedence first, so that later sources replace earlier ones.
 	hidden := map[string]bool{}
 	for _, dir := range slices.Backward(dirs.User) {
-		found, e := readDir(dir, SourceUser)
+		found, _, e := readDir("", dir, SourceUser)
 		errs = append(errs, e...)
 		for _, d := range found {
 			replace(defs, hidden, d)
 		}
 	}
-	if dirs.Project != "" {
-		found, e := readDir(dirs.Project, SourceProject)
+	for _, dir := range dirs.Project {
+		root := dirs.Root
+		if root == "" {
+			root = dir
+		}
+		found, broken, e := readDir(root, dir, SourceProject)
 		errs = append(errs, e...)
 		for _, d := range found {
-			if _, builtin := builtins[d.Name]; builtin {
-				at := d.doc.Pos.Of("role")
-				errs = append(errs, &Error{File: d.File, Line: at.Line, Col: at.Col, Msg: fmt.Sprintf(
-					"role %q is built in: a project may not redefine it (rename the file, and use inherits = %q to start from it)",
-					d.Name, d.Name)})
+			if prev, ok := defs[d.Name]; ok {
+				errs = append(errs, redefined(d, prev))
 				continue
 			}
-			replace(defs, hidden, d)
+			// No replace: a project's role never adjusts another, so one
+			// inheriting its own name is a cycle.
+			defs[d.Name] = d
+		}
+		for _, d := range broken {
+			if prev, ok := defs[d.Name]; ok {
+				errs = append(errs, redefined(d, prev))
+			}
 		}
 	}
 	set, e := resolve(defs, hidden, builtins[DefaultRole])
@@ -114,35 +121,38 @@ func replace(defs map[string]*Def, hidden map[string]bool, d *Def) {
 	defs[d.Name] = d
 }
 
-// readDir parses every *.toml file of dir, in name order.
-func readDir(dir string, source Source) ([]*Def, ErrorList) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, ErrorList{{File: dir, Msg: fmt.Sprintf("cannot read role directory: %v", err)}}
-	}
-	var defs []*Def
-	var errs ErrorList
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".toml") {
-			continue
+// redefined is the error of a project file d that takes the name of prev.
+func redefined(d, prev *Def) *Error {
+	var at strict.Pos
+	if d.doc != nil {
+		if at = d.doc.Pos.Of("role"); at.Line == 0 {
+			at = d.doc.Pos.First()
 		}
-		file := filepath.Join(dir, e.Name())
-		src, err := os.ReadFile(file)
-		if err != nil {
-			errs = append(errs, &Error{File: file, Msg: fmt.Sprintf("cannot read: %v", err)})
-			continue
-		}
-		d, e := Parse(file, src, source)
+	}
+	return &Error{File: d.File, Line: at.Line, Col: at.Col, Key: "role", Msg: fmt.Sprintf(
+		"role %q is already defined by %s (%s): a project may only add roles (rename it, and use inherits = %q to start from it)",
+		d.Name, prev.File, prev.Source, d.Name)}
+}
+
+// readDir parses every *.toml file of dir, in name order: the definitions
+// that parse, and those that do not (with a valid name) beside their
+// errors, so that a broken file is still held to the layering rule. With
+// root set (a project's directory), no file is read through a symbolic
+// link that leads out of the project (see internal/confine).
+func readDir(root, dir string, source Source) (defs, broken []*Def, errs ErrorList) {
+	files, errs := confine.ReadDir(root, dir, ".toml")
+	for _, f := range files {
+		d, e := Parse(f.Path, f.Src, source)
 		if len(e) > 0 {
 			errs = append(errs, e...)
+			if ValidName(d.Name) {
+				broken = append(broken, d)
+			}
 			continue
 		}
 		defs = append(defs, d)
 	}
-	return defs, errs
+	return defs, broken, errs
 }
 
 // fieldDefaults are the values of a role with no parent that leaves a field out.

@@ -77,7 +77,7 @@ func TestInheritancePerKey(t *testing.T) {
 		// Explicit empty allow list: nothing allowed.
 		"nothing.toml": "[tools]\nallowed = []\n",
 	})
-	set, err := Load(Dirs{Project: project})
+	set, err := Load(Dirs{Project: []string{project}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,16 +131,16 @@ func TestPrecedence(t *testing.T) {
 		// The user may adjust a built-in on their own machine.
 		"coder.toml": "[role]\ndescription = \"my coder\"\n",
 	}, map[string]string{
-		"shared.toml": "[role]\ndescription = \"from project\"\n",
+		"ours.toml": "[role]\ndescription = \"from project\"\n",
 	})
-	for name, want := range map[string]string{"shared": "from project", "xdgonly": "xdg only", "coder": "my coder"} {
+	for name, want := range map[string]string{"shared": "from home", "xdgonly": "xdg only", "coder": "my coder", "ours": "from project"} {
 		r, _ := set.Get(name)
 		if r.Description != want {
 			t.Errorf("%s: description %q, want %q", name, r.Description, want)
 		}
 	}
-	if r, _ := set.Get("shared"); r.Source != SourceProject {
-		t.Errorf("shared source %s", r.Source)
+	if r, _ := set.Get("ours"); r.Source != SourceProject {
+		t.Errorf("ours source %s", r.Source)
 	}
 	if r, _ := set.Get("coder"); r.Source != SourceUser {
 		t.Errorf("coder source %s", r.Source)
@@ -157,7 +157,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "built-in name in a project",
 			files: map[string]string{"reviewer.toml": "[role]\n[tools]\nallowed = [\"*\"]\n"},
-			want:  []string{`reviewer.toml:1:1: role "reviewer" is built in: a project may not redefine it`},
+			want:  []string{`reviewer.toml:1:1: role "reviewer" is already defined by builtin:reviewer.toml (built-in): a project may only add roles`},
 		},
 		{
 			name: "cycle, reported once with its chain",
@@ -199,7 +199,7 @@ func TestLoadErrors(t *testing.T) {
 			t.Parallel()
 			project := filepath.Join(t.TempDir(), ProjectRolesDir)
 			writeRoles(t, project, tt.files)
-			_, err := Load(Dirs{Project: project})
+			_, err := Load(Dirs{Project: []string{project}})
 			var list ErrorList
 			if !errors.As(err, &list) {
 				t.Fatalf("want an ErrorList, got %v", err)
@@ -216,54 +216,17 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-func TestFindProjectRoot(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	proj := filepath.Join(home, "src", "proj")
-	deep := filepath.Join(proj, "a", "b")
-	gitOnly := filepath.Join(home, "src", "plain")
-	for _, d := range []string{filepath.Join(home, ".lean-ctx", "roles"), filepath.Join(proj, ".lean-ctx", "roles"), deep, filepath.Join(gitOnly, ".git", "x"), filepath.Join(gitOnly, "sub")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tests := []struct{ from, want string }{
-		{deep, proj},
-		{proj, proj},
-		{filepath.Join(gitOnly, "sub"), gitOnly},
-		{filepath.Join(home, "src"), ""}, // reaches home: that is the user's directory, not a project
-	}
-	for _, tt := range tests {
-		if got := FindProjectRoot(tt.from, home); got != tt.want {
-			t.Errorf("FindProjectRoot(%s) = %q, want %q", tt.from, got, tt.want)
-		}
-	}
-	d := FindDirs(Locate{WorkDir: deep, Home: home, XDGDataHome: filepath.Join(dir, "xdg")})
-	if d.Project != filepath.Join(proj, ProjectRolesDir) {
-		t.Errorf("project dir %q", d.Project)
-	}
-	if !slices.Equal(d.User, []string{filepath.Join(home, ".lean-ctx", "roles"), filepath.Join(dir, "xdg", "lean-ctx", "roles")}) {
-		t.Errorf("user dirs %v", d.User)
-	}
-	if d := FindDirs(Locate{Project: gitOnly, Home: home}); d.Project != filepath.Join(gitOnly, ProjectRolesDir) || d.User[1] != filepath.Join(home, ".local", "share", "lean-ctx", "roles") {
-		t.Errorf("explicit project: %+v", d)
-	}
-}
-
-// A role that inherits its own name starts from the definition it
-// replaces: a user's adjustment of a built-in, of a role of a lower user
-// directory, or a project's of a user's role.
+// A user's role that inherits its own name starts from the definition it
+// replaces: an adjustment of a built-in, or of a role of a lower user
+// directory. (A project's may not: see TestProjectOnlyAdds.)
 func TestRoleAdjustsTheOneItReplaces(t *testing.T) {
 	t.Parallel()
 	set := loadLayers(t, map[string]string{
 		"team.toml": "[role]\ndescription = \"base\"\n[tools]\nallowed = [\"ctx_read\"]\n",
 	}, map[string]string{
 		"reviewer.toml": "[role]\ninherits = \"reviewer\"\n[limits]\nmax_context_tokens = 1000\n",
-		"team.toml":     "[role]\ninherits = \"team\"\ndescription = \"adjusted\"\n",
-	}, map[string]string{
-		"team.toml": "[role]\ninherits = \"team\"\n[limits]\nmax_shell_invocations = 7\n",
-	})
+		"team.toml":     "[role]\ninherits = \"team\"\ndescription = \"adjusted\"\n[limits]\nmax_shell_invocations = 7\n",
+	}, nil)
 	builtin, _ := LoadDefs()
 	want, _ := builtin.Get("reviewer")
 	r, _ := set.Get("reviewer")
@@ -275,7 +238,7 @@ func TestRoleAdjustsTheOneItReplaces(t *testing.T) {
 		t.Errorf("reviewer's chain %v", r.Chain)
 	}
 	team, _ := set.Get("team")
-	if team.Description != "adjusted" || !slices.Equal(team.Allowed, []string{"ctx_read"}) || team.Limits.MaxShellInvocations != 7 || len(team.Chain) != 3 {
+	if team.Description != "adjusted" || !slices.Equal(team.Allowed, []string{"ctx_read"}) || team.Limits.MaxShellInvocations != 7 || len(team.Chain) != 2 {
 		t.Errorf("team: %+v", team)
 	}
 	if got := set.Names(); !slices.Equal(got, []string{"admin", "coder", "debugger", "ops", "reviewer", "team"}) {
@@ -294,9 +257,176 @@ func loadLayers(t *testing.T, xdgFiles, homeFiles, projectFiles map[string]strin
 	writeRoles(t, xdg, xdgFiles)
 	writeRoles(t, home, homeFiles)
 	writeRoles(t, project, projectFiles)
-	set, err := Load(Dirs{Project: project, User: []string{home, xdg}})
+	set, err := Load(Dirs{Project: []string{project}, User: []string{home, xdg}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return set
+}
+
+// Layers only add: a project file may not take a name that a user file or
+// a built-in already has, and the error names both files. The user keeps
+// the freedom to redefine a built-in or a role of a lower user directory.
+func TestProjectOnlyAdds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                  string
+		xdg, home, project    map[string]string
+		want                  []string // errors, with the directories as "XDG", "HOME", "PROJECT"
+		role                  string   // with no errors: a role to look at
+		wantFile              string
+		wantTokens, wantShell int64
+	}{
+		{
+			name:    "a project raising a user role's limits",
+			home:    map[string]string{"tiny.toml": "[role]\ninherits = \"reviewer\"\n[limits]\nmax_shell_invocations = 1\n"},
+			project: map[string]string{"tiny.toml": "# raise it\n[role]\ninherits = \"tiny\"\n[limits]\nmax_shell_invocations = 1000000\n"},
+			want:    []string{`PROJECT/tiny.toml:2:1: role "tiny" is already defined by HOME/tiny.toml (user): a project may only add roles (rename it, and use inherits = "tiny" to start from it)`},
+		},
+		{
+			name:    "a project replacing a user role outright, no [role] table",
+			xdg:     map[string]string{"tiny.toml": "[role]\ndescription = \"mine\"\n"},
+			project: map[string]string{"tiny.toml": "\n[limits]\nmax_context_tokens = 9\n"},
+			want:    []string{`PROJECT/tiny.toml:2:1: role "tiny" is already defined by XDG/tiny.toml (user): a project may only add roles`},
+		},
+		{
+			name:    "a project adjusting a built-in",
+			project: map[string]string{"reviewer.toml": "[role]\ninherits = \"reviewer\"\n[limits]\nmax_context_tokens = 1\n"},
+			want:    []string{`PROJECT/reviewer.toml:1:1: role "reviewer" is already defined by builtin:reviewer.toml (built-in): a project may only add roles (rename it, and use inherits = "reviewer" to start from it)`},
+		},
+		{
+			name:    "a project redefining a built-in the user adjusted",
+			home:    map[string]string{"coder.toml": "[role]\ninherits = \"coder\"\n"},
+			project: map[string]string{"coder.toml": "[role]\n"},
+			want:    []string{`PROJECT/coder.toml:1:1: role "coder" is already defined by HOME/coder.toml (user)`},
+		},
+		{
+			name:    "a broken project file is still held to the rule",
+			home:    map[string]string{"tiny.toml": "[role]\n"},
+			project: map[string]string{"tiny.toml": "[role]\ninherits = \"tiny\"\n[limits]\nmax_shell_invocations = \"lots\"\n"},
+			want: []string{
+				`PROJECT/tiny.toml:1:1: role "tiny" is already defined by HOME/tiny.toml (user)`,
+				`PROJECT/tiny.toml:4:1: limits.max_shell_invocations: want a whole number`,
+			},
+		},
+		{
+			name:    "a project role inheriting its own new name is a cycle",
+			project: map[string]string{"mine.toml": "[role]\ninherits = \"mine\"\n"},
+			want:    []string{`PROJECT/mine.toml:2:1: role "mine": inheritance cycle mine → mine`},
+		},
+		{
+			name:       "a project adds a role that starts from a user's",
+			home:       map[string]string{"tiny.toml": "[role]\ninherits = \"reviewer\"\n[limits]\nmax_shell_invocations = 1\n"},
+			project:    map[string]string{"tinier.toml": "[role]\ninherits = \"tiny\"\n[limits]\nmax_context_tokens = 5\n"},
+			role:       "tinier",
+			wantFile:   "PROJECT/tinier.toml",
+			wantTokens: 5, wantShell: 1,
+		},
+		{
+			name:       "a user file adjusts a role of a lower user directory",
+			xdg:        map[string]string{"tiny.toml": "[role]\ninherits = \"reviewer\"\n[limits]\nmax_shell_invocations = 1\n"},
+			home:       map[string]string{"tiny.toml": "[role]\ninherits = \"tiny\"\n[limits]\nmax_context_tokens = 7\n"},
+			role:       "tiny",
+			wantFile:   "HOME/tiny.toml",
+			wantTokens: 7, wantShell: 1,
+		},
+		{
+			name:       "a user file redefines a built-in",
+			home:       map[string]string{"reviewer.toml": "[role]\n[limits]\nmax_context_tokens = 3\n"},
+			role:       "reviewer",
+			wantFile:   "HOME/reviewer.toml",
+			wantTokens: 3, wantShell: 100,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			xdg := filepath.Join(dir, "xdg", "lean-ctx", "roles")
+			home := filepath.Join(dir, "home", ".lean-ctx", "roles")
+			project := filepath.Join(dir, "proj", ProjectRolesDir)
+			writeRoles(t, xdg, tt.xdg)
+			writeRoles(t, home, tt.home)
+			writeRoles(t, project, tt.project)
+			name := strings.NewReplacer(xdg, "XDG", home, "HOME", project, "PROJECT").Replace
+			set, err := Load(Dirs{Project: []string{project}, User: []string{home, xdg}})
+			if len(tt.want) > 0 {
+				var list ErrorList
+				if !errors.As(err, &list) || len(list) != len(tt.want) {
+					t.Fatalf("want %d errors, got %v", len(tt.want), err)
+				}
+				for i, w := range tt.want {
+					if got := name(list[i].Error()); !strings.HasPrefix(got, w) {
+						t.Errorf("error %d:\n got %s\nwant %s...", i, got, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, ok := set.Get(tt.role)
+			if !ok || name(r.File) != tt.wantFile || r.Limits.MaxContextTokens != tt.wantTokens || r.Limits.MaxShellInvocations != tt.wantShell {
+				t.Errorf("%s: %+v", tt.role, r)
+			}
+		})
+	}
+}
+
+// leaks reports whether s shows any 8 bytes of secret.
+func leaks(s, secret string) bool {
+	for i := 0; i+8 <= len(secret); i++ {
+		if strings.Contains(s, secret[i:i+8]) {
+			return true
+		}
+	}
+	return false
+}
+
+// A project's role file, or roles directory, that links out of the
+// project is refused, naming the link and nothing of its target; the
+// user's may link anywhere.
+func TestProjectFilesStayInside(t *testing.T) {
+	t.Parallel()
+	const secret = "AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	writeRoles(t, outside, map[string]string{
+		"credentials.toml": "[default]\naws_secret_access_key = " + secret + "\n",
+		"mine.toml":        "[role]\ndescription = \"kept in my dotfiles\"\n",
+	})
+	root := filepath.Join(dir, "repo")
+	project := filepath.Join(root, ProjectRolesDir)
+	home := filepath.Join(dir, "home", ".lean-ctx", "roles")
+	writeRoles(t, project, map[string]string{"ok.toml": "[role]\n"})
+	writeRoles(t, home, nil)
+	for link, target := range map[string]string{
+		filepath.Join(project, "leak.toml"): filepath.Join(outside, "credentials.toml"),
+		filepath.Join(home, "mine.toml"):    filepath.Join(outside, "mine.toml"),
+	} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Load(Dirs{Root: root, Project: []string{project}, User: []string{home}})
+	var list ErrorList
+	if !errors.As(err, &list) || len(list) != 1 || list[0].File != filepath.Join(project, "leak.toml") ||
+		!strings.Contains(list[0].Msg, "refused: a symbolic link that leads out of") || leaks(err.Error(), secret) || strings.Contains(err.Error(), "credentials") {
+		t.Fatalf("a project role file linking out: %v", err)
+	}
+	os.Remove(filepath.Join(project, "leak.toml"))
+	set, err := Load(Dirs{Root: root, Project: []string{project}, User: []string{home}})
+	if r, ok := set.Get("mine"); err != nil || !ok || r.Description != "kept in my dotfiles" {
+		t.Errorf("a user's role file may be a link: %v", err)
+	}
+
+	// A roles directory that is a link out of the project.
+	os.RemoveAll(project)
+	if err := os.Symlink(outside, project); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(Dirs{Root: root, Project: []string{project}})
+	if !errors.As(err, &list) || len(list) != 1 || list[0].File != project || leaks(err.Error(), secret) {
+		t.Errorf("a project roles directory linking out: %v", err)
+	}
 }

@@ -3,6 +3,8 @@ package roles
 import (
 	"fmt"
 	"regexp"
+
+	"github.com/agentharness/harness/internal/strict"
 )
 
 // Source says where a role file was found.
@@ -67,7 +69,7 @@ func ValidName(s string) bool { return nameRE.MatchString(s) }
 
 func checkName(s string) error {
 	if !ValidName(s) {
-		return fmt.Errorf("invalid role name %q: use 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'", s)
+		return fmt.Errorf("invalid role name %s: use 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'", strict.Quote(s))
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func TestRebuildOnEdits(t *testing.T) {
 	rolesDir := filepath.Join(root, ".lean-ctx", "roles")
 	policiesDir := filepath.Join(root, ".lean-ctx", "policies")
 	load := func() (*compiler.Document, []compiler.Module, error) {
-		set, err := roles.Load(roles.Dirs{Project: rolesDir})
+		set, err := roles.Load(roles.Dirs{Project: []string{rolesDir}})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/compiler"
@@ -37,8 +38,8 @@ func (c *cli) check(args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "ok: %d roles (%d built-in, %d user, %d project)\n",
 		h.Roles.Len(), count[roles.SourceBuiltin], count[roles.SourceUser], count[roles.SourceProject])
-	if h.RoleDirs.Project != "" {
-		fmt.Fprintf(c.stdout, "project roles: %s\n", h.RoleDirs.Project)
+	for _, layer := range h.FoundLayers() {
+		fmt.Fprintf(c.stdout, "project roles: %s\n", filepath.Join(layer, "roles"))
 	}
 	for _, u := range h.RoleDirs.User {
 		fmt.Fprintf(c.stdout, "user roles:    %s\n", u)

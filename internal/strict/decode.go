@@ -23,9 +23,9 @@ func Decode(file string, src []byte) (*Doc, *Error) {
 	if _, err := toml.Decode(string(src), &values); err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, &Error{File: file, Line: pe.Position.Line, Col: pe.Position.Col, Key: pe.LastKey, Msg: "TOML syntax: " + pe.Message}
+			return nil, &Error{File: file, Line: pe.Position.Line, Col: pe.Position.Col, Key: pe.LastKey, Msg: "TOML syntax: " + Clip(pe.Message)}
 		}
-		return nil, &Error{File: file, Msg: "TOML: " + err.Error()}
+		return nil, &Error{File: file, Msg: "TOML: " + Clip(err.Error())}
 	}
 	return &Doc{File: file, Values: values, Pos: KeyPositions(string(src))}, nil
 }
@@ -40,13 +40,13 @@ func (d *Doc) Errorf(key, format string, args ...any) *Error {
 // with a suggestion when one is close.
 func (d *Doc) Unknown(path, key, section string, known []string) *Error {
 	if section == "" {
-		msg := fmt.Sprintf("unknown section [%s]", key)
+		msg := fmt.Sprintf("unknown section [%s]", Cut(key))
 		if s := Suggest(key, known); s != "" {
 			msg += fmt.Sprintf(" (did you mean [%s]?)", s)
 		}
 		return d.Errorf(path, "%s", msg)
 	}
-	msg := fmt.Sprintf("unknown key %q in [%s]", key, section)
+	msg := fmt.Sprintf("unknown key %s in [%s]", Quote(key), section)
 	if s := Suggest(key, known); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
@@ -62,7 +62,7 @@ func WantType(want string, got any) error {
 func TypeName(v any) string {
 	switch x := v.(type) {
 	case string:
-		return fmt.Sprintf("string %q", x)
+		return "string " + Quote(x)
 	case int64:
 		return fmt.Sprintf("integer %d", x)
 	case float64:
@@ -76,6 +76,17 @@ func TypeName(v any) string {
 	default:
 		return fmt.Sprintf("%T", v)
 	}
+}
+
+// Cut returns s, a key or a name from a file shown without quotes, cut
+// to MaxQuote bytes with "…" after when it was longer.
+func Cut(s string) string { return cut(s, MaxQuote) + ellipsis(s) }
+
+func ellipsis(s string) string {
+	if len(s) > MaxQuote {
+		return "…"
+	}
+	return ""
 }
 
 // SortedKeys returns the keys of m, sorted.

@@ -55,7 +55,7 @@ func KeyPositions(src string) Positions {
 	return p
 }
 
-// of returns the position of key, or of its closest enclosing key that was
+// Of returns the position of key, or of its closest enclosing key that was
 // found, or the zero pos.
 func (p Positions) Of(key string) Pos {
 	for key != "" {
@@ -69,6 +69,18 @@ func (p Positions) Of(key string) Pos {
 		key = key[:i]
 	}
 	return Pos{}
+}
+
+// First returns the position of the first key or table of the document,
+// or the zero pos when it has none.
+func (p Positions) First() Pos {
+	var first Pos
+	for _, at := range p {
+		if first.Line == 0 || at.Line < first.Line || at.Line == first.Line && at.Col < first.Col {
+			first = at
+		}
+	}
+	return first
 }
 
 // headerName returns the table name of a header line, without the closing
