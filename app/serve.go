@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/gateway"
 )
 
@@ -83,17 +82,30 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 	if o.HTTP != "" {
 		return h.serveHTTP(ctx, gw, o.HTTP, logf)
 	}
-	sum := sha256.Sum256([]byte(h.Params.WorkDir))
-	id := gateway.Identity{
-		Agent:     firstOf(o.Agent, h.Params.getenv("HARNESS_AGENT")),
-		Session:   firstOf(o.Session, h.Params.getenv("HARNESS_SESSION")),
-		Derived:   filepath.Base(h.Params.WorkDir) + "-" + hex.EncodeToString(sum[:4]),
-		StartRole: h.Params.StartRole,
-	}
+	id := h.StdioIdentity(o)
+	logf("session %s of agent %s (resume it with --session %s)", id.Session, id.Agent, id.Session)
 	if err := gw.ServeStdio(ctx, id, o.Stdin, o.Stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err
 	}
 	return nil
+}
+
+// StdioIdentity is who the stdio client is: the agent the operator named
+// (--agent, $HARNESS_AGENT), else the configuration's default agent, never
+// what the client says of itself; and the session to resume (--session,
+// $HARNESS_SESSION), else a new one for this process, so that a second
+// process in the same directory is a session of its own, started in the
+// role it is given.
+func (h *Harness) StdioIdentity(o ServeOptions) gateway.Identity {
+	session := firstOf(o.Session, h.Params.getenv("HARNESS_SESSION"))
+	if session == "" {
+		session = "stdio-" + events.NewID(time.Now())
+	}
+	return gateway.Identity{
+		Agent:     firstOf(o.Agent, h.Params.getenv("HARNESS_AGENT"), h.Config.DefaultAgent),
+		Session:   session,
+		StartRole: h.Params.StartRole,
+	}
 }
 
 // upstreams are the command line's upstream, else the configuration's.
@@ -123,7 +135,7 @@ func (h *Harness) upstreams(o ServeOptions) ([]gateway.UpstreamConfig, error) {
 func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, addr string, logf func(string, ...any)) error {
 	var tokens []gateway.Token
 	for _, t := range h.Config.Tokens {
-		tokens = append(tokens, gateway.Token{Token: t.Token, SHA256: t.SHA256, Agent: t.Agent, Role: t.Role})
+		tokens = append(tokens, gateway.Token{Token: t.Token, SHA256: t.SHA256, Agent: t.Agent, Role: t.Role, ClientSessions: t.ClientSessions})
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/confine"
@@ -73,6 +74,10 @@ type Config struct {
 	Prefix string
 	// Tokens admit agents to the HTTP gateway.
 	Tokens []Token
+	// DefaultAgent is the agent of a stdio gateway's client when the
+	// operator names none (--agent, $HARNESS_AGENT): [gateway]
+	// default_agent, else "anonymous".
+	DefaultAgent string
 	// HookAllow is the permission decision the hook gives an allowed call:
 	// "" (none: Claude Code's own permissions apply) or "allow".
 	HookAllow string
@@ -97,6 +102,9 @@ type Config struct {
 	// Files are the configuration files that were read, in order.
 	Files []string
 }
+
+// DefaultAgent is the agent of clients the operator names no agent for.
+const DefaultAgent = "anonymous"
 
 // AnyAgent is the agent name of [agents."*"]: every agent without a table
 // of its own.
@@ -133,6 +141,9 @@ type Token struct {
 	SHA256  string
 	Role    string
 	MaxRole string
+	// ClientSessions lets the token's client name its sessions
+	// (X-Harness-Session); without it the gateway issues them.
+	ClientSessions bool
 }
 
 // RoleRef is one place of the configuration that names a role.
@@ -173,6 +184,7 @@ func Default() Config {
 		AgentRoles:    map[string]string{},
 		AgentMaxRoles: map[string]string{},
 		Prefix:        "auto",
+		DefaultAgent:  DefaultAgent,
 		HookTools:     map[string]string{},
 		EditTools:     slices.Clone(contract.DefaultEditTools),
 		AgentBudgets:  map[string]AgentBudget{},
@@ -275,7 +287,7 @@ var schema = map[string][]string{
 	"cost":        {"default_model", "models"},
 	"log":         {"events", "decisions", "max_size_mb", "max_files", "mask"},
 	"agents":      nil, // [agents.NAME] tables, checked on their own
-	"gateway":     {"prefix", "tokens"},
+	"gateway":     {"prefix", "tokens", "default_agent"},
 	"hook":        {"allow", "tools"},
 	"upstream":    nil, // [[upstream]] tables, checked on their own
 }
@@ -500,6 +512,15 @@ func (c *Config) set(path string, v any, project bool) error {
 		c.Prefix = p
 	case "gateway.tokens":
 		return c.setTokens(v)
+	case "gateway.default_agent":
+		s, err := nonEmpty(v)
+		if err != nil {
+			return err
+		}
+		if len(s) > 256 || strings.ContainsFunc(s, unicode.IsControl) {
+			return errors.New("want an agent name of at most 256 bytes, without control characters")
+		}
+		c.DefaultAgent = s
 	case "hook.allow":
 		switch v {
 		case "allow", "pass":
@@ -606,7 +627,8 @@ func strings_(v any) ([]string, error) {
 	return out, nil
 }
 
-// setTokens reads [[gateway.tokens]]: agent, token or token_sha256, role.
+// setTokens reads [[gateway.tokens]]: agent, token or token_sha256, role,
+// max_role, client_sessions.
 func (c *Config) setTokens(v any) error {
 	list, ok := v.([]map[string]any)
 	if !ok {
@@ -615,6 +637,14 @@ func (c *Config) setTokens(v any) error {
 	for i, t := range list {
 		var tok Token
 		for _, key := range strict.SortedKeys(t) {
+			if key == "client_sessions" {
+				b, ok := t[key].(bool)
+				if !ok {
+					return fmt.Errorf("%d: %s: %w", i+1, key, strict.WantType("true or false", t[key]))
+				}
+				tok.ClientSessions = b
+				continue
+			}
 			s, ok := t[key].(string)
 			if !ok || s == "" {
 				return fmt.Errorf("%d: %s: %w", i+1, strict.Cut(key), strict.WantType("a non-empty string", t[key]))
@@ -636,7 +666,7 @@ func (c *Config) setTokens(v any) error {
 					tok.MaxRole = s
 				}
 			default:
-				return fmt.Errorf("%d: unknown key %s (want agent, token or token_sha256, role, max_role)", i+1, strict.Quote(key))
+				return fmt.Errorf("%d: unknown key %s (want agent, token or token_sha256, role, max_role, client_sessions)", i+1, strict.Quote(key))
 			}
 		}
 		switch {

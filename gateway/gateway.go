@@ -205,7 +205,7 @@ func (g *Gateway) proxy(exposed string) server.ToolHandlerFunc {
 		// The decision's log entry and events are written while the
 		// upstream works, and before the result goes back.
 		o, err := g.o.Governor.Decide(ctx, govern.Call{Session: id.key(), Tool: exposed, Upstream: tool.Upstream, UpstreamTool: tool.UpstreamTool,
-			Arguments: args, Role: id.StartRole, Reserve: true, Background: true})
+			Arguments: args, Role: id.StartRole, Reserve: true, Background: true, Client: clientOf(ctx)})
 		if err != nil {
 			return mcp.NewToolResultError(fmt.Sprintf("[harness] the call was not made: the harness could not decide it (%v)", err)), nil
 		}
@@ -355,9 +355,11 @@ func (g *Gateway) session(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		if r == nil {
 			return mcp.NewToolResultError(fmt.Sprintf("[harness] your role %s is not defined", info.Status.Role)), nil
 		}
-		text := fmt.Sprintf("Role %s: %s\nshell_policy %s; allowed tools: %s; denied: %s\nYou may switch to: %s (only an operator can give you: %s)\n%s",
-			r.Name, r.Description, r.ShellPolicy, list(r.Allowed), list(r.Denied), list(info.MayEnter()), list(info.OperatorOnly()), info.Status.StatusLine())
-		return mcp.NewToolResultStructured(map[string]any{"role": r, "may_switch_to": info.MayEnter(), "budget": info.Status.Budget, "signal": info.Status.Signal}, text), nil
+		text := fmt.Sprintf("Role %s: %s\nshell_policy %s; allowed tools: %s; denied: %s\nYou may switch to: %s (only an operator can give you: %s)\nSession %s of agent %s\n%s",
+			r.Name, r.Description, r.ShellPolicy, list(r.Allowed), list(r.Denied), list(info.MayEnter()), list(info.OperatorOnly()),
+			id.Session, id.Agent, info.Status.StatusLine())
+		return mcp.NewToolResultStructured(map[string]any{"role": r, "may_switch_to": info.MayEnter(), "budget": info.Status.Budget,
+			"signal": info.Status.Signal, "session": id.Session, "agent": id.Agent}, text), nil
 	case action == "roles":
 		info, err := gov.RoleInfo(ctx, id.key(), id.StartRole)
 		if err != nil {

@@ -14,13 +14,12 @@ import (
 )
 
 // Identity is who calls: the agent, its session, and the role a new
-// session of it starts in.
+// session of it starts in. The transport says who the agent is (the
+// operator's --agent over stdio, the bearer token over HTTP), never the
+// client: what a client says of itself (MCP clientInfo) is only recorded.
 type Identity struct {
-	Agent   string
-	Session string
-	// Derived, when Session is empty, names the session after the client:
-	// "<client name>@<Derived>" (stdio: the working directory).
-	Derived   string
+	Agent     string
+	Session   string
 	StartRole string
 }
 
@@ -31,25 +30,27 @@ func WithIdentity(ctx context.Context, id Identity) context.Context {
 	return context.WithValue(ctx, identityKey{}, id)
 }
 
-// identity is the caller of a request: the transport's identity, completed
-// with the client's name where the session or agent is left to derive.
+// identity is the caller of a request, as the transport named it.
 func identity(ctx context.Context) Identity {
 	id, _ := ctx.Value(identityKey{}).(Identity)
-	if id.Session == "" || id.Agent == "" {
-		client := "mcp"
-		if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
-			if n := s.GetClientInfo().Name; n != "" {
-				client = n
-			}
-		}
-		if id.Agent == "" {
-			id.Agent = client
-		}
-		if id.Session == "" {
-			id.Session = client + "@" + id.Derived
-		}
-	}
 	return id
+}
+
+// clientOf is what the request's client says of itself, "name/version" (""
+// when it said nothing): a label of the decision-log entry.
+func clientOf(ctx context.Context) string {
+	s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	if !ok {
+		return ""
+	}
+	info := s.GetClientInfo()
+	switch {
+	case info.Name == "":
+		return ""
+	case info.Version == "":
+		return info.Name
+	}
+	return info.Name + "/" + info.Version
 }
 
 func (id Identity) key() budget.Key { return budget.Key{Agent: id.Agent, Session: id.Session} }
@@ -62,6 +63,9 @@ type Token struct {
 	SHA256 string
 	Agent  string
 	Role   string
+	// ClientSessions lets the token's client name its sessions with the
+	// X-Harness-Session header; without it the gateway issues them.
+	ClientSessions bool
 }
 
 func (t Token) matches(presented string) bool {
@@ -87,27 +91,43 @@ type HTTPOptions struct {
 }
 
 // HTTPHandler serves streamable HTTP on /mcp. Agents present a bearer token
-// (Authorization: Bearer T) naming them. The session is the client's MCP
-// session (Mcp-Session-Id, for clients of the protocol versions that have
-// one), else the X-Harness-Session header, else one session per agent.
+// (Authorization: Bearer T) naming them. Sessions are the gateway's: the
+// MCP session it issues at initialize (Mcp-Session-Id, which it checks on
+// every later request: an id it did not issue is refused), for clients of
+// the protocol versions that have one; else one session per agent. A
+// client may name its own session (X-Harness-Session) only when its
+// token's configuration allows it: otherwise a new name per request would
+// be a fresh budget each time.
 func (g *Gateway) HTTPHandler(o HTTPOptions) http.Handler {
 	mcpHandler := server.NewStreamableHTTPServer(g.srv,
 		server.WithEndpointPath("/mcp"),
+		server.WithStateful(true),
 		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
 			id, _ := r.Context().Value(identityKey{}).(Identity)
 			stream, _ := r.Context().Value(streamKey{}).(*errorStream)
+			if id.Session == "" {
+				// The MCP session the server issued and has checked
+				// (never the header as the client sent it: a client of
+				// the modern protocol, which has no sessions, may send
+				// any); else one session per agent.
+				id.Session = "http"
+				if s := server.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
+					id.Session = "mcp-" + s.SessionID()
+				}
+			}
 			return withStream(WithIdentity(ctx, id), stream)
 		}),
 	)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var id Identity
+		clientSessions := false
 		switch {
 		case len(o.Tokens) > 0:
 			presented, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			found := false
 			for _, t := range o.Tokens {
 				if ok && t.matches(strings.TrimSpace(presented)) {
-					id, found = Identity{Agent: t.Agent, StartRole: t.Role}, true
+					id, found, clientSessions = Identity{Agent: t.Agent, StartRole: t.Role}, true, t.ClientSessions
 					break
 				}
 			}
@@ -122,13 +142,13 @@ func (g *Gateway) HTTPHandler(o HTTPOptions) http.Handler {
 			http.Error(w, "no tokens are configured", http.StatusUnauthorized)
 			return
 		}
-		switch {
-		case r.Header.Get("Mcp-Session-Id") != "":
-			id.Session = "mcp-" + r.Header.Get("Mcp-Session-Id")
-		case r.Header.Get("X-Harness-Session") != "":
-			id.Session = r.Header.Get("X-Harness-Session")
-		default:
-			id.Session = "http"
+		switch named := r.Header.Get("X-Harness-Session"); {
+		case named != "" && !clientSessions:
+			http.Error(w, "X-Harness-Session is not accepted for this token: the gateway issues sessions (Mcp-Session-Id); "+
+				"client_sessions = true on the token in harness.toml lets its client name them", http.StatusBadRequest)
+			return
+		case named != "":
+			id.Session = named
 		}
 		stream := &errorStream{} // this request's response
 		mcpHandler.ServeHTTP(errorResponseWriter{w, stream}, r.WithContext(withStream(WithIdentity(r.Context(), id), stream)))

@@ -342,6 +342,11 @@ max_role = "reviewer"
 [[gateway.tokens]]
 agent = "ci"
 token = "coder-token-0123456789ab"
+
+[[gateway.tokens]]
+agent = "named"
+token = "named-token-0123456789ab"
+client_sessions = true
 `)
 	addr := freeAddr(t)
 	srv := exec.Command(harnessBin, "serve", "--http", addr, "--project", gatewayProject(t), "--", upstreamBin)
@@ -363,8 +368,11 @@ token = "coder-token-0123456789ab"
 		}
 	}
 	connect := func(token, session string) *client.Client {
-		c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(map[string]string{
-			"Authorization": "Bearer " + token, "X-Harness-Session": session}))
+		headers := map[string]string{"Authorization": "Bearer " + token}
+		if session != "" {
+			headers["X-Harness-Session"] = session
+		}
+		c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(headers))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,7 +383,7 @@ token = "coder-token-0123456789ab"
 		initialize(t, c)
 		return c
 	}
-	rev := connect("reviewer-token-0123456789", "h1")
+	rev := connect("reviewer-token-0123456789", "")
 	if got := strings.Join(toolNames(t, rev), " "); got != "ctx_read ctx_session" {
 		t.Errorf("the reviewer token sees %s", got)
 	}
@@ -390,7 +398,7 @@ token = "coder-token-0123456789ab"
 	if res := call(t, rev, "ctx_session", map[string]any{"action": "role"}); !strings.Contains(text(res), "You may switch to: (none)") {
 		t.Errorf("the reviewer token's roles: %s", text(res))
 	}
-	ci := connect("coder-token-0123456789ab", "h1")
+	ci := connect("coder-token-0123456789ab", "")
 	if res := call(t, ci, "ctx_edit", map[string]any{"path": "x"}); res.IsError || text(res) != "edited x" {
 		t.Errorf("the coder token: %s", text(res))
 	}
@@ -399,16 +407,41 @@ token = "coder-token-0123456789ab"
 	if res := call(t, ci, "ctx_session", map[string]any{"action": "budget"}); !strings.HasPrefix(text(res), "Budget[coder]") {
 		t.Errorf("ci: %s", text(res))
 	}
-	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-	req.Header.Set("Authorization", "Bearer wrong-token-000000000000")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	post := func(token string, headers map[string]string) int {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("a wrong token got %d", resp.StatusCode)
+	if code := post("wrong-token-000000000000", nil); code != http.StatusUnauthorized {
+		t.Errorf("a wrong token got %d", code)
+	}
+	// Sessions are the gateway's: an id it did not issue is refused, and
+	// a client may not name its own unless its token allows it.
+	if code := post("coder-token-0123456789ab", map[string]string{"Mcp-Session-Id": "mcp-session-00000000-0000-0000-0000-000000000000"}); code != http.StatusNotFound {
+		t.Errorf("a session id the gateway did not issue got %d", code)
+	}
+	if code := post("coder-token-0123456789ab", map[string]string{"X-Harness-Session": "fresh-1"}); code != http.StatusBadRequest {
+		t.Errorf("a client-named session without client_sessions got %d", code)
+	}
+	// With client_sessions, two connections of one name share the session.
+	a, b := connect("named-token-0123456789ab", "shared"), connect("named-token-0123456789ab", "shared")
+	call(t, a, "ctx_read", map[string]any{"path": "x"})
+	budgetA := text(call(t, a, "ctx_session", map[string]any{"action": "budget"}))
+	if budgetB := text(call(t, b, "ctx_session", map[string]any{"action": "budget"})); budgetA != budgetB || strings.HasPrefix(budgetA, "Budget[coder]: tokens 0/") {
+		t.Errorf("one named session seen from two connections: %s / %s", budgetA, budgetB)
+	}
+	if res := call(t, a, "ctx_session", map[string]any{"action": "role"}); !strings.Contains(text(res), "Session shared of agent named") {
+		t.Errorf("the session's name: %s", text(res))
 	}
 }
 
