@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -194,32 +196,49 @@ func (d *daemon) close() {
 	}
 }
 
-// Fingerprint summarises files and directories (each directory's entries)
-// by name, size and modification time: it changes when one of them does.
+// Fingerprint summarises files and directories by content: each file's
+// bytes, each directory's entries by name and content (a subdirectory by
+// name; loads do not descend into them). It changes when anything a load
+// reads does, whatever happens to sizes and modification times, and stays
+// when a file is only touched.
 func Fingerprint(paths []string) string {
-	h := sha256.New()
+	h, file := sha256.New(), sha256.New()
+	buf := make([]byte, 16<<10)
 	for _, p := range paths {
 		entries, err := os.ReadDir(p)
-		if errors.Is(err, fs.ErrNotExist) || (err != nil && !isDir(p)) {
-			if fi, err := os.Stat(p); err == nil {
-				fmt.Fprintf(h, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
-			} else {
-				fmt.Fprintf(h, "%s -\n", p)
-			}
+		if err != nil {
+			// A file (ReadDir fails on one) or nothing at all.
+			fmt.Fprintf(h, "%q %s\n", p, contentSum(file, buf, p))
 			continue
 		}
+		fmt.Fprintf(h, "%q dir %d\n", p, len(entries))
 		for _, e := range entries {
-			if fi, err := e.Info(); err == nil {
-				fmt.Fprintf(h, "%s/%s %d %d\n", p, e.Name(), fi.Size(), fi.ModTime().UnixNano())
+			sum := "dir"
+			if !e.IsDir() {
+				sum = contentSum(file, buf, filepath.Join(p, e.Name()))
 			}
+			fmt.Fprintf(h, "%q %s\n", e.Name(), sum)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
+// contentSum is the hash of the file at path, with h and buf, or why it
+// cannot be read ("-" when there is no such file).
+func contentSum(h hash.Hash, buf []byte, path string) string {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "-"
+	}
+	if err != nil {
+		return fmt.Sprintf("error %q", err)
+	}
+	defer f.Close()
+	h.Reset()
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, buf); err != nil {
+		return fmt.Sprintf("error %q", err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Start starts a daemon in the background, detached (its own session, in
