@@ -108,13 +108,9 @@ func (h *ClaudeCode) mapTool(tool string) string {
 }
 
 func (h *ClaudeCode) pre(ctx context.Context, k budget.Key, tool, harnessTool string, input gjson.Result) Response {
-	var args map[string]any
-	if input.IsObject() {
-		dec := json.NewDecoder(strings.NewReader(input.Raw))
-		dec.UseNumber()
-		if err := dec.Decode(&args); err != nil {
-			return refuse("harness hook: tool_input is not readable: " + err.Error())
-		}
+	args, err := arguments(input)
+	if err != nil {
+		return refuse("harness hook: tool_input is not readable: " + err.Error())
 	}
 	o, err := h.Gov.Decide(ctx, govern.Call{Session: k, Tool: harnessTool, Arguments: args, Reserve: true})
 	if err != nil {
@@ -153,6 +149,27 @@ func (h *ClaudeCode) pre(ctx context.Context, k budget.Key, tool, harnessTool st
 		reason = fmt.Sprintf("harness: %s allowed for role %s", name, d.Role)
 	}
 	return answer("PreToolUse", h.Opts.Allow, reason, context.String())
+}
+
+// arguments are the decision's arguments: the tool input as the agent sent
+// it, numbers kept exact. An object is a map[string]any; null or no input
+// is nil; a string, array, number or bool is that value, which the policy
+// refuses as malformed (invalid_input) rather than deciding a call without
+// arguments that no argument rule would see.
+func arguments(input gjson.Result) (any, error) {
+	if !input.Exists() || input.Type == gjson.Null {
+		return nil, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(input.Raw))
+	dec.UseNumber()
+	if input.IsObject() {
+		var m map[string]any
+		err := dec.Decode(&m)
+		return m, err
+	}
+	var v any
+	err := dec.Decode(&v)
+	return v, err
 }
 
 func (h *ClaudeCode) post(ctx context.Context, k budget.Key, harnessTool string, input, response gjson.Result) Response {

@@ -338,3 +338,69 @@ func TestHookEditInProject(t *testing.T) {
 		}
 	}
 }
+
+// hookProcess runs the built `harness hook claude-code` with input on its
+// stdin and vars over a home of its own, as Claude Code does; it returns
+// when the process has exited.
+func hookProcess(t *testing.T, home string, vars []string, input string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	harnessBin, _ := buildBinaries(t)
+	cmd := exec.Command(harnessBin, append([]string{"hook", "claude-code"}, args...)...)
+	cmd.Env = append(os.Environ(), append([]string{"HOME=" + home, "XDG_STATE_HOME=", "XDG_DATA_HOME=", "LEAN_CTX_ROLE="}, vars...)...)
+	cmd.Stdin = strings.NewReader(input)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// preToolUse is Claude Code's PreToolUse payload of tool with the raw JSON
+// input ("" for none).
+func preToolUse(session, cwd, tool, input string) string {
+	in := ""
+	if input != "" {
+		in = `, "tool_input": ` + input
+	}
+	return fmt.Sprintf(`{"session_id": %q, "cwd": %q, "hook_event_name": "PreToolUse", "tool_name": %q%s, "tool_use_id": "toolu_01"}`, session, cwd, tool, in)
+}
+
+// A tool input that is not an object is refused as malformed
+// (invalid_input), not decided as a call without arguments that no
+// argument rule sees.
+func TestHookToolInputNotAnObject(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for _, tt := range []struct {
+		name, tool, input string
+		deny              string // a part of the reason; "" for no decision
+	}{
+		{"string", "Bash", `"rm -rf ~/projects"`, "invalid_input: input.arguments must be an object"},
+		{"array", "Bash", `["rm", "-rf", "~/projects"]`, "invalid_input: input.arguments must be an object"},
+		{"number", "Bash", `7`, "invalid_input"},
+		{"bool", "Bash", `true`, "invalid_input"},
+		{"string of an MCP tool", "mcp__github__create_issue", `"title"`, "invalid_input"},
+		{"object", "Bash", `{"command": "rm -rf ~/projects"}`, "policy: refusing `rm -rf ~/projects`"},
+		{"empty object", "Bash", `{}`, ""},
+		{"null", "Bash", `null`, ""},
+		{"absent", "Bash", ``, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := preToolUse("input-"+strings.ReplaceAll(tt.name, " ", "-"), home, tt.tool, tt.input)
+			out, errOut, code := hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON=off"}, in, "--project", withPolicies)
+			a := decodeAnswer(t, out).HookSpecificOutput
+			if tt.deny == "" {
+				if code != 0 || a.PermissionDecision != "" {
+					t.Errorf("exit %d, %+v, stderr %s", code, a, errOut)
+				}
+				return
+			}
+			if code != 0 || a.HookEventName != "PreToolUse" || a.PermissionDecision != "deny" || !strings.Contains(a.PermissionDecisionReason, tt.deny) {
+				t.Errorf("exit %d, %+v, stderr %s", code, a, errOut)
+			}
+		})
+	}
+}
