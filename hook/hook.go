@@ -88,12 +88,13 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 		return Response{Stderr: "harness hook: the PostToolUse input lacks session_id or tool_name; nothing charged\n"}
 	}
 	k := budget.Key{Agent: Agent, Session: session}
-	harnessTool := h.mapTool(tool)
+	call := govern.Call{Session: k, Tool: h.mapTool(tool), Reserve: true}
+	call.Upstream, call.UpstreamTool = Origin(tool)
 	input := p.Get("tool_input")
 	if event == "PreToolUse" {
-		return h.pre(ctx, k, tool, harnessTool, input)
+		return h.pre(ctx, call, tool, input)
 	}
-	return h.post(ctx, k, harnessTool, input, p.Get("tool_response"))
+	return h.post(ctx, k, call.Tool, input, p.Get("tool_response"))
 }
 
 func (h *ClaudeCode) mapTool(tool string) string {
@@ -107,12 +108,33 @@ func (h *ClaudeCode) mapTool(tool string) string {
 	return tool
 }
 
-func (h *ClaudeCode) pre(ctx context.Context, k budget.Key, tool, harnessTool string, input gjson.Result) Response {
+// Origin is where Claude Code's tool comes from: for an MCP tool, named
+// mcp__<server>__<tool>, the server and the server's own name of the
+// tool; "" and "" for a built-in tool (Bash, Read, ...). Server names may
+// hold single underscores, so the server's name ends at the first "__"
+// after the prefix, and everything after that is the tool's
+// (mcp__my_server__get__all is server my_server, tool get__all). A name
+// with an empty server or tool is no MCP tool.
+func Origin(tool string) (upstream, upstreamTool string) {
+	rest, ok := strings.CutPrefix(tool, "mcp__")
+	if !ok {
+		return "", ""
+	}
+	server, name, ok := strings.Cut(rest, "__")
+	if !ok || server == "" || name == "" {
+		return "", ""
+	}
+	return server, name
+}
+
+func (h *ClaudeCode) pre(ctx context.Context, call govern.Call, tool string, input gjson.Result) Response {
 	args, err := arguments(input)
 	if err != nil {
 		return refuse("harness hook: tool_input is not readable: " + err.Error())
 	}
-	o, err := h.Gov.Decide(ctx, govern.Call{Session: k, Tool: harnessTool, Arguments: args, Reserve: true})
+	call.Arguments = args
+	harnessTool := call.Tool
+	o, err := h.Gov.Decide(ctx, call)
 	if err != nil {
 		return answer("PreToolUse", "deny", fmt.Sprintf("harness: the call could not be decided (%v); refused", err), "")
 	}

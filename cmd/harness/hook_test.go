@@ -404,3 +404,50 @@ func TestHookToolInputNotAnObject(t *testing.T) {
 		})
 	}
 }
+
+// The decision log says where a tool comes from: Claude Code's MCP tools
+// (mcp__<server>__<tool>) name their server and its own name of the tool;
+// built-in tools name none.
+func TestHookToolOrigin(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cases := []struct {
+		tool, upstream, upstreamTool string
+	}{
+		{"Bash", "", ""},
+		{"Read", "", ""},
+		{"mcp__github__create_issue", "github", "create_issue"},
+		{"mcp__my_server__list_open_issues", "my_server", "list_open_issues"},
+	}
+	for _, tt := range cases {
+		in := preToolUse("origin-"+tt.tool, home, tt.tool, `{"command": "ls", "file_path": "a.go"}`)
+		if out, errOut, code := hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON=off"}, in); code != 0 || strings.Contains(out, "deny") {
+			t.Fatalf("%s: exit %d %s%s", tt.tool, code, out, errOut)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(home, ".local", "state", "lean-ctx", "harness", "decisions.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := map[string]map[string]any{}
+	for line := range strings.Lines(string(raw)) {
+		var e struct{ Input map[string]any }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		inputs[e.Input["session"].(string)] = e.Input
+	}
+	for _, tt := range cases {
+		in, ok := inputs["origin-"+tt.tool]
+		if !ok {
+			t.Errorf("%s: no decision-log entry", tt.tool)
+			continue
+		}
+		if up, ok := in["upstream"].(string); !ok || up != tt.upstream {
+			t.Errorf("%s: input.upstream %#v, want %q", tt.tool, in["upstream"], tt.upstream)
+		}
+		if up, ok := in["upstream_tool"].(string); !ok || up != tt.upstreamTool {
+			t.Errorf("%s: input.upstream_tool %#v, want %q", tt.tool, in["upstream_tool"], tt.upstreamTool)
+		}
+	}
+}
