@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Command is the hook's command line in Claude Code's settings, for the
@@ -16,7 +17,7 @@ func Command(exe string) string { return shellQuote(exe) + " hook claude-code" }
 
 // Install merges the harness hook (command) into the Claude Code settings
 // file at path, keeping every other setting and hook; a harness hook
-// already there gets the new command. The file is replaced atomically, and
+// already there gets the new command and timeout. The file is replaced atomically, and
 // left as it is when it cannot be read as settings. It reports whether
 // anything changed.
 func Install(path, command string) (bool, error) {
@@ -46,13 +47,18 @@ func Install(path, command string) (bool, error) {
 	return true, os.Rename(tmp, path)
 }
 
+// Timeout is the timeout of the installed hook in Claude Code's settings.
+// Claude Code lets the tool run when its hook takes longer, so the hook
+// process answers well within it (hookd.Deadline).
+const Timeout = 30 * time.Second
+
 // Settings is the hooks section of Claude Code's settings that runs
 // command on every tool, before and after it.
 func Settings(command string) map[string]any {
 	entry := func() []any {
 		return []any{map[string]any{
 			"matcher": "*",
-			"hooks":   []any{map[string]any{"type": "command", "command": command, "timeout": 30}},
+			"hooks":   []any{map[string]any{"type": "command", "command": command, "timeout": int(Timeout / time.Second)}},
 		}}
 	}
 	return map[string]any{"hooks": map[string]any{"PreToolUse": entry(), "PostToolUse": entry()}}
@@ -60,7 +66,8 @@ func Settings(command string) map[string]any {
 
 // mergeHooks adds the harness hook to settings for PreToolUse and
 // PostToolUse, keeping every other setting and hook; a harness hook already
-// there gets the new command. It reports whether anything changed.
+// there gets the new command and the hook's timeout (Timeout: the hook
+// process answers within it). It reports whether anything changed.
 func mergeHooks(settings map[string]any, command string) (bool, error) {
 	hooks, ok := settings["hooks"].(map[string]any)
 	if settings["hooks"] != nil && !ok {
@@ -86,6 +93,9 @@ func mergeHooks(settings map[string]any, command string) (bool, error) {
 					found = true
 					if cmd != command {
 						entry["command"], changed = command, true
+					}
+					if t, _ := entry["timeout"].(float64); t != Timeout.Seconds() {
+						entry["timeout"], changed = int(Timeout/time.Second), true
 					}
 				}
 			}

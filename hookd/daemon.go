@@ -10,11 +10,14 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,21 +28,42 @@ import (
 // DefaultIdle is how long a daemon waits for a call before it exits.
 const DefaultIdle = 15 * time.Minute
 
+// DefaultGrace is how long the calls in flight of a daemon that stops may
+// take to finish before they are refused.
+const DefaultGrace = time.Second
+
 // Options configure a daemon.
 type Options struct {
 	// Socket is where it listens (see SocketPath).
 	Socket string
 	// Idle is how long it waits for a call before it exits (DefaultIdle).
 	Idle time.Duration
+	// Timeout is how long a call may take (DecideTimeout): past it, the
+	// call is refused.
+	Timeout time.Duration
+	// Grace is how long the calls in flight may take once the daemon
+	// stops (DefaultGrace): past it, they are refused.
+	Grace time.Duration
 }
 
 // Serve runs a daemon on o.Socket until ctx ends, it has been idle for
 // o.Idle, or its socket is gone (its directory removed, or another daemon
 // took over). One daemon serves a socket at a time: if another holds the
 // socket's lock, Serve returns nil at once.
+//
+// Every call is answered within o.Timeout, and once the daemon stops it
+// takes no new call and answers those in flight within o.Grace: a call
+// not decided by then is refused (a PostToolUse is not charged) and its
+// work cancelled, and Serve returns without waiting for it.
 func Serve(ctx context.Context, o Options) error {
 	if o.Idle <= 0 {
 		o.Idle = DefaultIdle
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DecideTimeout
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
 	}
 	if err := os.MkdirAll(filepath.Dir(o.Socket), 0o700); err != nil {
 		return err
@@ -62,20 +86,23 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	os.Chmod(o.Socket, 0o600)
 	defer os.Remove(o.Socket)
-	d := &daemon{loads: map[string]*project{}}
+	d := &daemon{o: o, loads: map[string]*project{}}
 	defer d.close()
+	// stopping ends when the daemon stops taking calls, whatever the
+	// reason: the calls in flight then have the grace to finish.
+	stopping, stop := context.WithCancel(ctx)
+	defer stop()
 	calls := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	defer close(stop)
 	go func() {
+		defer l.Close()
 		idle := time.NewTimer(o.Idle)
 		defer idle.Stop()
 		check := time.NewTicker(time.Second)
 		defer check.Stop()
 		for {
 			select {
-			case <-ctx.Done():
-			case <-stop:
+			case <-stopping.Done():
+				return
 			case <-idle.C:
 			case <-calls:
 				idle.Reset(o.Idle)
@@ -85,7 +112,7 @@ func Serve(ctx context.Context, o Options) error {
 					continue
 				}
 			}
-			l.Close()
+			stop()
 			return
 		}
 	}()
@@ -94,20 +121,23 @@ func Serve(ctx context.Context, o Options) error {
 	for {
 		conn, err := l.Accept()
 		if err != nil {
+			stop()
 			return nil
 		}
 		select {
 		case calls <- struct{}{}:
 		default:
 		}
-		serving.Go(func() { d.serve(ctx, conn) })
+		serving.Go(func() { d.serve(stopping, conn) })
 	}
 }
 
 // daemon keeps the loads of the projects it has answered for.
 type daemon struct {
-	mu    sync.Mutex
-	loads map[string]*project // by project root and environment
+	o      Options
+	mu     sync.Mutex
+	loads  map[string]*project // by project root and environment
+	closed atomic.Bool         // no call loads or decides any more
 }
 
 // project is the current load of one project, and the fingerprint of the
@@ -134,14 +164,51 @@ func (g *generation) retire() {
 	}()
 }
 
-func (d *daemon) serve(ctx context.Context, conn net.Conn) {
+// serve answers the call on conn, within the call's timeout, and within
+// the grace once stopping ends.
+func (d *daemon) serve(stopping context.Context, conn net.Conn) {
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(CallTimeout))
+	start := time.Now()
+	conn.SetDeadline(start.Add(d.o.Timeout + time.Second)) // room to write the answer
+	// A request still unread when the daemon stops has the grace to arrive.
+	unread := context.AfterFunc(stopping, func() { conn.SetReadDeadline(time.Now().Add(d.o.Grace)) })
 	var req Request
-	if err := json.NewDecoder(conn).Decode(&req); err != nil {
+	err := json.NewDecoder(conn).Decode(&req)
+	unread()
+	if err != nil {
 		return
 	}
-	json.NewEncoder(conn).Encode(d.answer(ctx, req))
+	json.NewEncoder(conn).Encode(d.bounded(stopping, req, start))
+}
+
+// bounded answers req by the call's timeout, counted from start, and by
+// the grace once stopping ends; a call not decided by then is refused,
+// and its work cancelled (it stops where it can: the policy's evaluation
+// does, a load may not).
+func (d *daemon) bounded(stopping context.Context, req Request, start time.Time) hook.Response {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(stopping))
+	defer cancel()
+	answered := make(chan hook.Response, 1)
+	go func() { answered <- d.answer(ctx, req) }()
+	timeout := time.NewTimer(d.o.Timeout - time.Since(start))
+	defer timeout.Stop()
+	grace := time.NewTimer(time.Hour)
+	grace.Stop()
+	defer grace.Stop()
+	stop := stopping.Done()
+	for {
+		select {
+		case r := <-answered:
+			return r
+		case <-timeout.C:
+			return Unanswered(req.Payload, fmt.Sprintf("the hook daemon did not decide the call within %v", d.o.Timeout))
+		case <-stop:
+			stop = nil
+			grace.Reset(d.o.Grace)
+		case <-grace.C:
+			return Unanswered(req.Payload, "the hook daemon stopped before the call was decided")
+		}
+	}
 }
 
 func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
@@ -159,7 +226,12 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 	}
 	d.mu.Unlock()
 
+	const stopped = "the hook daemon stopped before the call was decided"
 	proj.mu.Lock()
+	if d.closed.Load() {
+		proj.mu.Unlock()
+		return Unanswered(req.Payload, stopped)
+	}
 	fp := Fingerprint(loc.Sources())
 	if proj.gen == nil || proj.fingerprint != fp {
 		if proj.gen != nil {
@@ -173,8 +245,14 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 		}
 		handler, err := h.Hook(ctx, nil)
 		if err != nil {
+			h.Close()
 			proj.mu.Unlock()
 			return Failure(req.Payload, err)
+		}
+		if d.closed.Load() { // closed while this call loaded: nobody else closes it
+			h.Close()
+			proj.mu.Unlock()
+			return Unanswered(req.Payload, stopped)
 		}
 		proj.gen, proj.fingerprint = &generation{handler: handler, close: h.Close}, fp
 	}
@@ -182,17 +260,42 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 	gen.inflight.Add(1)
 	proj.mu.Unlock()
 	defer gen.inflight.Done()
-	return gen.handler.Handle(context.WithoutCancel(ctx), req.Payload)
+	return gen.handler.Handle(ctx, req.Payload)
 }
 
+// close closes the loads once their calls are done, waiting at most the
+// grace: the calls still running then were refused and cancelled, and
+// close their loads when they end (if the process lives that long).
 func (d *daemon) close() {
+	d.closed.Store(true)
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, p := range d.loads {
-		if p.gen != nil {
-			p.gen.inflight.Wait()
-			p.gen.close()
+	loads := slices.Collect(maps.Values(d.loads))
+	d.mu.Unlock()
+	var closing sync.WaitGroup
+	for _, p := range loads {
+		if !p.mu.TryLock() {
+			continue // a load in progress, which closes itself (see answer)
 		}
+		g := p.gen
+		p.gen = nil
+		p.mu.Unlock()
+		if g != nil {
+			closing.Go(func() {
+				g.inflight.Wait()
+				g.close()
+			})
+		}
+	}
+	closed := make(chan struct{})
+	go func() {
+		closing.Wait()
+		close(closed)
+	}()
+	grace := time.NewTimer(d.o.Grace)
+	defer grace.Stop()
+	select {
+	case <-closed:
+	case <-grace.C:
 	}
 }
 

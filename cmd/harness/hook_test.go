@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -341,11 +343,14 @@ func TestHookEditInProject(t *testing.T) {
 
 // hookProcess runs the built `harness hook claude-code` with input on its
 // stdin and vars over a home of its own, as Claude Code does; it returns
-// when the process has exited.
+// when the process has exited, or has been killed after a minute (exit
+// code -1).
 func hookProcess(t *testing.T, home string, vars []string, input string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	harnessBin, _ := buildBinaries(t)
-	cmd := exec.Command(harnessBin, append([]string{"hook", "claude-code"}, args...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, harnessBin, append([]string{"hook", "claude-code"}, args...)...)
 	cmd.Env = append(os.Environ(), append([]string{"HOME=" + home, "XDG_STATE_HOME=", "XDG_DATA_HOME=", "LEAN_CTX_ROLE="}, vars...)...)
 	cmd.Stdin = strings.NewReader(input)
 	var out, errb bytes.Buffer
@@ -448,6 +453,192 @@ func TestHookToolOrigin(t *testing.T) {
 		}
 		if up, ok := in["upstream_tool"].(string); !ok || up != tt.upstreamTool {
 			t.Errorf("%s: input.upstream_tool %#v, want %q", tt.tool, in["upstream_tool"], tt.upstreamTool)
+		}
+	}
+}
+
+// slowPolicy is a custom policy whose evaluation takes minutes: a set
+// comprehension over four nested iterations of a constant array.
+func slowPolicy(t *testing.T, dir string) {
+	t.Helper()
+	var xs []string
+	for i := range 100 {
+		xs = append(xs, strconv.Itoa(i))
+	}
+	writeFile(t, filepath.Join(dir, "slow.rego"), "package harness.custom.slow\n\nxs := ["+strings.Join(xs, ", ")+"]\n\n"+
+		"deny contains msg if {\n"+
+		"\tn := count({x | some a in xs; some b in xs; some c in xs; some d in xs; x := ((a + b) + c) + d})\n"+
+		"\tn < 0\n"+
+		"\tmsg := \"never\"\n"+
+		"}\n")
+}
+
+// A hook process answers by its deadline however slow the policy: a
+// PreToolUse decided on a policy that takes minutes is refused, whether
+// the process decides it or waits for the daemon, with the project's
+// policy or the user's.
+func TestHookDeadline(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		daemon bool
+		user   bool
+	}{
+		{"project policy, in the process", false, false},
+		{"user policy, in the process", false, true},
+		{"project policy, through the daemon", true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home, project := shortDir(t), t.TempDir()
+			if tt.user {
+				slowPolicy(t, filepath.Join(home, ".lean-ctx", "policies"))
+			} else {
+				slowPolicy(t, filepath.Join(project, ".lean-ctx", "policies"))
+			}
+			vars := []string{"HARNESS_HOOK_DAEMON=off", "HARNESS_HOOK_DEADLINE=1s"}
+			if tt.daemon {
+				startDaemon(t, home)
+				vars[0] = "HARNESS_HOOK_DAEMON="
+			}
+			start := time.Now()
+			out, errOut, code := hookProcess(t, home, vars, preToolUse("slow", project, "Bash", `{"command": "ls"}`))
+			if took := time.Since(start); took > 15*time.Second {
+				t.Errorf("the hook answered after %v", took)
+			}
+			if code != exitDenied || out != "" || !strings.Contains(errOut, "harness hook: the harness did not answer within 1s; refusing the call") {
+				t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+		})
+	}
+}
+
+// shortDir is a temporary directory with a short path, for a home whose
+// state directory holds a socket (a socket's path has a length limit).
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// daemonProcess is a `harness hook daemon` the test started.
+type daemonProcess struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	exited chan struct{} // closed when it has exited, err then set
+	err    error
+}
+
+// startDaemon starts `harness hook daemon` for home, as the hook would,
+// and returns once it listens; the test's end kills it.
+func startDaemon(t *testing.T, home string) *daemonProcess {
+	t.Helper()
+	harnessBin, _ := buildBinaries(t)
+	d := &daemonProcess{cmd: exec.Command(harnessBin, "hook", "daemon"), exited: make(chan struct{})}
+	d.cmd.Env = append(os.Environ(), "HOME="+home, "XDG_STATE_HOME=", "XDG_DATA_HOME=", "LEAN_CTX_ROLE=")
+	d.cmd.Stderr = &d.stderr
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		d.err = d.cmd.Wait()
+		close(d.exited)
+	}()
+	t.Cleanup(func() {
+		d.cmd.Process.Kill()
+		<-d.exited
+	})
+	sock := filepath.Join(home, ".local", "state", "lean-ctx", "harness", "hook.sock")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon does not listen")
+		}
+	}
+}
+
+// SIGTERM stops a daemon that is deciding a call on a policy that takes
+// minutes: the call is refused after the grace, and the daemon exits.
+func TestHookDaemonSIGTERM(t *testing.T) {
+	t.Parallel()
+	harnessBin, _ := buildBinaries(t)
+	home, project := shortDir(t), t.TempDir()
+	slowPolicy(t, filepath.Join(project, ".lean-ctx", "policies"))
+	daemon := startDaemon(t, home)
+
+	client := exec.Command(harnessBin, "hook", "claude-code")
+	client.Env = append(os.Environ(), "HOME="+home, "XDG_STATE_HOME=", "XDG_DATA_HOME=", "LEAN_CTX_ROLE=")
+	client.Stdin = strings.NewReader(preToolUse("sigterm", project, "Bash", `{"command": "ls"}`))
+	var out, errOut bytes.Buffer
+	client.Stdout, client.Stderr = &out, &errOut
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan struct{})
+	go func() { client.Wait(); close(answered) }()
+	// The call has reached the daemon's governor once its session has a role.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if o, _, _ := harnessIn(t, home, nil, "sessions", "--session", "sigterm", "--json"); strings.Contains(o, `"sigterm"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call did not reach the daemon's governor")
+		}
+	}
+	sent := time.Now()
+	if err := daemon.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-daemon.exited:
+		if daemon.err != nil {
+			t.Errorf("the daemon exited with %v: %s", daemon.err, daemon.stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not stop on SIGTERM")
+	}
+	t.Logf("the daemon stopped %v after SIGTERM", time.Since(sent))
+	<-answered
+	if code := client.ProcessState.ExitCode(); code != exitDenied || out.Len() != 0 ||
+		!strings.Contains(errOut.String(), "harness hook: the hook daemon stopped before the call was decided; refusing the call") {
+		t.Errorf("the hook: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}
+
+// An installed harness hook gets the timeout the hook's deadline is
+// derived from: with a shorter one, Claude Code would give up on the hook
+// first and let the tool run.
+func TestHookInstallTimeout(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	settings := filepath.Join(project, ".claude", "settings.json")
+	writeFile(t, settings, `{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "/old/harness hook claude-code", "timeout": 5}]}]}}`)
+	if out, errOut, code := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write"); code != 0 {
+		t.Fatalf("install: %d %s%s", code, out, errOut)
+	}
+	var got struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Command string
+				Timeout int
+			}
+		}
+	}
+	b, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, event := range []string{"PreToolUse", "PostToolUse"} {
+		groups := got.Hooks[event]
+		if len(groups) != 1 || len(groups[0].Hooks) != 1 || groups[0].Hooks[0].Timeout != 30 || groups[0].Hooks[0].Command == "/old/harness hook claude-code" {
+			t.Errorf("%s: %+v", event, groups)
 		}
 	}
 }
