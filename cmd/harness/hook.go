@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/hook"
 	"github.com/agentharness/harness/hookd"
 	"github.com/agentharness/harness/roles"
@@ -94,6 +95,7 @@ func (c *cli) hookInstall(args []string) int {
 		exe = "harness"
 	}
 	command := hook.Command(exe)
+	deny := hook.DenyRules(app.Protected(c.params("").Env, exe))
 	var path string
 	if *user {
 		path = filepath.Join(c.env.home, ".claude", "settings.json")
@@ -108,19 +110,19 @@ func (c *cli) hookInstall(args []string) int {
 		path = filepath.Join(root, ".claude", "settings.json")
 	}
 	if !*write {
-		b, _ := json.MarshalIndent(hook.Settings(command), "", "  ")
+		b, _ := json.MarshalIndent(hook.Settings(command, deny), "", "  ")
 		fmt.Fprintf(c.stdout, "%s\n", b)
 		fmt.Fprintf(c.stderr, "harness: merge this into %s, or run harness hook install --write\n", path)
 		return exitOK
 	}
-	changed, err := hook.Install(path, command)
+	changed, err := hook.Install(path, command, deny)
 	if err != nil {
 		return c.fail("hook install: %v", err)
 	}
 	if !changed {
-		fmt.Fprintf(c.stdout, "%s already runs the harness hook\n", path)
+		fmt.Fprintf(c.stdout, "%s already runs the harness hook, with its permission rules\n", path)
 		return exitOK
 	}
-	fmt.Fprintf(c.stdout, "installed the harness hook (PreToolUse, PostToolUse) in %s\n", path)
+	fmt.Fprintf(c.stdout, "installed the harness hook (PreToolUse, PostToolUse) and its permission rules (permissions.deny) in %s\n", path)
 	return exitOK
 }

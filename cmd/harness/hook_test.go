@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,7 +190,7 @@ func TestHookInstall(t *testing.T) {
 	settings := filepath.Join(project, ".claude", "settings.json")
 	writeFile(t, settings, `{
   "model": "opus",
-  "permissions": {"allow": ["Bash(npm test)"]},
+  "permissions": {"allow": ["Bash(npm test)"], "deny": ["Read(./.env)", "Bash(harness role set:*)"]},
   "hooks": {
     "PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "prettier --write"}]}],
     "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
@@ -212,6 +213,26 @@ func TestHookInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	post := got.Hooks["PostToolUse"]
+	// The second layer: Claude Code's own rules keep the agent's tools off
+	// the harness's files, the hook's settings and the operator's commands,
+	// after the rules that were there, none twice.
+	deny := got.Permissions["deny"]
+	for i, want := range []string{"Read(./.env)", "Bash(harness role set:*)", "Edit(~/.lean-ctx/**)", "Edit(~/.local/share/lean-ctx/**)",
+		"Edit(~/.local/state/lean-ctx/harness/**)", "Read(~/.lean-ctx/harness.toml)", "Edit(~/.claude/settings.json)",
+		"Edit(//**/.claude/settings.json)", "Edit(//**/.claude/settings.local.json)"} {
+		if i >= len(deny) || deny[i] != want {
+			t.Errorf("permissions.deny[%d] is not %s: %q", i, want, deny)
+			break
+		}
+	}
+	for _, want := range []string{"Bash(harness budget reset:*)", "Bash(harness hook install:*)"} {
+		if !slices.Contains(deny, want) {
+			t.Errorf("permissions.deny lacks %s: %q", want, deny)
+		}
+	}
+	if n := len(deny); n != len(slices.Compact(slices.Sorted(slices.Values(deny)))) {
+		t.Errorf("permissions.deny has a rule twice: %q", deny)
+	}
 	if got.Model != "opus" || got.Permissions["allow"][0] != "Bash(npm test)" || len(got.Hooks["Stop"]) != 1 ||
 		len(post) != 2 || post[0].Hooks[0].Command != "prettier --write" || !strings.HasSuffix(post[1].Hooks[0].Command, " hook claude-code") ||
 		len(got.Hooks["PreToolUse"]) != 1 || got.Hooks["PreToolUse"][0].Matcher != "*" {
@@ -228,7 +249,7 @@ func TestHookInstall(t *testing.T) {
 		t.Error("a broken settings file was overwritten")
 	}
 	out, _, _ = harness(t, nil, "hook", "install")
-	if !strings.Contains(out, `"PreToolUse"`) || !strings.Contains(out, `hook claude-code`) {
+	if !strings.Contains(out, `"PreToolUse"`) || !strings.Contains(out, `hook claude-code`) || !strings.Contains(out, `"Edit(~/.lean-ctx/**)"`) {
 		t.Errorf("printed snippet: %s", out)
 	}
 }
