@@ -54,7 +54,8 @@ type Options struct {
 // Every call is answered within o.Timeout, and once the daemon stops it
 // takes no new call and answers those in flight within o.Grace: a call
 // not decided by then is refused (a PostToolUse is not charged) and its
-// work cancelled, and Serve returns without waiting for it.
+// work cancelled. Serve then closes the loads, giving their calls another
+// grace at most, and returns without waiting for calls that were refused.
 func Serve(ctx context.Context, o Options) error {
 	if o.Idle <= 0 {
 		o.Idle = DefaultIdle
