@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"maps"
+	"path/filepath"
 
+	"github.com/agentharness/harness/config"
 	"github.com/agentharness/harness/hook"
 )
 
@@ -18,4 +20,24 @@ func (h *Harness) Hook(ctx context.Context, warn func(error)) (*hook.ClaudeCode,
 	tools := maps.Clone(hook.DefaultTools)
 	maps.Copy(tools, h.Config.HookTools)
 	return &hook.ClaudeCode{Gov: g, Opts: hook.Options{Tools: tools, Allow: h.Config.HookAllow}}, nil
+}
+
+// Protected is what the installed hook's permission rules keep the
+// agent's own tools away from (hook.DenyRules): the user's harness
+// directories (~/.lean-ctx, $XDG_DATA_HOME/lean-ctx: roles, policies,
+// harness.toml), the state directory (the ledger, the logs), the user's
+// harness.toml (not to be read either: it can hold bearer tokens) and the
+// harness binary exe.
+func Protected(e Env, exe string) hook.Protected {
+	data := e.getenv("XDG_DATA_HOME")
+	if data == "" {
+		data = filepath.Join(e.Home, ".local", "share")
+	}
+	user := config.FindFiles(e.Home, "", nil).User
+	return hook.Protected{
+		Home:    e.Home,
+		Dirs:    []string{filepath.Join(e.Home, ".lean-ctx"), filepath.Join(data, "lean-ctx"), StateDir(e)},
+		Secrets: []string{user},
+		Exe:     exe,
+	}
 }

@@ -88,12 +88,13 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 		return Response{Stderr: "harness hook: the PostToolUse input lacks session_id or tool_name; nothing charged\n"}
 	}
 	k := budget.Key{Agent: Agent, Session: session}
-	harnessTool := h.mapTool(tool)
+	call := govern.Call{Session: k, Tool: h.mapTool(tool), Reserve: true}
+	call.Upstream, call.UpstreamTool = Origin(tool)
 	input := p.Get("tool_input")
 	if event == "PreToolUse" {
-		return h.pre(ctx, k, tool, harnessTool, input)
+		return h.pre(ctx, call, tool, input)
 	}
-	return h.post(ctx, k, harnessTool, input, p.Get("tool_response"))
+	return h.post(ctx, k, call.Tool, input, p.Get("tool_response"))
 }
 
 func (h *ClaudeCode) mapTool(tool string) string {
@@ -107,16 +108,33 @@ func (h *ClaudeCode) mapTool(tool string) string {
 	return tool
 }
 
-func (h *ClaudeCode) pre(ctx context.Context, k budget.Key, tool, harnessTool string, input gjson.Result) Response {
-	var args map[string]any
-	if input.IsObject() {
-		dec := json.NewDecoder(strings.NewReader(input.Raw))
-		dec.UseNumber()
-		if err := dec.Decode(&args); err != nil {
-			return refuse("harness hook: tool_input is not readable: " + err.Error())
-		}
+// Origin is where Claude Code's tool comes from: for an MCP tool, named
+// mcp__<server>__<tool>, the server and the server's own name of the
+// tool; "" and "" for a built-in tool (Bash, Read, ...). Server names may
+// hold single underscores, so the server's name ends at the first "__"
+// after the prefix, and everything after that is the tool's
+// (mcp__my_server__get__all is server my_server, tool get__all). A name
+// with an empty server or tool is no MCP tool.
+func Origin(tool string) (upstream, upstreamTool string) {
+	rest, ok := strings.CutPrefix(tool, "mcp__")
+	if !ok {
+		return "", ""
 	}
-	o, err := h.Gov.Decide(ctx, govern.Call{Session: k, Tool: harnessTool, Arguments: args, Reserve: true})
+	server, name, ok := strings.Cut(rest, "__")
+	if !ok || server == "" || name == "" {
+		return "", ""
+	}
+	return server, name
+}
+
+func (h *ClaudeCode) pre(ctx context.Context, call govern.Call, tool string, input gjson.Result) Response {
+	args, err := arguments(input)
+	if err != nil {
+		return refuse("harness hook: tool_input is not readable: " + err.Error())
+	}
+	call.Arguments = args
+	harnessTool := call.Tool
+	o, err := h.Gov.Decide(ctx, call)
 	if err != nil {
 		return answer("PreToolUse", "deny", fmt.Sprintf("harness: the call could not be decided (%v); refused", err), "")
 	}
@@ -153,6 +171,27 @@ func (h *ClaudeCode) pre(ctx context.Context, k budget.Key, tool, harnessTool st
 		reason = fmt.Sprintf("harness: %s allowed for role %s", name, d.Role)
 	}
 	return answer("PreToolUse", h.Opts.Allow, reason, context.String())
+}
+
+// arguments are the decision's arguments: the tool input as the agent sent
+// it, numbers kept exact. An object is a map[string]any; null or no input
+// is nil; a string, array, number or bool is that value, which the policy
+// refuses as malformed (invalid_input) rather than deciding a call without
+// arguments that no argument rule would see.
+func arguments(input gjson.Result) (any, error) {
+	if !input.Exists() || input.Type == gjson.Null {
+		return nil, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(input.Raw))
+	dec.UseNumber()
+	if input.IsObject() {
+		var m map[string]any
+		err := dec.Decode(&m)
+		return m, err
+	}
+	var v any
+	err := dec.Decode(&v)
+	return v, err
 }
 
 func (h *ClaudeCode) post(ctx context.Context, k budget.Key, harnessTool string, input, response gjson.Result) Response {

@@ -8,18 +8,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Command is the hook's command line in Claude Code's settings, for the
 // harness binary exe.
 func Command(exe string) string { return shellQuote(exe) + " hook claude-code" }
 
-// Install merges the harness hook (command) into the Claude Code settings
-// file at path, keeping every other setting and hook; a harness hook
-// already there gets the new command. The file is replaced atomically, and
-// left as it is when it cannot be read as settings. It reports whether
-// anything changed.
-func Install(path, command string) (bool, error) {
+// Install merges the harness hook (command) and the permission rules deny
+// (DenyRules) into the Claude Code settings file at path, keeping every
+// other setting, hook and rule; a harness hook already there gets the new
+// command and timeout, and a rule already there is not added again. The
+// file is replaced atomically, and left as it is when it cannot be read as
+// settings. It reports whether anything changed.
+func Install(path, command string, deny []string) (bool, error) {
 	settings := map[string]any{}
 	if b, err := os.ReadFile(path); err == nil {
 		if err := json.Unmarshal(b, &settings); err != nil {
@@ -28,11 +30,15 @@ func Install(path, command string) (bool, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return false, err
 	}
-	changed, err := mergeHooks(settings, command)
+	hooks, err := mergeHooks(settings, command)
 	if err != nil {
 		return false, fmt.Errorf("%s: %v; it is left as it is", path, err)
 	}
-	if !changed {
+	rules, err := mergeDeny(settings, deny)
+	if err != nil {
+		return false, fmt.Errorf("%s: %v; it is left as it is", path, err)
+	}
+	if !hooks && !rules {
 		return false, nil
 	}
 	b, _ := json.MarshalIndent(settings, "", "  ")
@@ -46,21 +52,32 @@ func Install(path, command string) (bool, error) {
 	return true, os.Rename(tmp, path)
 }
 
-// Settings is the hooks section of Claude Code's settings that runs
-// command on every tool, before and after it.
-func Settings(command string) map[string]any {
+// Timeout is the timeout of the installed hook in Claude Code's settings.
+// Claude Code lets the tool run when its hook takes longer, so the hook
+// process answers well within it (hookd.Deadline).
+const Timeout = 30 * time.Second
+
+// Settings is what Install merges into Claude Code's settings: the hooks
+// that run command on every tool, before and after it, and the permission
+// rules deny.
+func Settings(command string, deny []string) map[string]any {
 	entry := func() []any {
 		return []any{map[string]any{
 			"matcher": "*",
-			"hooks":   []any{map[string]any{"type": "command", "command": command, "timeout": 30}},
+			"hooks":   []any{map[string]any{"type": "command", "command": command, "timeout": int(Timeout / time.Second)}},
 		}}
 	}
-	return map[string]any{"hooks": map[string]any{"PreToolUse": entry(), "PostToolUse": entry()}}
+	s := map[string]any{"hooks": map[string]any{"PreToolUse": entry(), "PostToolUse": entry()}}
+	if len(deny) > 0 {
+		s["permissions"] = map[string]any{"deny": deny}
+	}
+	return s
 }
 
 // mergeHooks adds the harness hook to settings for PreToolUse and
 // PostToolUse, keeping every other setting and hook; a harness hook already
-// there gets the new command. It reports whether anything changed.
+// there gets the new command and the hook's timeout (Timeout: the hook
+// process answers within it). It reports whether anything changed.
 func mergeHooks(settings map[string]any, command string) (bool, error) {
 	hooks, ok := settings["hooks"].(map[string]any)
 	if settings["hooks"] != nil && !ok {
@@ -87,11 +104,14 @@ func mergeHooks(settings map[string]any, command string) (bool, error) {
 					if cmd != command {
 						entry["command"], changed = command, true
 					}
+					if t, _ := entry["timeout"].(float64); t != Timeout.Seconds() {
+						entry["timeout"], changed = int(Timeout/time.Second), true
+					}
 				}
 			}
 		}
 		if !found {
-			hooks[event] = append(groups, Settings(command)["hooks"].(map[string]any)[event].([]any)...)
+			hooks[event] = append(groups, Settings(command, nil)["hooks"].(map[string]any)[event].([]any)...)
 			changed = true
 		}
 	}

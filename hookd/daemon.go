@@ -7,13 +7,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,21 +29,43 @@ import (
 // DefaultIdle is how long a daemon waits for a call before it exits.
 const DefaultIdle = 15 * time.Minute
 
+// DefaultGrace is how long the calls in flight of a daemon that stops may
+// take to finish before they are refused.
+const DefaultGrace = time.Second
+
 // Options configure a daemon.
 type Options struct {
 	// Socket is where it listens (see SocketPath).
 	Socket string
 	// Idle is how long it waits for a call before it exits (DefaultIdle).
 	Idle time.Duration
+	// Timeout is how long a call may take (DecideTimeout): past it, the
+	// call is refused.
+	Timeout time.Duration
+	// Grace is how long the calls in flight may take once the daemon
+	// stops (DefaultGrace): past it, they are refused.
+	Grace time.Duration
 }
 
 // Serve runs a daemon on o.Socket until ctx ends, it has been idle for
 // o.Idle, or its socket is gone (its directory removed, or another daemon
 // took over). One daemon serves a socket at a time: if another holds the
 // socket's lock, Serve returns nil at once.
+//
+// Every call is answered within o.Timeout, and once the daemon stops it
+// takes no new call and answers those in flight within o.Grace: a call
+// not decided by then is refused (a PostToolUse is not charged) and its
+// work cancelled. Serve then closes the loads, giving their calls another
+// grace at most, and returns without waiting for calls that were refused.
 func Serve(ctx context.Context, o Options) error {
 	if o.Idle <= 0 {
 		o.Idle = DefaultIdle
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DecideTimeout
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
 	}
 	if err := os.MkdirAll(filepath.Dir(o.Socket), 0o700); err != nil {
 		return err
@@ -61,20 +88,23 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	os.Chmod(o.Socket, 0o600)
 	defer os.Remove(o.Socket)
-	d := &daemon{loads: map[string]*project{}}
+	d := &daemon{o: o, loads: map[string]*project{}}
 	defer d.close()
+	// stopping ends when the daemon stops taking calls, whatever the
+	// reason: the calls in flight then have the grace to finish.
+	stopping, stop := context.WithCancel(ctx)
+	defer stop()
 	calls := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	defer close(stop)
 	go func() {
+		defer l.Close()
 		idle := time.NewTimer(o.Idle)
 		defer idle.Stop()
 		check := time.NewTicker(time.Second)
 		defer check.Stop()
 		for {
 			select {
-			case <-ctx.Done():
-			case <-stop:
+			case <-stopping.Done():
+				return
 			case <-idle.C:
 			case <-calls:
 				idle.Reset(o.Idle)
@@ -84,7 +114,7 @@ func Serve(ctx context.Context, o Options) error {
 					continue
 				}
 			}
-			l.Close()
+			stop()
 			return
 		}
 	}()
@@ -93,20 +123,23 @@ func Serve(ctx context.Context, o Options) error {
 	for {
 		conn, err := l.Accept()
 		if err != nil {
+			stop()
 			return nil
 		}
 		select {
 		case calls <- struct{}{}:
 		default:
 		}
-		serving.Go(func() { d.serve(ctx, conn) })
+		serving.Go(func() { d.serve(stopping, conn) })
 	}
 }
 
 // daemon keeps the loads of the projects it has answered for.
 type daemon struct {
-	mu    sync.Mutex
-	loads map[string]*project // by project root, layers and environment
+	o      Options
+	mu     sync.Mutex
+	loads  map[string]*project // by project root, layers and environment
+	closed atomic.Bool         // no call loads or decides any more
 }
 
 // project is the current load of one project, and the fingerprint of the
@@ -133,14 +166,51 @@ func (g *generation) retire() {
 	}()
 }
 
-func (d *daemon) serve(ctx context.Context, conn net.Conn) {
+// serve answers the call on conn, within the call's timeout, and within
+// the grace once stopping ends.
+func (d *daemon) serve(stopping context.Context, conn net.Conn) {
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(CallTimeout))
+	start := time.Now()
+	conn.SetDeadline(start.Add(d.o.Timeout + time.Second)) // room to write the answer
+	// A request still unread when the daemon stops has the grace to arrive.
+	unread := context.AfterFunc(stopping, func() { conn.SetReadDeadline(time.Now().Add(d.o.Grace)) })
 	var req Request
-	if err := json.NewDecoder(conn).Decode(&req); err != nil {
+	err := json.NewDecoder(conn).Decode(&req)
+	unread()
+	if err != nil {
 		return
 	}
-	json.NewEncoder(conn).Encode(d.answer(ctx, req))
+	json.NewEncoder(conn).Encode(d.bounded(stopping, req, start))
+}
+
+// bounded answers req by the call's timeout, counted from start, and by
+// the grace once stopping ends; a call not decided by then is refused,
+// and its work cancelled (it stops where it can: the policy's evaluation
+// does, a load may not).
+func (d *daemon) bounded(stopping context.Context, req Request, start time.Time) hook.Response {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(stopping))
+	defer cancel()
+	answered := make(chan hook.Response, 1)
+	go func() { answered <- d.answer(ctx, req) }()
+	timeout := time.NewTimer(d.o.Timeout - time.Since(start))
+	defer timeout.Stop()
+	grace := time.NewTimer(time.Hour)
+	grace.Stop()
+	defer grace.Stop()
+	stop := stopping.Done()
+	for {
+		select {
+		case r := <-answered:
+			return r
+		case <-timeout.C:
+			return Unanswered(req.Payload, fmt.Sprintf("the hook daemon did not decide the call within %v", d.o.Timeout))
+		case <-stop:
+			stop = nil
+			grace.Reset(d.o.Grace)
+		case <-grace.C:
+			return Unanswered(req.Payload, "the hook daemon stopped before the call was decided")
+		}
+	}
 }
 
 func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
@@ -158,7 +228,12 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 	}
 	d.mu.Unlock()
 
+	const stopped = "the hook daemon stopped before the call was decided"
 	proj.mu.Lock()
+	if d.closed.Load() {
+		proj.mu.Unlock()
+		return Unanswered(req.Payload, stopped)
+	}
 	fp := Fingerprint(loc.Sources())
 	if proj.gen == nil || proj.fingerprint != fp {
 		if proj.gen != nil {
@@ -172,8 +247,14 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 		}
 		handler, err := h.Hook(ctx, nil)
 		if err != nil {
+			h.Close()
 			proj.mu.Unlock()
 			return Failure(req.Payload, err)
+		}
+		if d.closed.Load() { // closed while this call loaded: nobody else closes it
+			h.Close()
+			proj.mu.Unlock()
+			return Unanswered(req.Payload, stopped)
 		}
 		proj.gen, proj.fingerprint = &generation{handler: handler, close: h.Close}, fp
 	}
@@ -181,46 +262,88 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 	gen.inflight.Add(1)
 	proj.mu.Unlock()
 	defer gen.inflight.Done()
-	return gen.handler.Handle(context.WithoutCancel(ctx), req.Payload)
+	return gen.handler.Handle(ctx, req.Payload)
 }
 
+// close closes the loads once their calls are done, waiting at most the
+// grace: the calls still running then were refused and cancelled, and
+// close their loads when they end (if the process lives that long).
 func (d *daemon) close() {
+	d.closed.Store(true)
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, p := range d.loads {
-		if p.gen != nil {
-			p.gen.inflight.Wait()
-			p.gen.close()
+	loads := slices.Collect(maps.Values(d.loads))
+	d.mu.Unlock()
+	var closing sync.WaitGroup
+	for _, p := range loads {
+		if !p.mu.TryLock() {
+			continue // a load in progress, which closes itself (see answer)
 		}
+		g := p.gen
+		p.gen = nil
+		p.mu.Unlock()
+		if g != nil {
+			closing.Go(func() {
+				g.inflight.Wait()
+				g.close()
+			})
+		}
+	}
+	closed := make(chan struct{})
+	go func() {
+		closing.Wait()
+		close(closed)
+	}()
+	grace := time.NewTimer(d.o.Grace)
+	defer grace.Stop()
+	select {
+	case <-closed:
+	case <-grace.C:
 	}
 }
 
-// Fingerprint summarises files and directories (each directory's entries)
-// by name, size and modification time: it changes when one of them does.
+// Fingerprint summarises files and directories by content: each file's
+// bytes, each directory's entries by name and content (a subdirectory by
+// name; loads do not descend into them). It changes when anything a load
+// reads does, whatever happens to sizes and modification times, and stays
+// when a file is only touched.
 func Fingerprint(paths []string) string {
-	h := sha256.New()
+	h, file := sha256.New(), sha256.New()
+	buf := make([]byte, 16<<10)
 	for _, p := range paths {
 		entries, err := os.ReadDir(p)
-		if errors.Is(err, fs.ErrNotExist) || (err != nil && !isDir(p)) {
-			if fi, err := os.Stat(p); err == nil {
-				fmt.Fprintf(h, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
-			} else {
-				fmt.Fprintf(h, "%s -\n", p)
-			}
+		if err != nil {
+			// A file (ReadDir fails on one) or nothing at all.
+			fmt.Fprintf(h, "%q %s\n", p, contentSum(file, buf, p))
 			continue
 		}
+		fmt.Fprintf(h, "%q dir %d\n", p, len(entries))
 		for _, e := range entries {
-			if fi, err := e.Info(); err == nil {
-				fmt.Fprintf(h, "%s/%s %d %d\n", p, e.Name(), fi.Size(), fi.ModTime().UnixNano())
+			sum := "dir"
+			if !e.IsDir() {
+				sum = contentSum(file, buf, filepath.Join(p, e.Name()))
 			}
+			fmt.Fprintf(h, "%q %s\n", e.Name(), sum)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
+// contentSum is the hash of the file at path, with h and buf, or why it
+// cannot be read ("-" when there is no such file).
+func contentSum(h hash.Hash, buf []byte, path string) string {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "-"
+	}
+	if err != nil {
+		return fmt.Sprintf("error %q", err)
+	}
+	defer f.Close()
+	h.Reset()
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, buf); err != nil {
+		return fmt.Sprintf("error %q", err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Start starts a daemon in the background, detached (its own session, in

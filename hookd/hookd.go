@@ -9,6 +9,12 @@
 // no daemon, the hook process answers by itself the same way (Local) and
 // starts one for the next calls.
 //
+// Every answer comes in time: Claude Code lets a tool run when its hook
+// outlasts its timeout, so a hook process (Client) refuses the call when
+// it has no answer by its Deadline, and the daemon refuses a call it has
+// not decided within its timeout, or within a short grace once it is told
+// to stop.
+//
 // It is transport and caching only: app loads, the hook package speaks
 // Claude Code's protocol, the governor decides.
 package hookd
@@ -29,8 +35,23 @@ import (
 	"github.com/agentharness/harness/hook"
 )
 
-// CallTimeout bounds one call through the daemon.
-const CallTimeout = 60 * time.Second
+// The deadlines of a hook call, from the outside in. Claude Code lets a
+// tool run when its hook outlasts the timeout it was installed with
+// (hook.Timeout), so a hook process answers well before that whatever it
+// is doing: within Deadline, after which it refuses the call. Its wait for
+// the daemon (CallTimeout) ends before that, and the daemon refuses a
+// call it has not decided within DecideTimeout, before the hook process
+// stops waiting. None of them depends on the policy engine's own
+// evaluation deadline.
+const (
+	// Deadline bounds a whole hook process: reading the payload, waiting
+	// for the daemon, loading and deciding in the process.
+	Deadline = hook.Timeout * 2 / 3
+	// CallTimeout bounds a hook process's wait for the daemon's answer.
+	CallTimeout = Deadline * 3 / 4
+	// DecideTimeout bounds the daemon's work on one call.
+	DecideTimeout = CallTimeout - 2*time.Second
+)
 
 // dialTimeout bounds the wait for a daemon to take the connection.
 const dialTimeout = 100 * time.Millisecond
@@ -120,6 +141,15 @@ func Local(ctx context.Context, req Request) hook.Response {
 	resp := handler.Handle(ctx, req.Payload)
 	resp.Stderr = warnings.String() + resp.Stderr
 	return resp
+}
+
+// Unanswered answers a call the harness did not decide, saying why: a
+// PreToolUse (or anything else) is refused, a PostToolUse is not charged.
+func Unanswered(payload []byte, why string) hook.Response {
+	if gjson.GetBytes(payload, "hook_event_name").String() == "PostToolUse" {
+		return hook.Response{Stderr: "harness hook: " + why + "; nothing was charged\n"}
+	}
+	return hook.Response{Stderr: "harness hook: " + why + "; refusing the call\n", Exit: hook.ExitRefused}
 }
 
 // Failure answers when the harness itself cannot run (a broken role file,

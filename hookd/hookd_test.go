@@ -180,6 +180,16 @@ func TestDaemonReloadsOnEdits(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
+	// An edit that keeps the file's size and modification time is seen too.
+	file := filepath.Join(w.project, ".lean-ctx", "roles", "team.toml")
+	w.role(t, "[role]\ninherits = \"coder\"\nshell_policy= \"track\"\n")
+	if r, _ := Call(sock, w.request(t, "PreToolUse", "s4")); decision(t, r) != "" || r.Exit != 0 {
+		t.Fatalf("before the same-size edit: %+v", r)
+	}
+	keepStat(t, file, "[role]\ninherits = \"coder\"\nshell_policy = \"deny\"\n")
+	if r, _ := Call(sock, w.request(t, "PreToolUse", "s5")); decision(t, r) != "deny" || !strings.Contains(string(r.Stdout), "shell_denied") {
+		t.Errorf("after an edit keeping size and time: %s%s", r.Stdout, r.Stderr)
+	}
 	// A broken edit refuses the call with the file's error.
 	w.role(t, "[role]\ninherits = \"nobody\"\n")
 	r, _ = Call(sock, w.request(t, "PreToolUse", "s3"))

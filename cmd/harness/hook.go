@@ -7,14 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/hook"
 	"github.com/agentharness/harness/hookd"
 	"github.com/agentharness/harness/roles"
 )
-
-// maxPayload bounds a hook payload read from stdin.
-const maxPayload = 64 << 20
 
 func (c *cli) hook(args []string) int {
 	if len(args) == 0 {
@@ -33,32 +32,30 @@ func (c *cli) hook(args []string) int {
 
 // hookClaudeCode answers one Claude Code hook call: the payload on stdin,
 // the answer on stdout, the exit code as the protocol wants it. The daemon
-// answers if one runs; else this process does, and starts one.
+// answers if one runs; else this process does, and starts one. Either way
+// the answer comes within hookd.Deadline ($HARNESS_HOOK_DEADLINE may
+// shorten it).
 func (c *cli) hookClaudeCode(args []string) int {
 	fs, project := c.flags("hook claude-code")
 	if _, err := parse(fs, args); err != nil {
 		return exitError
 	}
-	payload, err := io.ReadAll(io.LimitReader(c.env.stdin, maxPayload))
-	if err != nil {
-		fmt.Fprintf(c.stderr, "harness hook: reading the hook input: %v; refusing the call\n", err)
-		return hook.ExitRefused
-	}
 	p := c.params(*project)
-	req := hookd.NewRequest(payload, *project, p.Env)
-	daemon := c.env.process && c.env.getenv("HARNESS_HOOK_DAEMON") != "off"
-	resp, ok := hook.Response{}, false
-	if daemon {
-		resp, ok = hookd.Call(hookd.SocketPath(p.Env), req)
+	client := hookd.Client{Project: *project, Env: p.Env}
+	if v := c.env.getenv("HARNESS_HOOK_DEADLINE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "harness hook: warning: HARNESS_HOOK_DEADLINE=%q is not a duration; the deadline is %v\n", v, hookd.Deadline)
+		}
+		client.Deadline = d
 	}
-	if !ok {
-		resp = hookd.Local(c.env.ctx, req)
-		if daemon && json.Valid(payload) {
-			if exe, err := os.Executable(); err == nil {
-				hookd.Start(exe, "hook", "daemon") // for the next calls
-			}
+	if c.env.process && c.env.getenv("HARNESS_HOOK_DAEMON") != "off" {
+		client.Socket = hookd.SocketPath(p.Env)
+		if exe, err := os.Executable(); err == nil {
+			client.Start = func() error { return hookd.Start(exe, "hook", "daemon") }
 		}
 	}
+	resp := client.Answer(c.env.ctx, c.env.stdin)
 	c.stdout.Write(resp.Stdout)
 	io.WriteString(c.stderr, resp.Stderr)
 	return resp.Exit
@@ -98,6 +95,7 @@ func (c *cli) hookInstall(args []string) int {
 		exe = "harness"
 	}
 	command := hook.Command(exe)
+	deny := hook.DenyRules(app.Protected(c.params("").Env, exe))
 	var path string
 	if *user {
 		path = filepath.Join(c.env.home, ".claude", "settings.json")
@@ -112,19 +110,19 @@ func (c *cli) hookInstall(args []string) int {
 		path = filepath.Join(root, ".claude", "settings.json")
 	}
 	if !*write {
-		b, _ := json.MarshalIndent(hook.Settings(command), "", "  ")
+		b, _ := json.MarshalIndent(hook.Settings(command, deny), "", "  ")
 		fmt.Fprintf(c.stdout, "%s\n", b)
 		fmt.Fprintf(c.stderr, "harness: merge this into %s, or run harness hook install --write\n", path)
 		return exitOK
 	}
-	changed, err := hook.Install(path, command)
+	changed, err := hook.Install(path, command, deny)
 	if err != nil {
 		return c.fail("hook install: %v", err)
 	}
 	if !changed {
-		fmt.Fprintf(c.stdout, "%s already runs the harness hook\n", path)
+		fmt.Fprintf(c.stdout, "%s already runs the harness hook, with its permission rules\n", path)
 		return exitOK
 	}
-	fmt.Fprintf(c.stdout, "installed the harness hook (PreToolUse, PostToolUse) in %s\n", path)
+	fmt.Fprintf(c.stdout, "installed the harness hook (PreToolUse, PostToolUse) and its permission rules (permissions.deny) in %s\n", path)
 	return exitOK
 }

@@ -1,0 +1,147 @@
+package hook
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("differs from %s (go test -update rewrites it):\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+// The rules for the usual places, for directories outside the home
+// (written from the root), and for paths with glob characters.
+func TestDenyRules(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for _, tt := range []struct {
+		name string
+		p    Protected
+	}{
+		{"defaults", Protected{
+			Home:    "/home/dev",
+			Dirs:    []string{"/home/dev/.lean-ctx", "/home/dev/.local/share/lean-ctx", "/home/dev/.local/state/lean-ctx/harness"},
+			Secrets: []string{"/home/dev/.lean-ctx/harness.toml"},
+			Exe:     "/usr/local/bin/harness",
+		}},
+		{"XDG directories elsewhere, the binary in the home", Protected{
+			Home:    "/home/dev",
+			Dirs:    []string{"/home/dev/.lean-ctx", "/data/dev/lean-ctx", "/var/state/dev/lean-ctx/harness"},
+			Secrets: []string{"/home/dev/.lean-ctx/harness.toml"},
+			Exe:     "/home/dev/go/bin/harness",
+		}},
+		{"glob characters", Protected{
+			Home:    "/home/d*v",
+			Dirs:    []string{"/home/d*v/.lean-ctx", "/srv/[x]/state?"},
+			Secrets: []string{"/home/d*v/.lean-ctx/harness.toml"},
+			Exe:     "/opt/harness (1)/harness",
+		}},
+		{"no binary, no home", Protected{Dirs: []string{"/state"}}},
+	} {
+		fmt.Fprintf(&b, "%s:\n", tt.name)
+		for _, r := range DenyRules(tt.p) {
+			fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	golden(t, "deny-rules.txt", b.String())
+}
+
+// Install merges the hook and the rules into a settings file, keeping
+// every other setting and rule, adding none twice; a second install
+// changes nothing; settings it cannot read are left as they are.
+func TestInstallPermissions(t *testing.T) {
+	t.Parallel()
+	rules := []string{"Edit(~/.lean-ctx/**)", "Read(~/.lean-ctx/harness.toml)", "Bash(harness role set:*)"}
+	for _, tt := range []struct {
+		name, before string
+		want         []string // permissions.deny after
+		err          string
+	}{
+		{"no file", "", rules, ""},
+		{"no permissions", `{"model": "opus"}`, rules, ""},
+		{"other rules", `{"permissions": {"allow": ["Bash(npm test)"], "deny": ["Read(./.env)"], "defaultMode": "acceptEdits"}}`,
+			append([]string{"Read(./.env)"}, rules...), ""},
+		{"some of ours already", `{"permissions": {"deny": ["Bash(harness role set:*)", "Read(./.env)"]}}`,
+			[]string{"Bash(harness role set:*)", "Read(./.env)", "Edit(~/.lean-ctx/**)", "Read(~/.lean-ctx/harness.toml)"}, ""},
+		{"permissions not an object", `{"permissions": ["Bash"]}`, nil, `"permissions" is not an object`},
+		{"deny not an array", `{"permissions": {"deny": "Bash"}}`, nil, "permissions.deny is not an array"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), ".claude", "settings.json")
+			if tt.before != "" {
+				os.MkdirAll(filepath.Dir(path), 0o755)
+				os.WriteFile(path, []byte(tt.before), 0o644)
+			}
+			changed, err := Install(path, "/bin/harness hook claude-code", rules)
+			if tt.err != "" {
+				b, _ := os.ReadFile(path)
+				if err == nil || !strings.Contains(err.Error(), tt.err) || string(b) != tt.before {
+					t.Errorf("error %v; the file now %s", err, b)
+				}
+				return
+			}
+			if err != nil || !changed {
+				t.Fatalf("changed %v, %v", changed, err)
+			}
+			var before, after map[string]any
+			json.Unmarshal([]byte(tt.before), &before)
+			b, _ := os.ReadFile(path)
+			if err := json.Unmarshal(b, &after); err != nil {
+				t.Fatal(err)
+			}
+			deny, _ := json.Marshal(after["permissions"].(map[string]any)["deny"])
+			if want, _ := json.Marshal(tt.want); string(deny) != string(want) {
+				t.Errorf("deny %s, want %s", deny, want)
+			}
+			// Everything else is kept.
+			for k, v := range before {
+				if k == "permissions" {
+					for pk, pv := range v.(map[string]any) {
+						if got, _ := json.Marshal(after[k].(map[string]any)[pk]); pk != "deny" && string(got) != mustJSON(pv) {
+							t.Errorf("permissions.%s: %s, was %s", pk, got, mustJSON(pv))
+						}
+					}
+					continue
+				}
+				if got := mustJSON(after[k]); got != mustJSON(v) {
+					t.Errorf("%s: %s, was %s", k, got, mustJSON(v))
+				}
+			}
+			if changed, err := Install(path, "/bin/harness hook claude-code", rules); changed || err != nil {
+				t.Errorf("a second install: changed %v, %v", changed, err)
+			}
+			if again, _ := os.ReadFile(path); string(again) != string(b) {
+				t.Errorf("a second install rewrote the file:\n%s", again)
+			}
+		})
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

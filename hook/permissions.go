@@ -1,0 +1,130 @@
+package hook
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Protected is what the permission rules of an installed hook keep the
+// agent's own tools away from.
+type Protected struct {
+	// Home is the user's home directory: paths under it are written ~/….
+	Home string
+	// Dirs are directories none of whose files the agent may edit: the
+	// user's harness directories (roles, policies, harness.toml) and the
+	// state directory (the ledger, the logs).
+	Dirs []string
+	// Secrets are files the agent may not read either: the user's
+	// harness.toml, which can hold the gateway's bearer tokens.
+	Secrets []string
+	// Exe is the harness binary ("" if unknown): the agent may not edit it,
+	// and the Bash rules name it as well as "harness".
+	Exe string
+}
+
+// OperatorCommands are the harness's commands for the operator only: an
+// operator's role switch, the reset of a budget, installing the hook.
+var OperatorCommands = []string{"role set", "budget reset", "hook install"}
+
+// settingsFiles are Claude Code's settings files that hold the hook, as
+// rules: the user's, and every project's shared and local ones.
+var settingsFiles = []string{"~/.claude/settings.json", "//**/.claude/settings.json", "//**/.claude/settings.local.json"}
+
+// DenyRules are Claude Code permission rules (permissions.deny) that
+// refuse the agent's edits of the harness's own files and of the settings
+// that run the hook, reads of its secrets, and the operator's commands
+// through Bash. They are a second layer: Claude Code applies them whatever
+// the hook answers, and the harness's own policy is the first.
+//
+// Paths are written as Claude Code's Read and Edit rules take them
+// (gitignore patterns): ~/… under the home directory, //… for an absolute
+// path, glob characters escaped. An Edit rule covers every tool that edits
+// files (Edit, Write, MultiEdit, NotebookEdit). A Bash rule NAME:* refuses
+// the commands that start with NAME.
+func DenyRules(p Protected) []string {
+	var rules []string
+	add := func(r string) {
+		if !slices.Contains(rules, r) {
+			rules = append(rules, r)
+		}
+	}
+	for _, d := range p.Dirs {
+		add("Edit(" + pathRule(p.Home, d) + "/**)")
+	}
+	for _, f := range p.Secrets {
+		add("Read(" + pathRule(p.Home, f) + ")")
+	}
+	for _, f := range settingsFiles {
+		add("Edit(" + f + ")")
+	}
+	names := []string{"harness"}
+	if filepath.IsAbs(p.Exe) {
+		add("Edit(" + pathRule(p.Home, p.Exe) + ")")
+		if !strings.ContainsAny(p.Exe, "()") {
+			names = append(names, p.Exe)
+		}
+	}
+	for _, n := range names {
+		for _, c := range OperatorCommands {
+			add("Bash(" + n + " " + c + ":*)")
+		}
+	}
+	return rules
+}
+
+// pathRule is path as a Read or Edit rule names it: ~/… under home, else
+// //… (an absolute path; a relative one is made absolute).
+func pathRule(home, path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if home != "" {
+		if rel, err := filepath.Rel(home, path); err == nil && filepath.IsLocal(rel) {
+			return "~/" + globEscape(filepath.ToSlash(rel))
+		}
+	}
+	return "/" + globEscape(filepath.ToSlash(path))
+}
+
+// globEscape escapes the characters a gitignore pattern gives a meaning.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\!#`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// mergeDeny adds rules to settings' permissions.deny, keeping every other
+// permission and rule and never adding one twice. It reports whether
+// anything changed.
+func mergeDeny(settings map[string]any, rules []string) (bool, error) {
+	perms, ok := settings["permissions"].(map[string]any)
+	if settings["permissions"] != nil && !ok {
+		return false, errors.New(`"permissions" is not an object`)
+	}
+	deny, ok := perms["deny"].([]any)
+	if perms["deny"] != nil && !ok {
+		return false, errors.New("permissions.deny is not an array")
+	}
+	changed := false
+	for _, r := range rules {
+		if !slices.Contains(deny, any(r)) {
+			deny, changed = append(deny, r), true
+		}
+	}
+	if !changed {
+		return false, nil
+	}
+	if perms == nil {
+		perms = map[string]any{}
+		settings["permissions"] = perms
+	}
+	perms["deny"] = deny
+	return true, nil
+}
