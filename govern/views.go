@@ -169,3 +169,14 @@ func (g *Governor) Explain(ctx context.Context, k budget.Key, role, tool string,
 	}
 	return Explanation{Explanation: x, Role: roleOf(r, c.Role)}, nil
 }
+
+// PinProject pins the session to project if it has no project yet, and
+// returns the project it is pinned to: a session's project never changes
+// while it lives, wherever the agent's working directory goes.
+func (g *Governor) PinProject(ctx context.Context, k budget.Key, project string) (string, error) {
+	c, err := g.store.PinProject(ctx, k, project)
+	if err != nil {
+		return "", fmt.Errorf("ledger: %w", err)
+	}
+	return c.Project, nil
+}

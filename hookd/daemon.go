@@ -214,6 +214,13 @@ func (d *daemon) bounded(stopping context.Context, req Request, start time.Time)
 }
 
 func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
+	return d.answerIn(ctx, req, true)
+}
+
+// answerIn answers req with the load of its project; first, when the
+// request's session is pinned to another project, it answers with that
+// project's load instead.
+func (d *daemon) answerIn(ctx context.Context, req Request, first bool) hook.Response {
 	p := req.params()
 	loc, err := app.Locate(p)
 	if err != nil {
@@ -262,6 +269,17 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 	gen.inflight.Add(1)
 	proj.mu.Unlock()
 	defer gen.inflight.Done()
+	if first {
+		root, err := pinned(ctx, gen.handler, req.Payload, loc.Root)
+		if err != nil {
+			return Failure(req.Payload, err)
+		}
+		if root != loc.Root { // the session is another project's
+			pin := req
+			pin.Project = root
+			return d.answerIn(ctx, pin, false)
+		}
+	}
 	return gen.handler.Handle(ctx, req.Payload)
 }
 

@@ -26,12 +26,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/agentharness/harness/app"
+	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/hook"
 )
 
@@ -65,9 +67,16 @@ type Request struct {
 	Env     map[string]string `json:"env"`
 }
 
-// params are the load parameters of a request: its project, else the one
-// found from the payload's cwd (Claude Code's working directory), else from
-// the hook process's.
+// ProjectDirVar is the variable Claude Code sets for its hooks: the
+// directory it was started in, which the agent's cd does not move.
+const ProjectDirVar = "CLAUDE_PROJECT_DIR"
+
+// params are the load parameters of a request. The project is the one the
+// hook was installed with (--project), else the directory Claude Code was
+// started in ($CLAUDE_PROJECT_DIR), else the one found from the payload's
+// cwd, which follows the agent's own cd: so once a session's project is
+// known it is pinned (see pinned), and the cwd only names the project of
+// a session's first call.
 func (r Request) params() app.Params {
 	env := r.Env
 	p := app.Params{Project: r.Project, Env: app.Env{
@@ -75,18 +84,34 @@ func (r Request) params() app.Params {
 		Home:    env["HOME"],
 		Getenv:  func(k string) string { return env[k] },
 	}}
-	if dir := gjson.GetBytes(r.Payload, "cwd").String(); dir != "" && p.Project == "" {
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+	if p.Project != "" {
+		return p
+	}
+	for _, dir := range []string{env[ProjectDirVar], gjson.GetBytes(r.Payload, "cwd").String()} {
+		if fi, err := os.Stat(dir); dir != "" && err == nil && fi.IsDir() {
 			p.WorkDir = dir
+			break
 		}
 	}
 	return p
 }
 
+// pinned is the project the payload's session is pinned to, pinning it to
+// root (the project of this load) if it has none: a session's project
+// never changes while it lives. It is "" when the payload names no
+// session or root is none.
+func pinned(ctx context.Context, h *hook.ClaudeCode, payload []byte, root string) (string, error) {
+	session := gjson.GetBytes(payload, "session_id").String()
+	if session == "" || root == "" {
+		return root, nil
+	}
+	return h.Gov.PinProject(ctx, budget.Key{Agent: hook.Agent, Session: session}, root)
+}
+
 // NewRequest is the request of a hook call of payload, made in env.
 func NewRequest(payload []byte, project string, env app.Env) Request {
 	req := Request{Payload: payload, Project: project, WorkDir: env.WorkDir, Env: map[string]string{}}
-	for _, k := range app.EnvVars {
+	for _, k := range append(slices.Clone(app.EnvVars), ProjectDirVar) {
 		if env.Getenv != nil {
 			req.Env[k] = env.Getenv(k)
 		}
@@ -125,18 +150,35 @@ func Call(socket string, req Request) (hook.Response, bool) {
 	return resp, true
 }
 
-// Local answers req in this process: load the project of the payload (its
-// cwd, when no project is given), open the ledger, decide.
+// Local answers req in this process: load the project of the request
+// (see params) or the one its session is pinned to, open the ledger,
+// decide.
 func Local(ctx context.Context, req Request) hook.Response {
 	h, err := app.Load(ctx, req.params())
 	if err != nil {
 		return Failure(req.Payload, err)
 	}
-	defer h.Close()
+	defer func() { h.Close() }()
 	var warnings strings.Builder
-	handler, err := h.Hook(ctx, func(err error) { fmt.Fprintf(&warnings, "harness hook: warning: %v\n", err) })
+	warn := func(err error) { fmt.Fprintf(&warnings, "harness hook: warning: %v\n", err) }
+	handler, err := h.Hook(ctx, warn)
 	if err != nil {
 		return Failure(req.Payload, err)
+	}
+	root, err := pinned(ctx, handler, req.Payload, h.Root)
+	if err != nil {
+		return Failure(req.Payload, err)
+	}
+	if root != h.Root { // the session is another project's: load that one
+		h.Close()
+		pin := req
+		pin.Project = root
+		if h, err = app.Load(ctx, pin.params()); err != nil {
+			return Failure(req.Payload, err)
+		}
+		if handler, err = h.Hook(ctx, warn); err != nil {
+			return Failure(req.Payload, err)
+		}
 	}
 	resp := handler.Handle(ctx, req.Payload)
 	resp.Stderr = warnings.String() + resp.Stderr
