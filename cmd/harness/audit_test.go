@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentharness/harness/contract"
 )
 
 // A project's harness.toml may not mask: a mask erases what the agent did
@@ -24,4 +29,109 @@ func TestProjectMayNotMask(t *testing.T) {
 	if code != exitError || !strings.Contains(errOut, want) {
 		t.Errorf("decide: exit %d, want %d and %q:\n%s", code, exitError, want, errOut)
 	}
+}
+
+// leakPolicy quotes a masked argument in its messages, as a careless (or
+// hostile) custom policy would.
+const leakPolicy = `package harness.custom.leak
+
+deny contains msg if {
+	input.tool == "ctx_edit"
+	some k, v in input.arguments
+	lower(k) == "password"
+	msg := sprintf("bad token %s in %v", [v, input.arguments])
+}
+
+warn contains msg if {
+	input.tool == "ctx_read"
+	some k, v in input.arguments
+	lower(k) == "password"
+	msg := sprintf("token %s seen", [v])
+}
+`
+
+// A user's mask on /arguments/password keeps the value out of both logs,
+// whatever the case of the key and wherever a policy quotes it: the logged
+// input, the decision's reasons and warnings, the PolicyViolation event.
+func TestMaskedValuesReachNoLog(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), "[log]\nmask = [\"/arguments/password\"]\n")
+	writeFile(t, filepath.Join(home, ".lean-ctx", "policies", "leak.rego"), leakPolicy)
+	const secret = "hunter2hunter2"
+	calls := []struct {
+		tool, args string
+		code       int
+	}{
+		{"ctx_edit", `{"Password": "` + secret + `", "path": "a.go"}`, exitDenied},
+		{"ctx_read", `{"PASSWORD": "` + secret + `", "path": "b.go"}`, exitOK},
+	}
+	for _, c := range calls {
+		out, errOut, code := harnessIn(t, home, nil, "decide", "--session", "S", "--record", "--tool", c.tool, "--args", c.args)
+		if code != c.code {
+			t.Fatalf("decide %s: exit %d, want %d\n%s%s", c.tool, code, c.code, out, errOut)
+		}
+	}
+	state := filepath.Join(home, ".local", "state", "lean-ctx", "harness")
+	for _, name := range []string{"decisions.jsonl", "events.jsonl"} {
+		raw, err := os.ReadFile(filepath.Join(state, name))
+		if err != nil || len(raw) == 0 {
+			t.Fatalf("%s: %v (%d bytes)", name, err, len(raw))
+		}
+		if bytes.Contains(raw, []byte(secret)) {
+			t.Errorf("the masked value reached %s:\n%s", name, raw)
+		}
+	}
+	entries := logEntries(t, home)
+	if len(entries) != 2 {
+		t.Fatalf("%d entries, want 2: %+v", len(entries), entries)
+	}
+	deny, warn := entries[0], entries[1]
+	if strings.Join(deny.Erased, " ") != "/arguments/Password" || strings.Join(warn.Erased, " ") != "/arguments/PASSWORD" {
+		t.Errorf("erased %v and %v", deny.Erased, warn.Erased)
+	}
+	if deny.Input.Arguments["path"] != "a.go" || len(deny.Input.Arguments) != 1 {
+		t.Errorf("logged arguments %v: want only path", deny.Input.Arguments)
+	}
+	if len(deny.Result.Reasons) != 1 || !strings.HasPrefix(deny.Result.Reasons[0].Message, "bad token [masked] in ") {
+		t.Errorf("deny reasons %+v", deny.Result.Reasons)
+	}
+	if len(warn.Result.Warnings) != 1 || warn.Result.Warnings[0].Message != "token [masked] seen" {
+		t.Errorf("warnings %+v", warn.Result.Warnings)
+	}
+	list := eventsOf(t, home, "--type", "PolicyViolation")
+	if len(list) != 1 || !strings.HasPrefix(list[0].Reason, "policy: bad token [masked] in ") {
+		t.Errorf("violations %+v", list)
+	}
+}
+
+type logEntry struct {
+	DecisionID string `json:"decision_id"`
+	Input      struct {
+		Tool      string         `json:"tool"`
+		Arguments map[string]any `json:"arguments"`
+	} `json:"input"`
+	Result contract.Decision `json:"result"`
+	Erased []string          `json:"erased"`
+}
+
+// logEntries are the decision-log entries, as harness log --json prints them.
+func logEntries(t *testing.T, home string) []logEntry {
+	t.Helper()
+	out, errOut, code := harnessIn(t, home, nil, "log", "--json", "--limit", "0")
+	if code != 0 {
+		t.Fatalf("log: exit %d: %s", code, errOut)
+	}
+	var list []logEntry
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var e logEntry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("not an entry: %v: %s", err, line)
+		}
+		list = append(list, e)
+	}
+	return list
 }
