@@ -17,9 +17,17 @@ func OpenEventLog(path string, rot Rotation) (*EventLog, error) {
 	return &EventLog{f: f}, nil
 }
 
-// Emit appends e.
+// Emit appends e, in one line of at most MaxLine bytes (newline included).
 func (l *EventLog) Emit(e Event) error {
+	if e.Violation != nil && len(e.Reasons) > MaxReasons+1 {
+		v := *e.Violation
+		v.Reasons = SummariseReasons(v.Reasons)
+		e.Violation = &v
+	}
 	b, err := json.Marshal(e)
+	if err == nil && len(b) > maxJSON {
+		b, err = boundEvent(e, b)
+	}
 	if err != nil {
 		return err
 	}
@@ -70,13 +78,15 @@ func OpenDecisionLog(path string, o DecisionLogOptions) (*DecisionLog, error) {
 }
 
 // Log appends an entry for a decision: its input as r masked it (see
-// Mask.Apply), and its result, marshalled and masked by r.
+// Mask.Apply), and its result, its lists of reasons summarised (see
+// SummariseReasons), marshalled and masked by r; in one line of at most
+// MaxLine bytes (newline included).
 func (l *DecisionLog) Log(e Entry, r *Redaction, result any) error {
 	var err error
 	if e.Input, err = r.Input(); err != nil {
 		return err
 	}
-	if e.Result, err = r.Result(result); err != nil {
+	if e.Result, err = r.Result(summarised(result)); err != nil {
 		return err
 	}
 	e.Erased = r.Erased()
@@ -84,6 +94,9 @@ func (l *DecisionLog) Log(e Entry, r *Redaction, result any) error {
 		e.Labels = l.labels
 	}
 	b, err := json.Marshal(e)
+	if err == nil && len(b) > maxJSON {
+		b, err = boundEntry(e)
+	}
 	if err != nil {
 		return err
 	}

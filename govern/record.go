@@ -47,16 +47,17 @@ func (g *Governor) logEntry(id string, at time.Time, path string, red *events.Re
 }
 
 // recordDecision writes the decision log entry and, for a deny, the
-// PolicyViolation event, both masked; it returns the decision's redaction,
-// for the events that follow from it.
+// PolicyViolation event (its reasons summarised), both masked; it returns
+// the decision's redaction, for the events that follow from it.
 func (g *Governor) recordDecision(o Outcome, at time.Time, in contract.Input, elapsed time.Duration) *events.Redaction {
 	d := o.Decision
 	red := g.redact(loggedInput{in, d.ShellPolicy})
 	g.logEntry(o.DecisionID, at, "harness/decision", red, d, elapsed, g.shadow)
 	if !d.Allowed {
+		reasons := events.SummariseReasons(d.Reasons)
 		g.emit(red, events.Event{
 			Type: events.PolicyViolation, Session: in.Session, Agent: in.Agent, Role: d.Role, Shadow: o.Shadowed,
-			Violation: &events.Violation{Tool: d.Tool, Reason: oneLine(d.Reasons, false), Reasons: d.Reasons, DecisionID: o.DecisionID},
+			Violation: &events.Violation{Tool: d.Tool, Reason: oneLine(reasons, false), Reasons: reasons, DecisionID: o.DecisionID},
 		})
 	}
 	return red

@@ -66,8 +66,9 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 		g.logEntry(o.DecisionID, at, "harness/switch", red, d, elapsed, false)
 		if !o.Switched {
 			o.Status, _ = r.Engine.Status(ctx, cur.Role, usage(cur))
+			reasons := events.SummariseReasons(d.Reasons)
 			g.emit(red, events.Event{Type: events.PolicyViolation, Session: k.Session, Agent: k.Agent, Role: cur.Role,
-				Violation: &events.Violation{Tool: contract.SessionTool, Reason: oneLine(d.Reasons, true), Reasons: d.Reasons, DecisionID: o.DecisionID}})
+				Violation: &events.Violation{Tool: contract.SessionTool, Reason: oneLine(reasons, true), Reasons: reasons, DecisionID: o.DecisionID}})
 			return o, nil
 		}
 		g.emit(red, events.Event{Type: events.RoleChanged, Session: k.Session, Agent: k.Agent,

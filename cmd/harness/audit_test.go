@@ -135,3 +135,72 @@ func logEntries(t *testing.T, home string) []logEntry {
 	}
 	return list
 }
+
+// floodPolicy answers one call with a hundred thousand messages.
+const floodPolicy = `package harness.custom.flood
+
+deny contains sprintf("flood message number %d of a great many", [i]) if {
+	input.tool == "flood"
+	some i in numbers.range(1, 100000)
+}
+`
+
+// No call can push the calls before it out of the rotated logs: not a deny
+// with a hundred thousand messages, not megabytes of arguments. Each line
+// is cut to 64 KiB, so even files of 1 MiB, one kept, hold the first call.
+func TestOneCallCannotFlushTheLogs(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), "[log]\nmax_size_mb = 1\nmax_files = 1\n")
+	writeFile(t, filepath.Join(home, ".lean-ctx", "policies", "flood.rego"), floodPolicy)
+	decide := func(tool string, args string, want int) {
+		t.Helper()
+		cmd := []string{"decide", "--session", "S", "--agent", "claude-code", "--tool", tool}
+		if args != "" {
+			cmd = append(cmd, "--args", args)
+		}
+		if out, errOut, code := harnessIn(t, home, nil, cmd...); code != want {
+			t.Fatalf("decide %s: exit %d, want %d\n%.500s%s", tool, code, want, out, errOut)
+		}
+	}
+	decide("ctx_edit", `{"path": "first.go"}`, exitOK)
+	for range 2 {
+		decide("flood", "", exitDenied)
+	}
+	edit, _ := json.Marshal(map[string]string{"path": "big.go", "new_string": strings.Repeat("package big\n", 300000)})
+	for range 2 {
+		decide("ctx_edit", string(edit), exitOK)
+	}
+	state := filepath.Join(home, ".local", "state", "lean-ctx", "harness")
+	for _, name := range []string{"decisions.jsonl", "events.jsonl"} {
+		for _, f := range []string{name, name + ".1"} {
+			raw, err := os.ReadFile(filepath.Join(state, f))
+			if err != nil {
+				continue // not rotated yet
+			}
+			for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+				if len(line)+1 > 64<<10 || !json.Valid(line) {
+					t.Errorf("%s:%d: %d bytes (valid JSON: %v)", f, i+1, len(line), json.Valid(line))
+				}
+			}
+		}
+	}
+	entries := logEntries(t, home)
+	if len(entries) != 5 || entries[0].Input.Arguments["path"] != "first.go" {
+		t.Fatalf("%d entries kept of 5, the first of path %v", len(entries), entries[0].Input.Arguments["path"])
+	}
+	flood := entries[1].Result.Reasons
+	if len(flood) != 101 || flood[100].Code != "truncated" || flood[100].Message != "… and 99900 more" {
+		t.Errorf("the flood's reasons are not summarised: %d, the last %+v", len(flood), flood[len(flood)-1])
+	}
+	if s, _ := entries[4].Input.Arguments["new_string"].(string); !strings.HasSuffix(s, " bytes]") || len(s) > 64<<10 {
+		t.Errorf("the large edit is not cut: %d bytes, ending %q", len(s), s[max(len(s)-40, 0):])
+	}
+	if list := eventsOf(t, home, "--type", "PolicyViolation"); len(list) != 2 {
+		t.Errorf("%d violations kept of 2", len(list))
+	}
+	out, _, _ := harnessIn(t, home, nil, "log")
+	if !strings.Contains(out, "flood → deny "+strings.Repeat("policy,", 100)+"truncated\n") {
+		t.Errorf("log listing:\n%.2000s", out)
+	}
+}
