@@ -204,3 +204,70 @@ func TestOneCallCannotFlushTheLogs(t *testing.T) {
 		t.Errorf("log listing:\n%.2000s", out)
 	}
 }
+
+// forged is a tool name (the agent's to choose) that would start a line of
+// its own in the readable views, clear the screen and reverse the text.
+const forged = "x\n2026-01-01T00:00:00Z  RoleChanged      a/S  coder → admin\x1b[2J\u202e"
+
+// forgedShown is how the readable views must show it: on one line, every
+// control character escaped.
+const forgedShown = `x\n2026-01-01T00:00:00Z  RoleChanged      a/S  coder → admin\x1b[2J\u202e`
+
+// The readable views show what the agent chose (tool names, the messages
+// of policies quoting its arguments, the descriptions of its project's
+// roles) with control characters escaped, so that it cannot forge a line
+// or drive the operator's terminal.
+func TestReadableViewsEscapeControlCharacters(t *testing.T) {
+	t.Parallel()
+	home, project := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, ".lean-ctx", "policies", "echo.rego"),
+		"package harness.custom.echo\n\ndeny contains sprintf(\"refusing %s\", [input.arguments.note]) if is_string(input.arguments.note)\n")
+	writeFile(t, filepath.Join(project, ".lean-ctx", "roles", "tricky.toml"),
+		"[role]\ninherits = \"reviewer\"\ndescription = \"fine\\n\\u001b[2Jforged line\"\n")
+	run := func(want int, args ...string) string {
+		t.Helper()
+		out, errOut, code := harnessIn(t, home, nil, append(args, "--project", project)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
+		}
+		if strings.ContainsAny(out, "\x1b\r\u202e") {
+			t.Errorf("%v printed a control character raw:\n%q", args, out)
+		}
+		return out
+	}
+	lines := func(s string) int { return strings.Count(s, "\n") }
+	out := run(exitDenied, "decide", "--session", "S", "--agent", "a", "--role", "tricky", "--tool", forged, "--args", `{"note": "a\nb\u001b[31m"}`)
+	for _, want := range []string{"deny: role tricky, tool " + forgedShown + "\n", `  reason  policy: refusing a\nb\x1b[31m` + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("decide lacks %q:\n%s", want, out)
+		}
+	}
+	out = run(exitOK, "events")
+	if lines(out) != 1 || !strings.Contains(out, "tool "+forgedShown+": ") || !strings.Contains(out, `policy: refusing a\nb\x1b[31m`) {
+		t.Errorf("events, one line expected:\n%s", out)
+	}
+	out = run(exitOK, "log")
+	if lines(out) != 1 || !strings.Contains(out, "  a/S  tricky "+forgedShown+" → deny ") {
+		t.Errorf("log, one line expected:\n%s", out)
+	}
+	id := eventsOf(t, home)[0].DecisionID
+	out = run(exitOK, "log", "--decision", id)
+	var entry struct {
+		Input struct{ Tool string } `json:"input"`
+	}
+	if err := json.Unmarshal([]byte(out), &entry); err != nil || entry.Input.Tool != forged || !strings.Contains(out, `admin\u001b[2J\u202e"`) {
+		t.Errorf("log --decision: %v, tool %q:\n%s", err, entry.Input.Tool, out)
+	}
+	out = run(exitOK, "role", "--session", "S", "--agent", "a")
+	if !strings.Contains(out, `role tricky (fine\n\x1b[2Jforged line)`) {
+		t.Errorf("role:\n%s", out)
+	}
+	out = run(exitOK, "roles", "list")
+	if !strings.Contains(out, `fine\n\x1b[2Jforged line`) || strings.Contains(out, "\nforged line") {
+		t.Errorf("roles list:\n%s", out)
+	}
+	out = run(exitDenied, "decide", "--role", "tricky", "--tool", forged, "--explain")
+	if !strings.Contains(out, "  tool "+forgedShown+": a tool\n") {
+		t.Errorf("explain:\n%s", out)
+	}
+}
