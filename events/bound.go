@@ -48,11 +48,15 @@ func more(n int) string { return fmt.Sprintf("… and %d more", n) }
 func summarised(result any) any {
 	switch d := result.(type) {
 	case contract.Decision:
-		d.Reasons, d.Warnings = SummariseReasons(d.Reasons), SummariseReasons(d.Warnings)
-		return d
+		if len(d.Reasons) > MaxReasons+1 || len(d.Warnings) > MaxReasons+1 {
+			d.Reasons, d.Warnings = SummariseReasons(d.Reasons), SummariseReasons(d.Warnings)
+			return d
+		}
 	case contract.SwitchDecision:
-		d.Reasons = SummariseReasons(d.Reasons)
-		return d
+		if len(d.Reasons) > MaxReasons+1 {
+			d.Reasons = SummariseReasons(d.Reasons)
+			return d
+		}
 	}
 	return result
 }
