@@ -15,6 +15,10 @@ import (
 	"github.com/agentharness/harness/contract"
 )
 
+// big is the size of the oversized decisions: above the files of the
+// tests' rotation, and some five times a line.
+const big = 300 << 10
+
 // oversized are decisions far longer than a line may be: what a hostile
 // agent or policy can make one call write.
 func oversized() []struct {
@@ -22,7 +26,6 @@ func oversized() []struct {
 	input  map[string]any
 	result contract.Decision
 } {
-	const big = 1200 << 10 // above the 1 MiB files of the test's rotation
 	reasons := func(n int, msg string) []contract.Reason {
 		out := make([]contract.Reason, n)
 		for i := range out {
@@ -37,11 +40,11 @@ func oversized() []struct {
 		return map[string]any{"role": "coder", "tool": "ctx_edit", "session": "s", "agent": "a", "arguments": args}
 	}
 	manyKeys := map[string]any{}
-	for i := range 40000 {
+	for i := range big / 20 {
 		manyKeys[fmt.Sprintf("key-%06d", i)] = "value"
 	}
 	var deep any = strings.Repeat("x", 1000)
-	for range 3000 {
+	for range big / 400 {
 		deep = []any{deep, strings.Repeat("y", 400)}
 	}
 	plain := deny(reasons(1, "no"))
@@ -51,7 +54,7 @@ func oversized() []struct {
 		result contract.Decision
 	}{
 		{"a large edit", in(map[string]any{"path": "a.go", "new_string": strings.Repeat("func f() {}\n", big/12)}), plain},
-		{"many reasons", in(nil), deny(reasons(100000, "flood of messages, each of them quite long indeed"))},
+		{"many reasons", in(nil), deny(reasons(big/50, "flood of messages, each of them quite long indeed"))},
 		{"long messages", in(nil), deny(reasons(3, strings.Repeat("m", big/3)))},
 		{"long warnings", in(nil), contract.Decision{Decision: "warn", Allowed: true, Role: "coder", Tool: "ctx_read",
 			Reasons: []contract.Reason{}, Warnings: reasons(200, strings.Repeat("w", big/200))}},
@@ -72,7 +75,7 @@ func oversized() []struct {
 func TestOversizedEntriesKeepTheTrail(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	rot := Rotation{MaxBytes: 1 << 20, MaxFiles: 2}
+	rot := Rotation{MaxBytes: 256 << 10, MaxFiles: 2}
 	kept := rot.MaxFiles * int(rot.MaxBytes/MaxLine)
 	decisions, err := OpenDecisionLog(filepath.Join(dir, "decisions.jsonl"), DecisionLogOptions{Rotation: rot, Labels: map[string]string{"app": "test"}})
 	if err != nil {
