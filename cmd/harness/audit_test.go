@@ -136,17 +136,17 @@ func logEntries(t *testing.T, home string) []logEntry {
 	return list
 }
 
-// floodPolicy answers one call with a hundred thousand messages.
+// floodPolicy answers one call with twenty thousand messages (2 MB).
 const floodPolicy = `package harness.custom.flood
 
 deny contains sprintf("flood message number %d of a great many", [i]) if {
 	input.tool == "flood"
-	some i in numbers.range(1, 100000)
+	some i in numbers.range(1, 20000)
 }
 `
 
 // No call can push the calls before it out of the rotated logs: not a deny
-// with a hundred thousand messages, not megabytes of arguments. Each line
+// with twenty thousand messages, not megabytes of arguments. Each line
 // is cut to 64 KiB, so even files of 1 MiB, one kept, hold the first call.
 func TestOneCallCannotFlushTheLogs(t *testing.T) {
 	t.Parallel()
@@ -167,7 +167,7 @@ func TestOneCallCannotFlushTheLogs(t *testing.T) {
 	for range 2 {
 		decide("flood", "", exitDenied)
 	}
-	edit, _ := json.Marshal(map[string]string{"path": "big.go", "new_string": strings.Repeat("package big\n", 300000)})
+	edit, _ := json.Marshal(map[string]string{"path": "big.go", "new_string": strings.Repeat("package big\n", 120000)})
 	for range 2 {
 		decide("ctx_edit", string(edit), exitOK)
 	}
@@ -190,7 +190,7 @@ func TestOneCallCannotFlushTheLogs(t *testing.T) {
 		t.Fatalf("%d entries kept of 5, the first of path %v", len(entries), entries[0].Input.Arguments["path"])
 	}
 	flood := entries[1].Result.Reasons
-	if len(flood) != 101 || flood[100].Code != "truncated" || flood[100].Message != "… and 99900 more" {
+	if len(flood) != 101 || flood[100].Code != "truncated" || flood[100].Message != "… and 19900 more" {
 		t.Errorf("the flood's reasons are not summarised: %d, the last %+v", len(flood), flood[len(flood)-1])
 	}
 	if s, _ := entries[4].Input.Arguments["new_string"].(string); !strings.HasSuffix(s, " bytes]") || len(s) > 64<<10 {
