@@ -290,9 +290,9 @@ func (r *Redaction) Text(s string) string {
 	return out.String()
 }
 
-// Reasons returns reasons with their messages redacted (codes, policies
+// reasons returns reasons with their messages redacted (codes, policies
 // and rules are the policy's own words, not the input's).
-func (r *Redaction) Reasons(reasons []contract.Reason) []contract.Reason {
+func (r *Redaction) reasons(reasons []contract.Reason) []contract.Reason {
 	if !r.masks() || len(reasons) == 0 {
 		return reasons
 	}
@@ -374,7 +374,7 @@ func (r *Redaction) Event(e Event) Event {
 		v := *e.Violation
 		field("tool", &v.Tool)
 		v.Reason = r.Text(v.Reason)
-		v.Reasons = r.Reasons(v.Reasons)
+		v.Reasons = r.reasons(v.Reasons)
 		e.Violation = &v
 	}
 	if e.Switch != nil {
