@@ -90,6 +90,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzConfig -fuzztime $(FUZZTIME) ./config
 	go test -run '^$$' -fuzz FuzzPieces -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzBPE -fuzztime $(FUZZTIME) ./budget
+	go test -run '^$$' -fuzz FuzzMaskAndBound -fuzztime $(FUZZTIME) ./events
 
 clean:
 	rm -rf $(BIN)

@@ -65,6 +65,10 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	if h.gov != nil {
 		return h.gov, nil
 	}
+	mask, err := events.NewMask(h.Config.Mask)
+	if err != nil {
+		return nil, fmt.Errorf("[log] mask: %w", err)
+	}
 	store, err := budget.Open(ctx, h.LedgerURL(o.Ledger), budget.Options{Prefix: h.Config.LedgerPrefix, TTL: h.Config.LedgerTTL})
 	if err != nil {
 		return nil, err
@@ -72,7 +76,7 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	h.closers = append(h.closers, store.Close)
 	opts := govern.Options{
 		Rules: h.Rules(), Store: store, Prices: h.Config.Prices, Shadow: h.Config.Mode == config.Shadow,
-		Project: h.Project(), EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: o.Sinks,
+		Project: h.Project(), EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: o.Sinks, Mask: mask,
 	}
 	rot := events.Rotation{MaxBytes: h.Config.LogMaxBytes, MaxFiles: h.Config.LogMaxFiles}
 	if p := h.EventsPath(); p != "" {
@@ -86,8 +90,8 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	}
 	if p := h.DecisionsPath(); p != "" {
 		l, err := events.OpenDecisionLog(p, events.DecisionLogOptions{
-			Rotation: rot, Mask: h.Config.Mask,
-			Labels: map[string]string{"app": "agent-harness", "version": Version, "id": instanceID},
+			Rotation: rot,
+			Labels:   map[string]string{"app": "agent-harness", "version": Version, "id": instanceID},
 		})
 		if err != nil {
 			h.Close()

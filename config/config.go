@@ -6,9 +6,10 @@
 //
 // The user's file (~/.lean-ctx/harness.toml) may set everything. A
 // project's files (the harness.toml of each of its .lean-ctx layers) may
-// only add shell tools and log masks: an agent that can edit its
-// repository must not be able to loosen its own governance (turn on shadow
-// mode, exempt a tool, point the ledger elsewhere, lower prices).
+// only add shell tools: an agent that can edit its repository must not be
+// able to loosen its own governance (turn on shadow mode, exempt a tool,
+// point the ledger elsewhere, lower prices, mask what it did out of the
+// logs).
 package config
 
 import (
@@ -293,7 +294,9 @@ var schema = map[string][]string{
 }
 
 // projectKeys are the keys a project's file may set: they can only tighten.
-var projectKeys = []string{"tools.shell", "log.mask"}
+// Log masks are not among them: a mask erases from the logs what the agent
+// did, so only the user may choose them.
+var projectKeys = []string{"tools.shell"}
 
 func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 	doc, perr := strict.Decode(file, src)
@@ -354,7 +357,11 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 				continue
 			}
 			if project && !slices.Contains(projectKeys, path) {
-				fail(path, "%s may only be set in the user's %s: a project's file may only add shell tools and log masks (an agent that edits its repository must not loosen its own governance)", path, FileName)
+				why := "an agent that edits its repository must not loosen its own governance"
+				if path == "log.mask" {
+					why = "an agent that edits its repository must not erase what it did from the logs"
+				}
+				fail(path, "%s may only be set in the user's %s: a project's file may only add shell tools (%s)", path, FileName, why)
 				continue
 			}
 			if err := c.set(path, v, project); err != nil {

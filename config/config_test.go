@@ -91,7 +91,7 @@ max_size_mb = 50
 max_files = 2
 mask = ["/arguments/password"]
 `)
-	project := write(t, "[tools]\nshell = [\"mcp__exec__run\", \"bash\"]\n[log]\nmask = [\"/arguments/token\", \"/arguments/password\"]\n")
+	project := write(t, "[tools]\nshell = [\"mcp__exec__run\", \"bash\"]\n")
 	c, err := Load(Files{User: user, Project: []string{project}})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ mask = ["/arguments/password"]
 		t.Errorf("files %v", c.Files)
 	}
 	if c.EventsFile != "/var/log/harness/events.jsonl" || c.DecisionsFile != Off || c.LogMaxBytes != 50<<20 || c.LogMaxFiles != 2 ||
-		!slices.Equal(c.Mask, []string{"/arguments/password", "/arguments/token"}) {
+		!slices.Equal(c.Mask, []string{"/arguments/password"}) {
 		t.Errorf("log: %+v", c)
 	}
 	if c.AgentRoles["claude-code"] != "reviewer" || c.AgentRoles["cursor"] != "debugger" || len(c.AgentRoles) != 2 {
@@ -162,7 +162,9 @@ func TestErrors(t *testing.T) {
 		{"model missing a price", "[cost.models.x]\ninput_usd_per_mtok = 1\n", "", []string{`cost.models: model "x": output_usd_per_mtok is missing`}},
 		{"negative price", "[cost.models.x]\ninput_usd_per_mtok = -1\noutput_usd_per_mtok = 1\n", "", []string{`-1 is out of range`}},
 		{"project may not shadow", "", "[enforcement]\nmode = \"shadow\"\n", []string{
-			`:2:1: enforcement.mode may only be set in the user's harness.toml: a project's file may only add shell tools and log masks`}},
+			`:2:1: enforcement.mode may only be set in the user's harness.toml: a project's file may only add shell tools`}},
+		{"project may not mask", "", "[tools]\nshell = [\"bash\"]\n\n[log]\nmask = [\"/arguments\", \"/tool\", \"/agent\", \"/session\", \"/role\"]\n", []string{
+			`:5:1: log.mask may only be set in the user's harness.toml: a project's file may only add shell tools`}},
 		{"project may not turn logs off", "", "[log]\ndecisions = \"off\"\n", []string{`log.decisions may only be set in the user's harness.toml`}},
 		{"project may not choose agent roles", "", "[agents.x]\nrole = \"admin\"\n", []string{`[agents] may only be set in the user's harness.toml`}},
 		{"agent without role", "[agents.x]\nrol = \"coder\"\n", "", []string{`:2:1: agents.x.rol: unknown key "rol" (want role, max_role, budget) (did you mean "role"?)`}},
@@ -269,13 +271,13 @@ timeout = "50ms"
 func TestProjectLayers(t *testing.T) {
 	t.Parallel()
 	user := write(t, "[tools]\nshell = [\"bash\"]\n")
-	root := write(t, "[tools]\nshell = [\"root_exec\"]\n[log]\nmask = [\"/arguments/a\"]\n")
-	nested := write(t, "[tools]\nshell = [\"pkg_exec\", \"bash\"]\n[log]\nmask = [\"/arguments/b\"]\n")
+	root := write(t, "[tools]\nshell = [\"root_exec\"]\n")
+	nested := write(t, "[tools]\nshell = [\"pkg_exec\", \"bash\"]\n")
 	c, err := Load(Files{User: user, Project: []string{root, filepath.Join(t.TempDir(), "missing.toml"), nested}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(c.ShellTools, []string{"bash", "root_exec", "pkg_exec"}) || !slices.Equal(c.Mask, []string{"/arguments/a", "/arguments/b"}) ||
+	if !slices.Equal(c.ShellTools, []string{"bash", "root_exec", "pkg_exec"}) ||
 		!slices.Equal(c.Files, []string{user, root, nested}) {
 		t.Errorf("shell %v, mask %v, files %v", c.ShellTools, c.Mask, c.Files)
 	}

@@ -2,7 +2,9 @@ package contract
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // StatusLine is the budget summary of section 5 of the contract:
@@ -16,11 +18,11 @@ import (
 func (s Status) StatusLine() string {
 	b := s.Budget
 	line := fmt.Sprintf("Budget[%s]: tokens %d/%d (%d%%) | shell %d/%d (%d%%) | cost %s/%s (%d%%) → %s",
-		s.Role,
+		Printable(s.Role),
 		b.Tokens.Used, b.Tokens.Limit, b.Tokens.Percent,
 		b.Shell.Used, b.Shell.Limit, b.Shell.Percent,
 		FormatUSD(b.Cost.Used), FormatUSD(b.Cost.Limit), b.Cost.Percent,
-		s.Signal)
+		Printable(s.Signal))
 	if a := s.AgentBudget; a != nil {
 		var parts []string
 		if d := a.Tokens; d != nil {
@@ -32,9 +34,44 @@ func (s Status) StatusLine() string {
 		if d := a.Cost; d != nil {
 			parts = append(parts, fmt.Sprintf("cost %s/%s (%d%%)", FormatUSD(d.Used), FormatUSD(d.Limit), d.Percent))
 		}
-		line += fmt.Sprintf(" | Agent[%s, %s]: %s → %s", a.Agent, a.Period, strings.Join(parts, " | "), a.Signal)
+		line += fmt.Sprintf(" | Agent[%s, %s]: %s → %s", Printable(a.Agent), Printable(a.Period), strings.Join(parts, " | "), Printable(a.Signal))
 	}
 	return line
+}
+
+// Printable returns s as a terminal may show it: every character that is
+// not printable (control characters, among them the ESC of ANSI escapes
+// and the newline; line separators; bidirectional overrides) and every
+// byte that is not UTF-8 written as Go writes it in a quoted string (\n,
+// \x1b, \u202e, \xff), so that a tool name or a message cannot forge a
+// line or drive the terminal. Printable characters, backslashes included,
+// are left as they are.
+func Printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsPrint(r):
+			b.WriteString(s[i : i+size])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // FormatUSD prints micro-dollars as dollars with two decimals, rounded down

@@ -200,19 +200,24 @@ func TestRotationKeepsMaxFiles(t *testing.T) {
 func TestDecisionLogMasks(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "decisions.jsonl")
-	l, err := OpenDecisionLog(path, DecisionLogOptions{
-		Mask:   []string{"/arguments/password", "/arguments/env/*", "/arguments/missing"},
-		Labels: map[string]string{"app": "agent-harness"},
-	})
+	l, err := OpenDecisionLog(path, DecisionLogOptions{Labels: map[string]string{"app": "agent-harness"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask, err := NewMask([]string{"/arguments/password", "/arguments/env/*", "/arguments/missing"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	input := map[string]any{
 		"role": "ops", "tool": "deploy",
-		"arguments": map[string]any{"password": "hunter2", "host": "db1", "env": map[string]any{"TOKEN": "s3cr3t", "KEY": "k3y"}},
+		"arguments": map[string]any{"Password": "hunter2", "host": "db1", "env": map[string]any{"TOKEN": "s3cr3t", "KEY": "k3y"}},
+	}
+	r, err := mask.Apply(input)
+	if err != nil {
+		t.Fatal(err)
 	}
 	err = l.Log(Entry{DecisionID: "d-1", Path: "harness/decision", Timestamp: time.Unix(0, 0).UTC(), Metrics: map[string]int64{"timer_rego_query_eval_ns": 5}, Shadow: true},
-		input, map[string]any{"decision": "allow"})
+		r, map[string]any{"decision": "allow"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,13 +237,13 @@ func TestDecisionLogMasks(t *testing.T) {
 			t.Errorf("entry lacks %q: %s", key, raw)
 		}
 	}
-	if fmt.Sprint(e["erased"]) != "[/arguments/env/KEY /arguments/env/TOKEN /arguments/password]" {
+	if fmt.Sprint(e["erased"]) != "[/arguments/Password /arguments/env/KEY /arguments/env/TOKEN]" {
 		t.Errorf("erased %v", e["erased"])
 	}
 	if e["input"].(map[string]any)["arguments"].(map[string]any)["host"] != "db1" {
 		t.Errorf("unmasked input lost: %s", raw)
 	}
-	if _, err := OpenDecisionLog(path, DecisionLogOptions{Mask: []string{"arguments.password"}}); err == nil {
+	if _, err := NewMask([]string{"arguments.password"}); err == nil {
 		t.Error("a mask that is not a JSON pointer was accepted")
 	}
 }

@@ -26,7 +26,7 @@ func Write(w io.Writer, x policy.Explanation, r *roles.Role) {
 		p("  role %q is not defined: every call is denied (unknown_role)", d.Role)
 		return
 	}
-	p("  role %s (%s, %s); chain %s", r.Name, r.Source, r.File, strings.Join(r.Chain, " → "))
+	p("  role %s (%s, %s); chain %s", r.Name, r.Source, contract.Printable(r.File), strings.Join(r.Chain, " → "))
 	origin := func(key string) string {
 		if o := r.Origin[key]; o != "" {
 			return o
@@ -42,7 +42,7 @@ func Write(w io.Writer, x policy.Explanation, r *roles.Role) {
 	case shell:
 		kind = "a shell tool: shell_policy and the shell budget apply (rules 3, 7)"
 	}
-	p("  tool %s: %s", d.Tool, kind)
+	p("  tool %s: %s", contract.Printable(d.Tool), kind) // the agent's to name
 	if !exempt {
 		denied := len(x.DeniedBy) > 0
 		if denied {

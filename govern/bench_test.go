@@ -36,8 +36,11 @@ func BenchmarkDecideSinks(b *testing.B) {
 					}
 					defer ev.Close()
 					dl, err := events.OpenDecisionLog(filepath.Join(dir, "decisions.jsonl"), events.DecisionLogOptions{
-						Rotation: events.DefaultRotation, Mask: []string{"/arguments/password"}, Labels: map[string]string{"app": "bench"}})
+						Rotation: events.DefaultRotation, Labels: map[string]string{"app": "bench"}})
 					if err != nil {
+						b.Fatal(err)
+					}
+					if o.Mask, err = events.NewMask([]string{"/arguments/password"}); err != nil {
 						b.Fatal(err)
 					}
 					defer dl.Close()

@@ -60,6 +60,7 @@ type Governor struct {
 	shadow    bool
 	sinks     []events.Sink
 	decisions *events.DecisionLog
+	mask      *events.Mask
 	now       func() time.Time
 	onError   func(error)
 	project   string
@@ -84,6 +85,10 @@ type Options struct {
 	Sinks []events.Sink
 	// Decisions, if set, records every decision.
 	Decisions *events.DecisionLog
+	// Mask keeps input paths ([log] mask) out of the decision log and the
+	// events: erased from the logged input, their values redacted from the
+	// messages of the decision and of its events. Nil masks nothing.
+	Mask *events.Mask
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// OnError hears of events and log entries that could not be written;
@@ -94,7 +99,7 @@ type Options struct {
 // New returns a Governor.
 func New(o Options) *Governor {
 	g := &Governor{store: o.Store, tokens: o.Tokenizer, prices: o.Prices, shadow: o.Shadow,
-		sinks: o.Sinks, decisions: o.Decisions, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project}
+		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project}
 	g.Swap(o.Rules)
 	if g.now == nil {
 		g.now = time.Now
@@ -331,14 +336,17 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 		at := g.now()
 		o.DecisionID = events.NewID(at)
 		record := func() {
-			g.recordDecision(o, at, in, elapsed, call.Client)
+			red := g.recordDecision(o, at, in, elapsed, call.Client)
 			if o.Reserved {
 				before := o.Counters
 				before.Shell--
 				if period != "" {
 					before.AgentUsage.Shell--
 				}
-				g.crossings(context.WithoutCancel(ctx), r, call.Session, period, before, o.Counters)
+				_, crossed := g.crossings(context.WithoutCancel(ctx), r, call.Session, period, before, o.Counters)
+				for _, e := range crossed {
+					g.emit(red, e)
+				}
 			}
 		}
 		if call.Background {
@@ -420,7 +428,15 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 		before.AgentUsage.Tokens -= out
 		before.AgentUsage.CostMicros -= cost
 	}
-	levels := g.crossings(ctx, r, res.Session, period, before, after)
+	levels, crossed := g.crossings(ctx, r, res.Session, period, before, after)
+	if len(crossed) > 0 {
+		// A charge has no decision input; its events are masked as one
+		// of a call of the tool by the session would be.
+		red := g.redact(contract.Input{Role: after.Role, Tool: res.Tool, Session: res.Session.Session, Agent: res.Session.Agent, Project: g.project})
+		for _, e := range crossed {
+			g.emit(red, e)
+		}
+	}
 	return Charge{InputTokens: in, OutputTokens: out, CostMicros: cost, Before: before, After: after, Signal: levels.Signal}, nil
 }
 

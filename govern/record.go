@@ -21,9 +21,20 @@ type loggedInput struct {
 	ShellPolicy string `json:"shell_policy"`
 }
 
-// logEntry writes the decision-log entry of the decision id, made at, for
-// a client (its name and version, "" when unknown).
-func (g *Governor) logEntry(id string, at time.Time, path string, input, result any, elapsed time.Duration, shadow bool, client string) {
+// redact is the redaction of the decision whose input is input: what the
+// configured masks keep out of its log entry and of its events.
+func (g *Governor) redact(input any) *events.Redaction {
+	r, err := g.mask.Apply(input)
+	if err != nil {
+		g.onError(fmt.Errorf("decision log: masking the input: %w", err))
+	}
+	return r
+}
+
+// logEntry writes the decision-log entry of the decision id, made at, its
+// input as red masked it, for a client (its name and version as it says
+// them, "" when unknown).
+func (g *Governor) logEntry(id string, at time.Time, path string, red *events.Redaction, result any, elapsed time.Duration, shadow bool, client string) {
 	if g.decisions != nil {
 		var labels map[string]string
 		if client != "" {
@@ -36,7 +47,7 @@ func (g *Governor) logEntry(id string, at time.Time, path string, input, result 
 			Metrics:    map[string]int64{"timer_rego_query_eval_ns": elapsed.Nanoseconds()},
 			Labels:     labels,
 			Shadow:     shadow,
-		}, input, result)
+		}, red, result)
 		if err != nil {
 			g.onError(fmt.Errorf("decision log: %w", err))
 		}
@@ -44,17 +55,20 @@ func (g *Governor) logEntry(id string, at time.Time, path string, input, result 
 }
 
 // recordDecision writes the decision log entry and, for a deny, the
-// PolicyViolation event.
-func (g *Governor) recordDecision(o Outcome, at time.Time, in contract.Input, elapsed time.Duration, client string) {
+// PolicyViolation event (its reasons summarised), both masked; it returns
+// the decision's redaction, for the events that follow from it.
+func (g *Governor) recordDecision(o Outcome, at time.Time, in contract.Input, elapsed time.Duration, client string) *events.Redaction {
 	d := o.Decision
-	g.logEntry(o.DecisionID, at, "harness/decision", loggedInput{in, d.ShellPolicy}, d, elapsed, g.shadow, client)
-	if d.Allowed {
-		return
+	red := g.redact(loggedInput{in, d.ShellPolicy})
+	g.logEntry(o.DecisionID, at, "harness/decision", red, d, elapsed, g.shadow, client)
+	if !d.Allowed {
+		reasons := events.SummariseReasons(d.Reasons)
+		g.emit(red, events.Event{
+			Type: events.PolicyViolation, Session: in.Session, Agent: in.Agent, Role: d.Role, Shadow: o.Shadowed,
+			Violation: &events.Violation{Tool: d.Tool, Reason: oneLine(reasons, false), Reasons: reasons, DecisionID: o.DecisionID},
+		})
 	}
-	g.emit(events.Event{
-		Type: events.PolicyViolation, Session: in.Session, Agent: in.Agent, Role: d.Role, Shadow: o.Shadowed,
-		Violation: &events.Violation{Tool: d.Tool, Reason: oneLine(d.Reasons, false), Reasons: d.Reasons, DecisionID: o.DecisionID},
-	})
+	return red
 }
 
 // oneLine is reasons as one line: "code: message; …" (with the rule that
@@ -71,7 +85,9 @@ func oneLine(reasons []contract.Reason, rules bool) string {
 	return strings.Join(parts, "; ")
 }
 
-func (g *Governor) emit(e events.Event) {
+// emit stamps e and gives it, masked by red, to every sink.
+func (g *Governor) emit(red *events.Redaction, e events.Event) {
+	e = red.Event(e)
 	e.Stamp(g.now())
 	for _, s := range g.sinks {
 		if err := s.Emit(e); err != nil {
@@ -83,18 +99,18 @@ func (g *Governor) emit(e events.Event) {
 // levelRank orders budget levels.
 var levelRank = map[string]int{contract.LevelOK: 0, contract.LevelWarning: 1, contract.LevelExhausted: 2}
 
-// crossings emits BudgetWarning and BudgetExhausted for every dimension
-// that one atomic change of the counters (before → after) carried into
-// those levels, as the policy measures them, and returns the levels after:
-// the session's under its role, and its agent's in the period of the
-// agent's budget (scope "agent"). Counters only grow and every change is
-// atomic, so exactly one change crosses each threshold: each crossing is
-// reported once, however many calls run at the same moment. A role switch
-// is such a change too: the same usage measured against the new role's
-// limits. The levels of both sides take one evaluation (the policy's
-// levels entry point); the figures of the events, one more when something
-// was crossed.
-func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, period budget.Period, before, after budget.Counters) policy.Levels {
+// crossings works out BudgetWarning and BudgetExhausted for every
+// dimension that one atomic change of the counters (before → after) carried
+// into those levels, as the policy measures them: the session's under its
+// role, and its agent's in the period of the agent's budget (scope
+// "agent"). It returns the levels after, and the events to emit. Counters
+// only grow and every change is atomic, so exactly one change crosses each
+// threshold: each crossing is reported once, however many calls run at
+// the same moment. A role switch is such a change too: the same usage
+// measured against the new role's limits. The levels of both sides take
+// one evaluation (the policy's levels entry point); the figures of the
+// events, one more when something was crossed.
+func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, period budget.Period, before, after budget.Counters) (policy.Levels, []events.Event) {
 	if before.Role == "" {
 		before.Role = after.Role
 	}
@@ -111,11 +127,11 @@ func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, period
 	}
 	if err != nil {
 		g.onError(fmt.Errorf("budget levels of session %s: %w", k, err))
-		return policy.Levels{}
+		return policy.Levels{}, nil
 	}
 	was, now := ls[0], ls[1]
 	if !now.Defined {
-		return now
+		return now, nil
 	}
 	type crossing struct{ scope, dim, was string }
 	var crossed []crossing
@@ -132,12 +148,12 @@ func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, period
 		}
 	}
 	if len(crossed) == 0 {
-		return now
+		return now, nil
 	}
 	st, err := r.Engine.Status(ctx, statusInput(k, after, period))
 	if err != nil {
 		g.onError(fmt.Errorf("budget of session %s: %w", k, err))
-		return now
+		return now, nil
 	}
 	figures := map[string]*contract.Dimension{"tokens": &st.Budget.Tokens, "shell": &st.Budget.Shell, "cost": &st.Budget.Cost}
 	agentFigures := map[string]*contract.Dimension{}
@@ -147,6 +163,7 @@ func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, period
 	slices.SortFunc(crossed, func(a, b crossing) int {
 		return cmp.Or(cmp.Compare(a.scope, b.scope), cmp.Compare(dimOrder[a.dim], dimOrder[b.dim]))
 	})
+	var out []events.Event
 	for _, c := range crossed {
 		d, p := figures[c.dim], ""
 		if c.scope == events.ScopeAgent {
@@ -157,15 +174,15 @@ func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, period
 		}
 		if levelRank[c.was] < levelRank[contract.LevelWarning] {
 			pct := d.Percent
-			g.emit(events.Event{Type: events.BudgetWarning, Session: k.Session, Agent: k.Agent, Role: after.Role,
+			out = append(out, events.Event{Type: events.BudgetWarning, Session: k.Session, Agent: k.Agent, Role: after.Role,
 				Budget: &events.Budget{Dimension: c.dim, Used: d.Used, Limit: d.Limit, Percent: &pct, Scope: c.scope, Period: p}})
 		}
 		if d.Level == contract.LevelExhausted {
-			g.emit(events.Event{Type: events.BudgetExhausted, Session: k.Session, Agent: k.Agent, Role: after.Role,
+			out = append(out, events.Event{Type: events.BudgetExhausted, Session: k.Session, Agent: k.Agent, Role: after.Role,
 				Budget: &events.Budget{Dimension: c.dim, Used: d.Used, Limit: d.Limit, Scope: c.scope, Period: p}})
 		}
 	}
-	return now
+	return now, out
 }
 
 // dimOrder orders the dimensions as the status line does.

@@ -66,16 +66,21 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 		}
 		at := g.now()
 		o.DecisionID = events.NewID(at)
-		g.logEntry(o.DecisionID, at, "harness/switch", in, d, elapsed, false, "")
+		red := g.redact(in)
+		g.logEntry(o.DecisionID, at, "harness/switch", red, d, elapsed, false, "")
 		if !o.Switched {
 			o.Status, _ = r.Engine.Status(ctx, statusInput(k, cur, period))
-			g.emit(events.Event{Type: events.PolicyViolation, Session: k.Session, Agent: k.Agent, Role: cur.Role,
-				Violation: &events.Violation{Tool: contract.SessionTool, Reason: oneLine(d.Reasons, true), Reasons: d.Reasons, DecisionID: o.DecisionID}})
+			reasons := events.SummariseReasons(d.Reasons)
+			g.emit(red, events.Event{Type: events.PolicyViolation, Session: k.Session, Agent: k.Agent, Role: cur.Role,
+				Violation: &events.Violation{Tool: contract.SessionTool, Reason: oneLine(reasons, true), Reasons: reasons, DecisionID: o.DecisionID}})
 			return o, nil
 		}
-		g.emit(events.Event{Type: events.RoleChanged, Session: k.Session, Agent: k.Agent,
+		g.emit(red, events.Event{Type: events.RoleChanged, Session: k.Session, Agent: k.Agent,
 			Switch: &events.Switch{From: cur.Role, To: to, By: by}})
-		g.crossings(ctx, r, k, period, cur, o.Counters)
+		_, crossed := g.crossings(ctx, r, k, period, cur, o.Counters)
+		for _, e := range crossed {
+			g.emit(red, e)
+		}
 		o.Status, _ = r.Engine.Status(ctx, statusInput(k, o.Counters, period))
 		return o, nil
 	}

@@ -97,6 +97,19 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 	return h.post(ctx, k, call.Tool, input, p.Get("tool_response"))
 }
 
+// Pin pins the session of payload to the project root, when the session
+// has no project yet, and returns the project it is pinned to: a session's
+// project never changes while it lives, wherever the agent's cd takes its
+// working directory. A payload without a session, or a root of "" (no
+// project), pins nothing and returns root.
+func (h *ClaudeCode) Pin(ctx context.Context, payload []byte, root string) (string, error) {
+	session := gjson.GetBytes(payload, "session_id").String()
+	if session == "" || root == "" {
+		return root, nil
+	}
+	return h.Gov.PinProject(ctx, budget.Key{Agent: Agent, Session: session}, root)
+}
+
 func (h *ClaudeCode) mapTool(tool string) string {
 	tools := h.Opts.Tools
 	if tools == nil {

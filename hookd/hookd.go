@@ -33,7 +33,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agentharness/harness/app"
-	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/hook"
 )
 
@@ -96,16 +95,10 @@ func (r Request) params() app.Params {
 	return p
 }
 
-// pinned is the project the payload's session is pinned to, pinning it to
-// root (the project of this load) if it has none: a session's project
-// never changes while it lives. It is "" when the payload names no
-// session or root is none.
+// pinned is the project the payload's session is pinned to (see
+// hook.ClaudeCode.Pin), root for a payload of no session.
 func pinned(ctx context.Context, h *hook.ClaudeCode, payload []byte, root string) (string, error) {
-	session := gjson.GetBytes(payload, "session_id").String()
-	if session == "" || root == "" {
-		return root, nil
-	}
-	return h.Gov.PinProject(ctx, budget.Key{Agent: hook.Agent, Session: session}, root)
+	return h.Pin(ctx, payload, root)
 }
 
 // NewRequest is the request of a hook call of payload, made in env.

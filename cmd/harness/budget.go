@@ -77,7 +77,7 @@ func (c *cli) record(args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(c.stdout, "recorded %s for session %s: %d output tokens, %d input tokens, %s\n",
-		*tool, k, ch.OutputTokens, ch.InputTokens, costText(ch.CostMicros))
+		contract.Printable(*tool), contract.Printable(k.String()), ch.OutputTokens, ch.InputTokens, costText(ch.CostMicros))
 	fmt.Fprintln(c.stdout, st.StatusLine())
 	return exitOK
 }

@@ -191,20 +191,23 @@ func (c *cli) writeJSON(v any) error {
 // The decision's own budget is the usage before the call; status is the
 // status line to show (after the call's charge, if any).
 func (c *cli) printOutcome(o govern.Outcome, status string) {
+	// The tool and the messages (which may quote the arguments) are the
+	// agent's: shown Printable.
+	p := contract.Printable
 	d := o.Decision
-	verdict := d.Decision
+	verdict := p(d.Decision)
 	if o.Shadowed {
 		verdict += " (shadow mode: not enforced)"
 	}
-	fmt.Fprintf(c.stdout, "%s: role %s, tool %s\n", verdict, d.Role, d.Tool)
+	fmt.Fprintf(c.stdout, "%s: role %s, tool %s\n", verdict, p(d.Role), p(d.Tool))
 	for _, r := range d.Reasons {
-		fmt.Fprintf(c.stdout, "  reason  %s: %s\n", r.Code, r.Message)
+		fmt.Fprintf(c.stdout, "  reason  %s: %s\n", p(r.Code), p(r.Message))
 	}
 	for _, w := range d.Warnings {
-		fmt.Fprintf(c.stdout, "  warning %s: %s\n", w.Code, w.Message)
+		fmt.Fprintf(c.stdout, "  warning %s: %s\n", p(w.Code), p(w.Message))
 	}
 	if d.CompressOutput {
-		fmt.Fprintf(c.stdout, "  output will be compressed (shell_policy %s)\n", d.ShellPolicy)
+		fmt.Fprintf(c.stdout, "  output will be compressed (shell_policy %s)\n", p(d.ShellPolicy))
 	}
 	if o.Reserved {
 		fmt.Fprintf(c.stdout, "  recorded: shell invocation %d\n", o.Counters.Shell)

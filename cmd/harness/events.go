@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
@@ -62,30 +64,34 @@ func (c *cli) events(args []string) int {
 	return exitOK
 }
 
-// formatEvent is one readable line for an event.
+// formatEvent is one readable line for an event. Every string of it may
+// come from the agent (a tool name, a message quoting its arguments, or a
+// line it wrote into the file itself), so each is shown Printable: one
+// event, one line.
 func formatEvent(e events.Event) string {
-	who := e.Session
+	p := contract.Printable
+	who := p(e.Session)
 	if e.Agent != "" {
-		who = e.Agent + "/" + e.Session
+		who = p(e.Agent) + "/" + who
 	}
 	var what string
 	switch {
 	case e.Budget != nil && e.Percent != nil:
-		what = fmt.Sprintf("role %s: %s %s/%s (%d%%)", e.Role, e.Dimension, amount(e.Dimension, e.Used), amount(e.Dimension, e.Limit), *e.Percent)
+		what = fmt.Sprintf("role %s: %s %s/%s (%d%%)", p(e.Role), p(e.Dimension), amount(e.Dimension, e.Used), amount(e.Dimension, e.Limit), *e.Percent)
 	case e.Budget != nil:
-		what = fmt.Sprintf("role %s: %s %s/%s", e.Role, e.Dimension, amount(e.Dimension, e.Used), amount(e.Dimension, e.Limit))
+		what = fmt.Sprintf("role %s: %s %s/%s", p(e.Role), p(e.Dimension), amount(e.Dimension, e.Used), amount(e.Dimension, e.Limit))
 	case e.Violation != nil:
-		what = fmt.Sprintf("role %s, tool %s: %s", e.Role, e.Tool, e.Reason)
+		what = fmt.Sprintf("role %s, tool %s: %s", p(e.Role), p(e.Tool), p(e.Reason))
 	case e.Switch != nil:
-		what = fmt.Sprintf("%s → %s", e.From, e.To)
+		what = fmt.Sprintf("%s → %s", p(e.From), p(e.To))
 		if e.By != "" {
-			what += " (by " + e.By + ")"
+			what += " (by " + p(e.By) + ")"
 		}
 	}
 	if e.Shadow {
 		what += " [shadow: not enforced]"
 	}
-	return fmt.Sprintf("%s  %-16s %s  %s", e.Time.Format(time.RFC3339), e.Type, who, what)
+	return fmt.Sprintf("%s  %-16s %s  %s", e.Time.Format(time.RFC3339), p(string(e.Type)), who, what)
 }
 
 func amount(dim string, n int64) string {
@@ -149,7 +155,7 @@ func (c *cli) log(args []string) int {
 		}
 		var pretty bytes.Buffer
 		json.Indent(&pretty, found[0].raw, "", "  ")
-		fmt.Fprintln(c.stdout, pretty.String())
+		fmt.Fprintln(c.stdout, printableJSON(pretty.String()))
 		return exitOK
 	}
 	if *limit > 0 && len(found) > *limit {
@@ -160,6 +166,9 @@ func (c *cli) log(args []string) int {
 			fmt.Fprintf(c.stdout, "%s\n", e.raw)
 			continue
 		}
+		// Every string may come from the agent: shown Printable, one
+		// decision a line.
+		p := contract.Printable
 		var codes []string
 		for _, r := range append(e.out.Reasons, e.out.Warnings...) {
 			codes = append(codes, r.Code)
@@ -167,23 +176,42 @@ func (c *cli) log(args []string) int {
 		for _, r := range e.sw.Reasons {
 			codes = append(codes, r.Code+"("+r.Rule+")")
 		}
-		who := e.in.Session
+		who := p(e.in.Session)
 		if e.in.Agent != "" {
-			who = e.in.Agent + "/" + e.in.Session
+			who = p(e.in.Agent) + "/" + who
 		}
 		shadow := ""
 		if e.Shadow {
 			shadow = " [shadow]"
 		}
-		what := fmt.Sprintf("%s %s → %s%s", e.out.Role, e.out.Tool, e.out.Decision, shadow)
+		what := fmt.Sprintf("%s %s → %s%s", p(e.out.Role), p(e.out.Tool), p(e.out.Decision), shadow)
 		if e.Path == "harness/switch" {
 			verdict := "switched"
 			if !e.sw.Allowed {
 				verdict = "refused"
 			}
-			what = fmt.Sprintf("switch %s → %s by %s: %s", e.sw.From, e.sw.To, e.sw.By, verdict)
+			what = fmt.Sprintf("switch %s → %s by %s: %s", p(e.sw.From), p(e.sw.To), p(e.sw.By), verdict)
 		}
-		fmt.Fprintf(c.stdout, "%s  %s  %s  %s %s\n", e.Timestamp.Format(time.RFC3339), e.DecisionID, who, what, strings.Join(codes, ","))
+		fmt.Fprintf(c.stdout, "%s  %s  %s  %s %s\n", e.Timestamp.Format(time.RFC3339), p(e.DecisionID), who, what, p(strings.Join(codes, ",")))
 	}
 	return exitOK
+}
+
+// printableJSON returns JSON text with every character a terminal would
+// not print plainly (within strings: those JSON lets through raw, such as
+// C1 controls, line separators and bidirectional overrides) written as a
+// \u escape: the same JSON, shown safely.
+func printableJSON(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || strconv.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			for _, u := range utf16.Encode([]rune{r}) {
+				fmt.Fprintf(&b, `\u%04x`, u)
+			}
+		}
+	}
+	return b.String()
 }

@@ -57,17 +57,18 @@ func (c *cli) role(args []string) int {
 	if err != nil {
 		return c.fail("role %s: %v", verb, err)
 	}
+	p := contract.Printable // roles from the ledger, messages of custom policies
 	switch {
 	case !o.Decision.Allowed:
-		fmt.Fprintf(c.stdout, "refused: session %s stays in role %s\n", k, o.Counters.Role)
+		fmt.Fprintf(c.stdout, "refused: session %s stays in role %s\n", p(k.String()), p(o.Counters.Role))
 		for _, r := range o.Decision.Reasons {
-			fmt.Fprintf(c.stdout, "  %s (%s): %s\n", r.Code, r.Rule, r.Message)
+			fmt.Fprintf(c.stdout, "  %s (%s): %s\n", p(r.Code), p(r.Rule), p(r.Message))
 		}
 		return exitDenied
 	case !o.Switched:
-		fmt.Fprintf(c.stdout, "session %s is already in role %s\n", k, o.Counters.Role)
+		fmt.Fprintf(c.stdout, "session %s is already in role %s\n", p(k.String()), p(o.Counters.Role))
 	default:
-		fmt.Fprintf(c.stdout, "session %s: role %s → %s (by the %s); usage kept\n", k, o.Decision.From, o.Decision.To, by)
+		fmt.Fprintf(c.stdout, "session %s: role %s → %s (by the %s); usage kept\n", p(k.String()), p(o.Decision.From), p(o.Decision.To), by)
 	}
 	fmt.Fprintln(c.stdout, o.Status.StatusLine())
 	return exitOK
@@ -84,7 +85,8 @@ func (c *cli) showRole(g *govern.Governor, fs *flag.FlagSet, session, agent stri
 		return c.fail("session %s: %v", k, err)
 	}
 	r := info.Role
-	fmt.Fprintf(c.stdout, "session %s: role %s (%s)\n", k, r.Name, r.Description)
+	p := contract.Printable // a project's role files are the agent's
+	fmt.Fprintf(c.stdout, "session %s: role %s (%s)\n", p(k.String()), p(r.Name), p(r.Description))
 	fmt.Fprintf(c.stdout, "  shell_policy %s; tools allowed: %s; denied: %s\n", r.ShellPolicy, orNone(r.Allowed), orNone(r.Denied))
 	fmt.Fprintf(c.stdout, "  the agent may switch to: %s\n", orNone(info.MayEnter()))
 	fmt.Fprintf(c.stdout, "  only the operator may switch to: %s\n", orNone(info.OperatorOnly()))
@@ -92,9 +94,10 @@ func (c *cli) showRole(g *govern.Governor, fs *flag.FlagSet, session, agent stri
 	return exitOK
 }
 
+// orNone is a list of names or patterns, shown Printable.
 func orNone(list []string) string {
 	if len(list) == 0 {
 		return "(none)"
 	}
-	return strings.Join(list, ", ")
+	return contract.Printable(strings.Join(list, ", "))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/roles"
 )
 
@@ -41,7 +42,7 @@ func (c *cli) rolesList(args []string) int {
 		if inherits == "" {
 			inherits = "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Name, r.Source, inherits, r.Description)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Name, r.Source, inherits, contract.Printable(r.Description)) // a project's file is the agent's
 	}
 	w.Flush()
 	return exitOK
@@ -79,7 +80,7 @@ func (c *cli) rolesShow(args []string) int {
 		}
 		return exitOK
 	}
-	fmt.Fprintf(c.stdout, "role %s (%s, %s)\n", r.Name, r.Source, r.File)
+	fmt.Fprintf(c.stdout, "role %s (%s, %s)\n", r.Name, r.Source, contract.Printable(r.File))
 	fmt.Fprintf(c.stdout, "chain: %s\n\n", strings.Join(r.Chain, " → "))
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "FIELD\tSET BY\tVALUE")
@@ -89,7 +90,7 @@ func (c *cli) rolesShow(args []string) int {
 		keys = append(keys, "io."+k)
 	}
 	for _, k := range keys {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", k, shortOrigin(r.Origin[k]), values[k])
+		fmt.Fprintf(w, "%s\t%s\t%s\n", contract.Printable(k), contract.Printable(shortOrigin(r.Origin[k])), contract.Printable(values[k]))
 	}
 	w.Flush()
 	return exitOK

@@ -58,8 +58,9 @@ func (c *cli) sessions(args []string) int {
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "AGENT\tSESSION\tROLE\tTOKENS\tSHELL\tCOST\tSIGNAL\tLAST ACTIVITY")
+	p := contract.Printable // what the ledger holds may be the agent's
 	for _, r := range rows {
-		agent, role, signal := r.Agent, r.Role, r.Signal
+		agent, role, signal := p(r.Agent), p(r.Role), p(r.Signal)
 		if agent == "" {
 			agent = "-"
 		}
@@ -71,7 +72,7 @@ func (c *cli) sessions(args []string) int {
 		if !r.Updated.IsZero() && r.Updated.Unix() > 0 {
 			when = r.Updated.Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%d/%d\t%s/%s\t%s\t%s\n", agent, r.Session, role,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%d/%d\t%s/%s\t%s\t%s\n", agent, p(r.Session), role,
 			b.Tokens.Used, b.Tokens.Limit, b.Shell.Used, b.Shell.Limit,
 			contract.FormatUSD(b.Cost.Used), contract.FormatUSD(b.Cost.Limit), signal, when)
 	}
