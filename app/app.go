@@ -301,6 +301,21 @@ func (h *Harness) Rules() govern.Rules {
 		AgentRoles: h.Config.AgentRoles, AgentMaxRoles: h.Config.AgentMaxRoles}
 }
 
+// Warnings are what a load accepts but an operator should know: an HTTP
+// token whose agent has no budget across its sessions, so that every new
+// MCP session of it (a re-initialize) starts a fresh session budget, and
+// nothing bounds the agent as a whole.
+func (h *Harness) Warnings() []string {
+	var out []string
+	for _, t := range h.Config.Tokens {
+		if _, ok := h.Engine.Document().AgentBudget(t.Agent); !ok {
+			out = append(out, fmt.Sprintf("gateway token of agent %s: the agent has no budget across its sessions "+
+				"([agents.%s.budget] or [agents.\"*\".budget]): each new MCP session of it starts with a full session budget", t.Agent, t.Agent))
+		}
+	}
+	return out
+}
+
 // check holds the configuration and the environment to the roles there
 // are: every role they name exists, and every agent with a most privileged
 // role starts within it.

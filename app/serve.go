@@ -80,6 +80,9 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 	defer stop()
 
 	if o.HTTP != "" {
+		for _, w := range h.Warnings() {
+			logf("warning: %s", w)
+		}
 		return h.serveHTTP(ctx, gw, o.HTTP, logf)
 	}
 	id := h.StdioIdentity(o)

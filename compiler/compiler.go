@@ -161,11 +161,15 @@ var ProtectedLocations = []string{
 }
 
 // OperatorCommands are the regular expressions of ProtectDoc.Commands: the
-// operator's verbs (harness role set, harness budget reset), however the
-// binary is named or reached.
-var OperatorCommands = []string{
-	`(^|[^A-Za-z0-9_-])role\s+set([^A-Za-z0-9_-]|$)`,
-	`(^|[^A-Za-z0-9_-])budget\s+reset([^A-Za-z0-9_-]|$)`,
+// operator's verbs (contract.OperatorVerbs: harness role set, budget
+// reset, hook install) as words anywhere in a command, however the binary
+// is named or reached.
+func OperatorCommands() []string {
+	out := make([]string, len(contract.OperatorVerbs))
+	for i, v := range contract.OperatorVerbs {
+		out[i] = `(^|[^A-Za-z0-9_-])` + strings.Join(strings.Fields(v), `\s+`) + `([^A-Za-z0-9_-]|$)`
+	}
+	return out
 }
 
 // RoleDoc is one role as the policy sees it.
@@ -359,7 +363,7 @@ func protectDoc(p Protect) ProtectDoc {
 	}
 	slices.Sort(paths)
 	return ProtectDoc{Enabled: !p.Off, Paths: paths, Locations: slices.Clone(ProtectedLocations),
-		Commands: slices.Clone(OperatorCommands), Home: p.Home}
+		Commands: OperatorCommands(), Home: p.Home}
 }
 
 func lower(list []string) []string {

@@ -223,6 +223,12 @@ var (
 	}
 )
 
+// OperatorVerbs are the harness's commands that are the operator's alone
+// (harness role set, harness budget reset, harness hook install): the
+// self-protection rules refuse shell commands that run them, and the
+// permission rules the hook installs refuse them to Claude Code's Bash.
+var OperatorVerbs = []string{"role set", "budget reset", "hook install"}
+
 // SessionTool is the agent's window on its role and budget (ctx_session),
 // exempt by default.
 const SessionTool = "ctx_session"

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agentharness/harness/contract"
 )
 
 // Protected is what the permission rules of an installed hook keep the
@@ -26,11 +28,13 @@ type Protected struct {
 
 // OperatorCommands are the harness's commands for the operator only: an
 // operator's role switch, the reset of a budget, installing the hook.
-var OperatorCommands = []string{"role set", "budget reset", "hook install"}
+var OperatorCommands = contract.OperatorVerbs
 
-// settingsFiles are Claude Code's settings files that hold the hook, as
-// rules: the user's, and every project's shared and local ones.
-var settingsFiles = []string{"~/.claude/settings.json", "//**/.claude/settings.json", "//**/.claude/settings.local.json"}
+// anywhere are files of the harness wherever they are, as rules: Claude
+// Code's settings files that hold the hook (the user's, and every
+// project's shared and local ones), and every .lean-ctx directory (a
+// project's roles, policies and harness.toml).
+var anywhere = []string{"~/.claude/settings.json", "//**/.claude/settings.json", "//**/.claude/settings.local.json", "//**/.lean-ctx/**"}
 
 // DenyRules are Claude Code permission rules (permissions.deny) that
 // refuse the agent's edits of the harness's own files and of the settings
@@ -56,7 +60,7 @@ func DenyRules(p Protected) []string {
 	for _, f := range p.Secrets {
 		add("Read(" + pathRule(p.Home, f) + ")")
 	}
-	for _, f := range settingsFiles {
+	for _, f := range anywhere {
 		add("Edit(" + f + ")")
 	}
 	names := []string{"harness"}

@@ -65,6 +65,7 @@ fixture := {
 			"commands": [
 				"(^|[^A-Za-z0-9_-])role\\s+set([^A-Za-z0-9_-]|$)",
 				"(^|[^A-Za-z0-9_-])budget\\s+reset([^A-Za-z0-9_-]|$)",
+				"(^|[^A-Za-z0-9_-])hook\\s+install([^A-Za-z0-9_-]|$)",
 			],
 			"home": "",
 		},

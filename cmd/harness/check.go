@@ -36,6 +36,9 @@ func (c *cli) check(args []string) int {
 	for _, r := range h.Roles.All() {
 		count[r.Source]++
 	}
+	for _, w := range h.Warnings() {
+		fmt.Fprintf(c.stdout, "warning: %s\n", w)
+	}
 	fmt.Fprintf(c.stdout, "ok: %d roles (%d built-in, %d user, %d project)\n",
 		h.Roles.Len(), count[roles.SourceBuiltin], count[roles.SourceUser], count[roles.SourceProject])
 	for _, layer := range h.FoundLayers() {

@@ -38,7 +38,10 @@ func (c *cli) hook(args []string) int {
 func (c *cli) hookClaudeCode(args []string) int {
 	fs, project := c.flags("hook claude-code")
 	if _, err := parse(fs, args); err != nil {
-		return exitError
+		// Claude Code lets a tool run when its hook exits with anything
+		// but 2: a hook installed with a bad flag must refuse, not pass.
+		fmt.Fprintln(c.stderr, "harness hook: refusing the call: the hook's command line is wrong (reinstall it: harness hook install)")
+		return hook.ExitRefused
 	}
 	p := c.params(*project)
 	client := hookd.Client{Project: *project, Env: p.Env}
