@@ -100,14 +100,19 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 // Pin pins the session of payload to the project root, when the session
 // has no project yet, and returns the project it is pinned to: a session's
 // project never changes while it lives, wherever the agent's cd takes its
-// working directory. A payload without a session, or a root of "" (no
-// project), pins nothing and returns root.
+// working directory. A root of "" (no project) pins nothing, but a
+// session pinned before keeps its project; a payload without a session
+// pins nothing and returns root.
 func (h *ClaudeCode) Pin(ctx context.Context, payload []byte, root string) (string, error) {
 	session := gjson.GetBytes(payload, "session_id").String()
-	if session == "" || root == "" {
+	if session == "" {
 		return root, nil
 	}
-	return h.Gov.PinProject(ctx, budget.Key{Agent: Agent, Session: session}, root)
+	pinned, err := h.Gov.PinProject(ctx, budget.Key{Agent: Agent, Session: session}, root)
+	if err != nil || pinned == "" {
+		return root, err
+	}
+	return pinned, nil
 }
 
 func (h *ClaudeCode) mapTool(tool string) string {

@@ -109,10 +109,13 @@ type logEntry struct {
 	DecisionID string `json:"decision_id"`
 	Input      struct {
 		Tool      string         `json:"tool"`
+		Agent     string         `json:"agent"`
+		Session   string         `json:"session"`
 		Arguments map[string]any `json:"arguments"`
 	} `json:"input"`
 	Result contract.Decision `json:"result"`
 	Erased []string          `json:"erased"`
+	Labels map[string]string `json:"labels"`
 }
 
 // logEntries are the decision-log entries, as harness log --json prints them.
