@@ -440,5 +440,22 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	return Charge{InputTokens: in, OutputTokens: out, CostMicros: cost, Before: before, After: after, Signal: levels.Signal}, nil
 }
 
+// ResetAgent is the operator's reset of an agent's usage in the current
+// period of its budget across sessions; it returns that period. An agent
+// without a budget, or without usage in the period, is an error.
+func (g *Governor) ResetAgent(ctx context.Context, agent string) (budget.Period, error) {
+	period := g.period(g.rules.Load(), agent)
+	if period == "" {
+		return "", fmt.Errorf("agent %s has no budget across its sessions ([agents.NAME.budget] in harness.toml)", agent)
+	}
+	if err := g.store.ResetAgent(ctx, agent, period); err != nil {
+		if errors.Is(err, budget.ErrNoSession) {
+			return period, fmt.Errorf("agent %s has used nothing in %s", agent, period)
+		}
+		return period, fmt.Errorf("ledger: %w", err)
+	}
+	return period, nil
+}
+
 // Reset is the operator's reset of a session's usage (its role stays).
 func (g *Governor) Reset(ctx context.Context, k budget.Key) error { return g.store.Reset(ctx, k) }

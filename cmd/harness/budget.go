@@ -99,8 +99,27 @@ func (c *cli) budget(args []string) int {
 	fs, project := c.flags("budget")
 	session, agent, ledger := sessionFlags(fs)
 	asJSON := fs.Bool("json", false, "print the budget as JSON")
-	if !c.parseNone(fs, args, "want: budget [--session S], or budget reset --session S") {
+	agentBudget := fs.Bool("agent-budget", false, "with reset: reset the agent's budget across its sessions (its usage in the current period), not a session's")
+	if !c.parseNone(fs, args, "want: budget [--session S], budget reset --session S, or budget reset --agent A --agent-budget") {
 		return exitError
+	}
+	if reset && *agentBudget {
+		_, ag, given := c.session(fs, "", *agent)
+		if *session != "" || !given {
+			return c.fail("budget reset --agent-budget: name the agent with --agent A, and no session")
+		}
+		*agent = ag
+		h, g, ok := c.open(*project, *ledger)
+		if !ok {
+			return exitError
+		}
+		defer h.Close()
+		period, err := g.ResetAgent(c.env.ctx, *agent)
+		if err != nil {
+			return c.fail("budget reset: %v", err)
+		}
+		fmt.Fprintf(c.stdout, "reset the usage of agent %s in %s (its sessions' own usage is kept)\n", contract.Printable(*agent), period)
+		return exitOK
 	}
 	if reset && *session == "" {
 		return c.fail("budget reset: name the session with --session S (a reset is the operator's act)")
@@ -127,13 +146,14 @@ func (c *cli) budget(args []string) int {
 	}
 	if *asJSON {
 		out := struct {
-			Session    string          `json:"session"`
-			Agent      string          `json:"agent,omitempty"`
-			Role       string          `json:"role"`
-			Signal     string          `json:"signal"`
-			Budget     contract.Budget `json:"budget"`
-			StatusLine string          `json:"status_line"`
-		}{k.Session, k.Agent, d.Role, d.Signal, d.Budget, d.StatusLine()}
+			Session     string                `json:"session"`
+			Agent       string                `json:"agent,omitempty"`
+			Role        string                `json:"role"`
+			Signal      string                `json:"signal"`
+			Budget      contract.Budget       `json:"budget"`
+			AgentBudget *contract.AgentBudget `json:"agent_budget,omitempty"`
+			StatusLine  string                `json:"status_line"`
+		}{k.Session, k.Agent, d.Role, d.Signal, d.Budget, d.AgentBudget, d.StatusLine()}
 		if err := c.writeJSON(out); err != nil {
 			return c.fail("%v", err)
 		}

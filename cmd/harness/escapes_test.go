@@ -436,3 +436,33 @@ deny contains "no rm -rf" if contains(input.arguments.command, "rm -rf")
 		t.Errorf("an object's command: %s", text(res))
 	}
 }
+
+// The operator resets an agent's budget across sessions, and only that:
+// the sessions keep their own usage; an agent without one is an error.
+func TestResetAgentBudget(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), "[agents.ci.budget]\nmax_context_tokens = 100\n")
+	run := func(want int, args ...string) string {
+		t.Helper()
+		out, errOut, code := harnessIn(t, home, nil, args...)
+		if code != want {
+			t.Fatalf("harness %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out + errOut
+	}
+	run(exitOK, "decide", "--session", "s", "--agent", "ci", "--tool", "ctx_read", "--record")
+	run(exitOK, "record", "--session", "s", "--agent", "ci", "--tool", "ctx_read", "--output-text", strings.Repeat("word ", 120))
+	if out := run(exitOK, "budget", "--session", "s", "--agent", "ci"); !strings.Contains(out, "| Agent[ci, day]: tokens 121/100 (121%) → EXHAUSTED") {
+		t.Fatalf("budget: %s", out)
+	}
+	if out := run(exitOK, "budget", "reset", "--agent", "ci", "--agent-budget"); !strings.Contains(out, "reset the usage of agent ci in day:") {
+		t.Errorf("reset: %s", out)
+	}
+	if out := run(exitOK, "budget", "--session", "s", "--agent", "ci"); !strings.Contains(out, "tokens 121/200000") || !strings.Contains(out, "Agent[ci, day]: tokens 0/100 (0%) → OK") {
+		t.Errorf("after the reset: %s", out)
+	}
+	if out := run(exitError, "budget", "reset", "--agent", "other", "--agent-budget"); !strings.Contains(out, "agent other has no budget across its sessions") {
+		t.Errorf("an agent without a budget: %s", out)
+	}
+}
