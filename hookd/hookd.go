@@ -120,9 +120,10 @@ func NewRequest(payload []byte, project string, env app.Env) Request {
 func SocketPath(env app.Env) string { return filepath.Join(app.StateDir(env), "hook.sock") }
 
 // Call hands req to the daemon listening on socket. It is false when none
-// answered the connection, and the call is then the caller's to answer;
-// once the request is sent, any failure is the answer (a call must never
-// be decided twice).
+// answered the connection, or the process that did is not this user's
+// harness (see trusted), and the call is then the caller's to answer; once
+// the request is sent, any failure is the answer (a call must never be
+// decided twice).
 func Call(socket string, req Request) (hook.Response, bool) {
 	if !json.Valid(req.Payload) {
 		return hook.Response{}, false
@@ -132,6 +133,9 @@ func Call(socket string, req Request) (hook.Response, bool) {
 		return hook.Response{}, false
 	}
 	defer conn.Close()
+	if err := trusted(conn); err != nil {
+		return hook.Response{}, false
+	}
 	conn.SetDeadline(time.Now().Add(CallTimeout))
 	if err := json.NewEncoder(conn).Encode(req); err != nil {
 		return hook.Response{}, false

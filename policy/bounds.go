@@ -65,10 +65,28 @@ type errBound struct{ msg string }
 
 func (e *errBound) Error() string { return e.msg }
 
+// viewTimeout bounds the evaluations that run none of the custom policies'
+// rules (a session's status, the levels of usages, a listing), which tell
+// budget crossings and what the status line says: a busy machine must not
+// lose an event to a deadline meant for slow policies. Ten times the
+// deadline, and 10 s at least.
+func viewTimeout(b Bounds) time.Duration { return max(10*b.Timeout, 10*time.Second) }
+
 // bounded returns ctx with the engine's bounds on it: a deadline, and a
 // watch of the heap from memoryWatchAfter on. stop releases them.
 func (e *Engine) bounded(ctx context.Context) (context.Context, func()) {
+	return e.boundedBy(ctx, e.bounds.get())
+}
+
+// boundedView is bounded for an evaluation of none of the custom
+// policies' rules: the memory bound, and the longer deadline of views.
+func (e *Engine) boundedView(ctx context.Context) (context.Context, func()) {
 	b := e.bounds.get()
+	b.Timeout = viewTimeout(b)
+	return e.boundedBy(ctx, b)
+}
+
+func (e *Engine) boundedBy(ctx context.Context, b Bounds) (context.Context, func()) {
 	ctx, cancelTimeout := context.WithTimeoutCause(ctx, b.Timeout,
 		&errBound{fmt.Sprintf("it ran past its deadline of %v ([policy] timeout)", b.Timeout)})
 	ctx, cancel := context.WithCancelCause(ctx)

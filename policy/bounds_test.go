@@ -78,17 +78,17 @@ func TestFloodOfMessages(t *testing.T) {
 	t.Parallel()
 	e := boundedEngine(t, `package harness.custom.flood
 
-deny contains sprintf("refusal %06d", [i]) if some i, _ in split(sprintf("%0100000d", [0]), "")
+deny contains sprintf("refusal %06d", [i]) if some i, _ in split(sprintf("%030000d", [0]), "")
 
 deny contains sprintf("a long refusal %d %s", [i, sprintf("%02000d", [0])]) if some i in [1, 2, 3]
 `)
-	e.SetBounds(Bounds{Timeout: 20 * time.Second})
+	e.SetBounds(Bounds{Timeout: time.Minute})
 	d, err := e.Decide(context.Background(), contract.Input{Role: "coder", Tool: "ctx_read"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(d)
-	if d.Allowed || len(d.Reasons) != 20 || len(b) > 32<<10 || d.Reasons[19].Message != "… and 99984 more refusals of custom policies" {
+	if d.Allowed || len(d.Reasons) != 20 || len(b) > 32<<10 || d.Reasons[19].Message != "… and 29984 more refusals of custom policies" {
 		t.Fatalf("%d reasons, %d bytes: %.300s", len(d.Reasons), len(b), b)
 	}
 	for i, r := range d.Reasons[:19] {
@@ -106,4 +106,26 @@ func boundedEngine(t *testing.T, src string) *Engine {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// A status, the levels and a listing run none of the custom policies: a
+// deadline set for slow policies does not cut them short, so a busy
+// machine loses no budget crossing to it.
+func TestViewsOutlastTheDeadline(t *testing.T) {
+	t.Parallel()
+	e := boundedEngine(t, "package harness.custom.slow\n\n"+costly[0].src+"\n")
+	e.SetBounds(Bounds{Timeout: time.Nanosecond})
+	ctx := context.Background()
+	if d, _ := e.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read"}); d.Allowed {
+		t.Errorf("a decision past a deadline of 1ns: %+v", d)
+	}
+	if st, err := e.Status(ctx, contract.Input{Role: "coder", Budget: contract.Usage{Tokens: 170000}}); err != nil || st.Signal != contract.LevelWarning {
+		t.Errorf("status: %+v %v", st, err)
+	}
+	if ls, err := e.Levels(ctx, RoleUsage{Role: "coder"}); err != nil || !ls[0].Defined {
+		t.Errorf("levels: %+v %v", ls, err)
+	}
+	if v, err := e.Visible(ctx, "coder", contract.Named("ctx_read")); err != nil || !v["ctx_read"] {
+		t.Errorf("visible: %v %v", v, err)
+	}
 }

@@ -1,0 +1,60 @@
+package hookd
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// trusted checks that the process listening at the other end of conn is
+// this user's and runs this very program: the socket's directory is the
+// user's own (0700), but an agent with a shell as that user could still
+// kill the daemon and answer on its socket with a program of its own that
+// allows everything. Where the system cannot say who the peer is, the
+// directory's permissions are all there is, and the peer is trusted.
+func trusted(conn net.Conn) error {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return nil
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return err
+	}
+	if credErr != nil {
+		return nil // no SO_PEERCRED here
+	}
+	if int(cred.Uid) != os.Getuid() {
+		return fmt.Errorf("the process on the daemon's socket is another user's (uid %d)", cred.Uid)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	mine, err1 := os.Stat(self)
+	theirs, err2 := os.Stat("/proc/" + strconv.Itoa(int(cred.Pid)) + "/exe")
+	switch {
+	case err1 != nil || errors.Is(err2, os.ErrNotExist) && !procMounted():
+		return nil // the system cannot say what the peer runs
+	case err2 != nil:
+		return fmt.Errorf("the program of the process on the daemon's socket cannot be read: %v", err2)
+	case !os.SameFile(mine, theirs):
+		return errors.New("the process on the daemon's socket runs another program than this harness")
+	}
+	return nil
+}
+
+func procMounted() bool {
+	_, err := os.Stat("/proc/self/exe")
+	return err == nil
+}
