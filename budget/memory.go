@@ -147,6 +147,42 @@ func (m *Memory) Charge(_ context.Context, k Key, period Period, tokens, cost in
 	return c, err
 }
 
+func (m *Memory) ChargeIf(_ context.Context, k Key, period Period, expected Counters, tokens, cost int64) (Counters, bool, error) {
+	if err := checkCharge(tokens, cost); err != nil {
+		return Counters{}, false, err
+	}
+	return m.update(k, period, func(c *Counters) bool {
+		if c.Tokens != expected.Tokens || c.CostMicros != expected.CostMicros || period != "" &&
+			(c.AgentUsage.Tokens != expected.AgentUsage.Tokens || c.AgentUsage.CostMicros != expected.AgentUsage.CostMicros) {
+			return false
+		}
+		c.Tokens += tokens
+		c.CostMicros += cost
+		if period != "" {
+			c.AgentUsage.Tokens += tokens
+			c.AgentUsage.CostMicros += cost
+		}
+		return true
+	})
+}
+
+func (m *Memory) ReleaseShell(_ context.Context, k Key, period Period) (Counters, error) {
+	m.mu.Lock()
+	_, ok := m.sessions[k]
+	m.mu.Unlock()
+	if !ok {
+		return Counters{}, ErrNoSession
+	}
+	c, _, err := m.update(k, period, func(c *Counters) bool {
+		c.Shell = max(c.Shell-1, 0)
+		if period != "" {
+			c.AgentUsage.Shell = max(c.AgentUsage.Shell-1, 0)
+		}
+		return true
+	})
+	return c, err
+}
+
 func (m *Memory) Reset(_ context.Context, k Key) error {
 	if err := k.Validate(); err != nil {
 		return err

@@ -135,6 +135,31 @@ if KEYS[2] then
 	redis.call('HINCRBY', KEYS[2], 'cost', ARGV[5])
 end` + luaTail)
 
+	// ARGV[4], ARGV[5]: the tokens and cost to add; ARGV[6..9]: the
+	// session's expected tokens and cost, and the agent's.
+	scriptChargeIf = redis.NewScript(`
+local v = redis.call('HMGET', KEYS[1], 'tokens', 'cost')
+local same = tonumber(v[1] or '0') == tonumber(ARGV[6]) and tonumber(v[2] or '0') == tonumber(ARGV[7])
+if same and KEYS[2] then
+	local a = redis.call('HMGET', KEYS[2], 'tokens', 'cost')
+	same = tonumber(a[1] or '0') == tonumber(ARGV[8]) and tonumber(a[2] or '0') == tonumber(ARGV[9])
+end
+if not same then` + luaConflict + `
+end
+redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[4])
+redis.call('HINCRBY', KEYS[1], 'cost', ARGV[5])
+if KEYS[2] then
+	redis.call('HINCRBY', KEYS[2], 'tokens', ARGV[4])
+	redis.call('HINCRBY', KEYS[2], 'cost', ARGV[5])
+end` + luaTail)
+
+	// A shell slot given back: each count only if above 0.
+	scriptReleaseShell = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then` + luaConflict + `
+end
+if tonumber(redis.call('HGET', KEYS[1], 'shell') or '0') > 0 then redis.call('HINCRBY', KEYS[1], 'shell', -1) end
+if KEYS[2] and tonumber(redis.call('HGET', KEYS[2], 'shell') or '0') > 0 then redis.call('HINCRBY', KEYS[2], 'shell', -1) end` + luaTail)
+
 	// A session the store does not have is not created by a reset.
 	scriptReset = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then` + luaConflict + `
@@ -242,6 +267,22 @@ func (r *Redis) Charge(ctx context.Context, k Key, period Period, tokens, cost i
 		return Counters{}, err
 	}
 	c, _, err := r.run(ctx, k, period, scriptCharge, tokens, cost)
+	return c, err
+}
+
+func (r *Redis) ChargeIf(ctx context.Context, k Key, period Period, expected Counters, tokens, cost int64) (Counters, bool, error) {
+	if err := checkCharge(tokens, cost); err != nil {
+		return Counters{}, false, err
+	}
+	a := expected.AgentUsage
+	return r.run(ctx, k, period, scriptChargeIf, tokens, cost, expected.Tokens, expected.CostMicros, a.Tokens, a.CostMicros)
+}
+
+func (r *Redis) ReleaseShell(ctx context.Context, k Key, period Period) (Counters, error) {
+	c, ok, err := r.run(ctx, k, period, scriptReleaseShell)
+	if err == nil && !ok {
+		return c, ErrNoSession
+	}
 	return c, err
 }
 

@@ -134,6 +134,15 @@ var queries = map[string]string{
 	"charge": `INSERT INTO sessions (agent, session, tokens, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (agent, session) DO UPDATE SET tokens = tokens + excluded.tokens,
 			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at` + returning,
+	// A charge worked out against counters that are still the same; a new
+	// session matches only zero usage.
+	"charge_if_new": `INSERT INTO sessions (agent, session, tokens, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (agent, session) DO UPDATE SET tokens = tokens + excluded.tokens,
+			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at
+		WHERE tokens = 0 AND cost_micros = 0` + returning,
+	"charge_if": `UPDATE sessions SET tokens = tokens + ?, cost_micros = cost_micros + ?, updated_at = ?
+		WHERE agent = ? AND session = ? AND tokens = ? AND cost_micros = ?` + returning,
+	"release_shell": `UPDATE sessions SET shell = max(shell - 1, 0), updated_at = ? WHERE agent = ? AND session = ?` + returning,
 	"reset": `UPDATE sessions SET tokens = 0, shell = 0, cost_micros = 0, updated_at = ?
 		WHERE agent = ? AND session = ?`,
 	"sessions": `SELECT agent, session, tokens, shell, cost_micros, role, project, updated_at FROM sessions
@@ -150,6 +159,13 @@ var queries = map[string]string{
 		WHERE agent = ? AND period = ? AND shell = ?` + agentReturning,
 	"agent_reset": `UPDATE agents SET tokens = 0, shell = 0, cost_micros = 0, updated_at = ?
 		WHERE agent = ? AND period = ?`,
+	"agent_charge_if_new": `INSERT INTO agents (agent, period, tokens, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (agent, period) DO UPDATE SET tokens = tokens + excluded.tokens,
+			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at
+		WHERE tokens = 0 AND cost_micros = 0` + agentReturning,
+	"agent_charge_if": `UPDATE agents SET tokens = tokens + ?, cost_micros = cost_micros + ?, updated_at = ?
+		WHERE agent = ? AND period = ? AND tokens = ? AND cost_micros = ?` + agentReturning,
+	"agent_release_shell": `UPDATE agents SET shell = max(shell - 1, 0), updated_at = ? WHERE agent = ? AND period = ?` + agentReturning,
 }
 
 // Path is the ledger file.
@@ -310,6 +326,39 @@ func (s *SQLite) Charge(ctx context.Context, k Key, period Period, tokens, cost 
 	}, func(q querier) (Usage, bool, error) {
 		return s.agentRow(ctx, q, "agent_add", k.Agent, period, tokens, 0, cost, now)
 	})
+	return c, err
+}
+
+func (s *SQLite) ChargeIf(ctx context.Context, k Key, period Period, expected Counters, tokens, cost int64) (Counters, bool, error) {
+	if err := checkCharge(tokens, cost); err != nil {
+		return Counters{}, false, err
+	}
+	now := s.now().Unix()
+	return s.change(ctx, k, period, func(q querier) (Counters, bool, error) {
+		if expected.Tokens == 0 && expected.CostMicros == 0 {
+			return s.row(ctx, q, "charge_if_new", k.Agent, k.Session, tokens, cost, now)
+		}
+		return s.row(ctx, q, "charge_if", tokens, cost, now, k.Agent, k.Session, expected.Tokens, expected.CostMicros)
+	}, func(q querier) (Usage, bool, error) {
+		a := expected.AgentUsage
+		if a.Tokens == 0 && a.CostMicros == 0 {
+			return s.agentRow(ctx, q, "agent_charge_if_new", k.Agent, period, tokens, cost, now)
+		}
+		return s.agentRow(ctx, q, "agent_charge_if", tokens, cost, now, k.Agent, period, a.Tokens, a.CostMicros)
+	})
+}
+
+func (s *SQLite) ReleaseShell(ctx context.Context, k Key, period Period) (Counters, error) {
+	now := s.now().Unix()
+	c, ok, err := s.change(ctx, k, period, func(q querier) (Counters, bool, error) {
+		return s.row(ctx, q, "release_shell", now, k.Agent, k.Session)
+	}, func(q querier) (Usage, bool, error) {
+		u, found, err := s.agentRow(ctx, q, "agent_release_shell", now, k.Agent, period)
+		return u, found || err == nil, err // an agent without counters has nothing to give back
+	})
+	if err == nil && !ok {
+		return c, ErrNoSession
+	}
 	return c, err
 }
 

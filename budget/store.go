@@ -139,6 +139,15 @@ type Store interface {
 	// Charge adds tokens and cost to the session and to the agent's
 	// period, and returns the counters after.
 	Charge(ctx context.Context, k Key, period Period, tokens, costMicros int64) (Counters, error)
+	// ChargeIf adds tokens and cost as Charge does, if the counters still
+	// have the tokens and cost of expected (the session's, and with a
+	// period the agent's): the charge was worked out against them. With ok
+	// false nothing changed and the current counters are returned.
+	ChargeIf(ctx context.Context, k Key, period Period, expected Counters, tokens, costMicros int64) (cur Counters, ok bool, err error)
+	// ReleaseShell gives back a shell slot taken for a call that was never
+	// made (it failed before it reached its tool): the session's, and with
+	// a period the agent's, each only if above 0.
+	ReleaseShell(ctx context.Context, k Key, period Period) (Counters, error)
 	// Reset sets the session's usage to zero, keeping its role. It is the
 	// operator's command; nothing else lowers usage. A session the store
 	// does not have is ErrNoSession.

@@ -530,3 +530,56 @@ func TestSQLiteMigratesProject(t *testing.T) {
 		t.Errorf("after migration: %+v, %v", c, err)
 	}
 }
+
+// A charge worked out against counters that changed since is refused and
+// changes nothing; against the same counters it is made, on the session
+// and its agent's period at once. A shell slot given back lowers both
+// counts, never below 0, and a session the store does not have has none.
+func TestChargeIfAndReleaseShell(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const day = "day:2026-12-01"
+			k := Key{Agent: "a", Session: "s"}
+			c, ok, err := s.ChargeIf(ctx, k, day, Counters{}, 10, 5)
+			if err != nil || !ok || c.Tokens != 10 || c.AgentUsage != (Usage{Tokens: 10, CostMicros: 5}) {
+				t.Fatalf("a first charge: %+v ok=%v %v", c, ok, err)
+			}
+			if c, ok, _ := s.ChargeIf(ctx, k, day, Counters{}, 1, 1); ok || c.Tokens != 10 {
+				t.Errorf("a charge against stale counters: %+v ok=%v", c, ok)
+			}
+			other := Key{Agent: "a", Session: "t"}
+			if _, err := s.Charge(ctx, other, day, 3, 0); err != nil {
+				t.Fatal(err)
+			}
+			cur, _ := s.Get(ctx, k, day)
+			stale := cur
+			stale.AgentUsage.Tokens -= 3 // what it was before the other session's charge
+			if _, ok, _ := s.ChargeIf(ctx, k, day, stale, 1, 1); ok {
+				t.Error("a charge against a stale agent count")
+			}
+			if c, ok, _ := s.ChargeIf(ctx, k, day, cur, 2, 1); !ok || c.Tokens != 12 || c.AgentUsage.Tokens != 15 {
+				t.Errorf("a charge against the current counters: %+v ok=%v", c, ok)
+			}
+			if _, _, err := s.ChargeIf(ctx, k, day, cur, -1, 0); err == nil {
+				t.Error("a negative charge was accepted")
+			}
+			if _, err := s.AddShell(ctx, k, day); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if _, err := s.ReleaseShell(ctx, k, day); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c, _ := s.Get(ctx, k, day); c.Shell != 0 || c.AgentUsage.Shell != 0 {
+				t.Errorf("after giving back more than was taken: %+v", c)
+			}
+			if _, err := s.ReleaseShell(ctx, Key{Session: "ghost"}, ""); !errors.Is(err, ErrNoSession) {
+				t.Errorf("a session the store does not have: %v", err)
+			}
+		})
+	}
+}

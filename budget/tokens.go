@@ -44,8 +44,58 @@ func (t *Tokenizer) Count(s string) (int64, error) {
 		s = string([]rune(s))
 	}
 	var n int64
-	pieces(s, func(p string) { n += int64(t.ranks.bpeCount(p)) })
+	pieces(s, func(p string) { n += int64(t.pieceCount(p)) })
 	return n, nil
+}
+
+// maxPiece bounds the piece that is byte-pair encoded whole. A piece is a
+// run of letters, digits or the like; past this length one (a megabyte of
+// "x", which an upstream or an agent can produce) would take seconds to
+// encode, stalling a call: it is counted in chunks of this length instead,
+// each encoded on its own. That can only count more tokens than tiktoken
+// (merges do not cross a chunk's end), never fewer.
+const maxPiece = 4 << 10
+
+// pieceCount counts one piece, in chunks of at most maxPiece bytes.
+func (t *Tokenizer) pieceCount(p string) int {
+	n := 0
+	for len(p) > maxPiece {
+		cut := maxPiece
+		for cut > 0 && !utf8.RuneStart(p[cut]) {
+			cut--
+		}
+		n += t.ranks.bpeCount(p[:cut])
+		p = p[cut:]
+	}
+	return n + t.ranks.bpeCount(p)
+}
+
+// Prefix returns the longest prefix of s, ending between two of its
+// pieces, that counts at most n tokens, and that count: how a text is cut
+// to fit what a budget has left. Bytes that are not UTF-8 count as U+FFFD.
+func (t *Tokenizer) Prefix(s string, n int64) (string, int64, error) {
+	if n <= 0 || s == "" {
+		return "", 0, nil
+	}
+	t.once.Do(t.load)
+	if t.err != nil {
+		return "", 0, t.err
+	}
+	if !utf8.ValidString(s) {
+		s = string([]rune(s))
+	}
+	var used int64
+	end := 0
+	for end < len(s) {
+		size := pieceAt(s, end)
+		c := int64(t.pieceCount(s[end : end+size]))
+		if used+c > n {
+			break
+		}
+		used += c
+		end += size
+	}
+	return s[:end], used, nil
 }
 
 // load takes the ranks of the library's vocabulary, in which a token's id

@@ -32,6 +32,7 @@ const (
 	VisibleQuery      = "data.harness.visible"
 	ExplanationQuery  = "data.harness.explanation"
 	SwitchTargetQuery = "data.harness.switch_targets"
+	AllowanceQuery    = "data.harness.allowance"
 )
 
 // Engine decides tool calls. The zero value is not usable: call [New].

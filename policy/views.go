@@ -24,7 +24,7 @@ var ErrUnknownRole = errors.New("role is not defined")
 
 // viewQueries are the entry points that evaluate none of the custom
 // policies' rules (see boundedView).
-var viewQueries = map[string]bool{StatusQuery: true, LevelsQuery: true, VisibleQuery: true}
+var viewQueries = map[string]bool{StatusQuery: true, LevelsQuery: true, VisibleQuery: true, AllowanceQuery: true}
 
 // eval evaluates entry point q on input, within the engine's bounds, and
 // returns its one value.
@@ -244,4 +244,46 @@ func (e *Engine) SwitchTargets(ctx context.Context, in contract.SwitchInput) (ma
 		out[name] = allowed == true
 	}
 	return out, nil
+}
+
+// Allowance is how much more of tokens and cost (micro-dollars) a session
+// may spend before a budget of its role or its agent is exhausted: nil for
+// a dimension no budget bounds.
+type Allowance struct {
+	Tokens, Cost *int64
+}
+
+// Allowance asks the policy what the session of in (its role, usage, and
+// its agent's usage) may still spend: what a result may still bring into
+// the agent's context.
+func (e *Engine) Allowance(ctx context.Context, in contract.Input) (Allowance, error) {
+	input := ast.NewObject(
+		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
+		ast.Item(ast.StringTerm("budget"), usageTerm(in.Budget)),
+		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
+	)
+	if in.AgentBudget != nil {
+		input.Insert(ast.StringTerm("agent_budget"), usageTerm(*in.AgentBudget))
+	}
+	v, err := e.eval(ctx, AllowanceQuery, input)
+	if err != nil {
+		return Allowance{}, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Allowance{}, fmt.Errorf("policy evaluation failed: %s: want an object, got %T", AllowanceQuery, v)
+	}
+	var a Allowance
+	r := reader{}
+	for key, dst := range map[string]**int64{"tokens": &a.Tokens, "cost": &a.Cost} {
+		if m[key] == nil {
+			continue
+		}
+		n := r.integer(m, key)
+		*dst = &n
+	}
+	if r.err != nil {
+		return Allowance{}, fmt.Errorf("policy evaluation failed: malformed allowance: %w", r.err)
+	}
+	return a, nil
 }

@@ -654,6 +654,24 @@ _agent_levels(u) := {dim: level(used[dim], t) | some dim, t in b.thresholds} if 
 	used := {"tokens": object.get(a, "tokens", 0), "shell": object.get(a, "shell", 0), "cost": object.get(a, "cost_micros", 0)}
 } else := null
 
+# -- What a session may still spend ------------------------------------------------
+
+# How much more of each of tokens and cost the session of input.role and
+# input.budget (and its agent's, input.agent and input.agent_budget) may
+# take before a budget is exhausted (rule 5): the least that the role's
+# and the agent's budgets leave, never below 0; null for a dimension no
+# budget bounds (a limit of 0, or blocking off). What a result may still
+# bring into the agent's context: the gateway charges a result up to it,
+# and cuts the rest.
+allowance := {"tokens": _allow("tokens", usage.tokens), "cost": _allow("cost", usage.cost)}
+
+_allow(dim, used) := min(left) if {
+	session := [max([0, at - used]) | at := thresholds[dim].exhausted_at]
+	agent := [max([0, at - _agent_used[dim]]) | at := agent_budget.thresholds[dim].exhausted_at]
+	left := array.concat(session, agent)
+	count(left) > 0
+} else := null
+
 # -- Why, for people -------------------------------------------------------------
 
 # What an explanation of a decision shows beside the decision: what kind of

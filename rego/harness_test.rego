@@ -668,3 +668,23 @@ test_custom_messages_are_capped if {
 	count(d.warnings[0].message) == 1024 + count("… (cut)")
 	endswith(d.warnings[0].message, "… (cut)")
 }
+
+# -- What a session may still spend ---------------------------------------------------
+
+allowance_of(c) := a if {
+	a := data.harness.allowance with input as c
+		with data.harness.roles as fixture.roles
+		with data.harness.agents as fixture.agents
+		with data.harness.config as fixture.config
+}
+
+test_allowance if {
+	allowance_of(spent(call("coder", "ctx_read"), {"tokens": 150000, "cost_micros": 4000000})) == {"tokens": 50000, "cost": 1000000}
+	allowance_of(spent(call("coder", "ctx_read"), {"tokens": 250000})).tokens == 0
+	allowance_of(spent(call("block-90", "ctx_read"), {"tokens": 100})).tokens == 800
+	allowance_of(call("never-block", "ctx_read")) == {"tokens": null, "cost": null}
+
+	# The agent's budget leaves less: it is what is left.
+	allowance_of(by_agent("coder", "ctx_read", "budgeted", agent_usage(990, 0, 999999))) == {"tokens": 10, "cost": 1}
+	allowance_of(by_agent("never-block", "ctx_read", "capped-total", agent_usage(0, 0, 0))) == {"tokens": null, "cost": null}
+}

@@ -1,0 +1,198 @@
+package govern
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/agentharness/harness/budget"
+)
+
+// What reaches the agent is charged before it is released, and no more of
+// it is released than the budget covers: however many calls of a session
+// run at once, its usage never passes an exhaustion threshold of its role
+// or its agent's budget (their allowance, as the policy states it), and a
+// result is cut to fit what is left.
+
+// Part is one piece of what a call gives back to the agent: a text,
+// counted and, if the budget does not cover it, cut; or anything else (an
+// image, audio, a binary resource), whose tokens the caller estimated and
+// which reaches the agent whole or not at all.
+type Part struct {
+	Text string
+	// Tokens is a part that is not text's estimate (Binary).
+	Tokens int64
+	Binary bool
+}
+
+// Output is the output of a call to settle.
+type Output struct {
+	Session budget.Key
+	Tool    string
+	// Arguments as the agent sent them (JSON); their tokens are input.
+	Arguments string
+	Parts     []Part
+	// Model prices the call; "" for the configured default.
+	Model string
+}
+
+// Kept is what of a part may reach the agent: all of it, a text's first
+// tokens (Text, cut between two of its pieces), or nothing (Dropped).
+type Kept struct {
+	Text    string
+	Tokens  int64
+	Cut     bool
+	Dropped bool
+}
+
+// Settlement is what an output was charged and what of it may reach the
+// agent.
+type Settlement struct {
+	Charge
+	// Parts are the output's parts as they may reach the agent.
+	Parts []Kept
+	// Wanted is what the whole output would have cost in tokens;
+	// Withheld, the tokens cut or dropped to fit the budget.
+	Wanted, Withheld int64
+}
+
+// Settle charges an output before it reaches the agent: the tokens of
+// every part, up to what the session (and its agent) may still spend
+// (the policy's allowance), and the cost of the arguments and of the
+// tokens kept. Parts past the allowance are cut (text) or dropped (the
+// rest), in order. The charge is a compare-and-swap on the counters the
+// allowance was worked out on, so concurrent settlements of one session
+// or agent never take more than is left together.
+func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
+	k := out.Session
+	if k.Session == "" {
+		return Settlement{}, errors.New("settle: a session id is required")
+	}
+	r := g.rules.Load()
+	period := g.period(r, k.Agent)
+	in, err := g.tokens.Count(out.Arguments)
+	if err != nil {
+		return Settlement{}, err
+	}
+	counts := make([]int64, len(out.Parts))
+	var total int64
+	for i, p := range out.Parts {
+		if p.Binary {
+			counts[i] = max(p.Tokens, 0)
+		} else if counts[i], err = g.tokens.Count(p.Text); err != nil {
+			return Settlement{}, err
+		}
+		total += counts[i]
+	}
+	cur, err := g.session(ctx, r, k, "", period)
+	if err != nil {
+		return Settlement{}, err
+	}
+	for range maxAttempts {
+		grant, _, err := g.grant(ctx, r, k, cur, period, out.Model, in, total)
+		if err != nil {
+			return Settlement{}, err
+		}
+		kept, err := g.keep(out.Parts, counts, grant)
+		if err != nil {
+			return Settlement{}, err
+		}
+		grant = 0 // what is kept, which a cut between pieces may leave below the grant
+		for _, p := range kept {
+			grant += p.Tokens
+		}
+		cost, err := g.prices.Cost(out.Model, in, grant)
+		if err != nil {
+			return Settlement{}, err
+		}
+		next, ok, err := g.store.ChargeIf(ctx, k, period, cur, grant, cost)
+		if err != nil {
+			return Settlement{}, fmt.Errorf("ledger: %w", err)
+		}
+		if !ok {
+			cur = next // another charge came first: work it out again
+			if cur.Role == "" {
+				if cur, err = g.session(ctx, r, k, "", period); err != nil {
+					return Settlement{}, err
+				}
+			}
+			continue
+		}
+		s := Settlement{Wanted: total, Withheld: total - grant, Parts: kept,
+			Charge: Charge{InputTokens: in, OutputTokens: grant, CostMicros: cost, Before: cur, After: next}}
+		levels, crossed := g.crossings(ctx, r, k, period, cur, next)
+		s.Signal = levels.Signal
+		if len(crossed) > 0 {
+			red := g.redact(statusInput(k, next, period))
+			for _, e := range crossed {
+				g.emit(red, e)
+			}
+		}
+		return s, nil
+	}
+	return Settlement{}, errors.New("ledger: could not charge: the counters kept changing")
+}
+
+// grant works out how many of total output tokens the session may take
+// (its allowance) and what they cost with in input tokens: at most what
+// the allowance of cost leaves, except that the arguments' own cost is
+// spent whatever is left.
+func (g *Governor) grant(ctx context.Context, r *Rules, k budget.Key, cur budget.Counters, period budget.Period, model string, in, total int64) (grant, cost int64, err error) {
+	al, err := r.Engine.Allowance(ctx, statusInput(k, cur, period))
+	if err != nil {
+		return 0, 0, err
+	}
+	grant = total
+	if al.Tokens != nil {
+		grant = min(grant, *al.Tokens)
+	}
+	if cost, err = g.prices.Cost(model, in, grant); err != nil {
+		return 0, 0, err
+	}
+	if al.Cost == nil || cost <= *al.Cost {
+		return grant, cost, nil
+	}
+	// The most output tokens whose cost, with the arguments', fits.
+	fits := sort.Search(int(grant)+1, func(n int) bool {
+		c, err := g.prices.Cost(model, in, int64(n))
+		return err != nil || c > *al.Cost
+	}) - 1
+	grant = int64(max(fits, 0))
+	cost, err = g.prices.Cost(model, in, grant)
+	return grant, cost, err
+}
+
+// keep lays grant tokens over the parts, in order: a text past them is cut
+// between two of its pieces, anything else is dropped.
+func (g *Governor) keep(parts []Part, counts []int64, grant int64) ([]Kept, error) {
+	out := make([]Kept, len(parts))
+	left := grant
+	for i, p := range parts {
+		switch {
+		case counts[i] <= left:
+			out[i] = Kept{Text: p.Text, Tokens: counts[i]}
+			left -= counts[i]
+		case p.Binary:
+			out[i] = Kept{Dropped: true}
+		default:
+			text, n, err := g.tokens.Prefix(p.Text, left)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = Kept{Text: text, Tokens: n, Cut: true, Dropped: text == ""}
+			left -= n
+		}
+	}
+	return out, nil
+}
+
+// ReleaseShell gives back the shell slot a call took and never used: it
+// failed before it reached its tool (the upstream was down, the route had
+// gone).
+func (g *Governor) ReleaseShell(ctx context.Context, k budget.Key) error {
+	if _, err := g.store.ReleaseShell(ctx, k, g.period(g.rules.Load(), k.Agent)); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	return nil
+}

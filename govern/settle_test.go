@@ -1,0 +1,102 @@
+package govern
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/internal/testroles"
+	"github.com/agentharness/harness/policy"
+)
+
+// settleGovernor has a role of 2,000 tokens (blocking at 100%).
+func settleGovernor(t *testing.T, s budget.Store) *Governor {
+	t.Helper()
+	set := testroles.Set(t, map[string]string{"small": "[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 2000\n"})
+	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(Options{Rules: Rules{Engine: relaxed(e), Roles: set, DefaultRole: "small"}, Store: s})
+}
+
+// Parallel calls of one session, each bringing back far more than the
+// budget has: together they take exactly what is left, never more, and
+// what each brings is cut to what it was granted.
+func TestSettleNeverPassesTheBudget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := settleGovernor(t, s)
+			k := budget.Key{Agent: "a", Session: "s"}
+			big := strings.Repeat("the quick brown fox jumps over the lazy dog ", 1200) // about 10,800 tokens
+			var granted, shown atomic.Int64
+			var wg sync.WaitGroup
+			for range 10 {
+				wg.Go(func() {
+					st, err := g.Settle(ctx, Output{Session: k, Tool: "ctx_read", Parts: []Part{{Text: big}}})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					granted.Add(st.OutputTokens)
+					n, _ := g.tokens.Count(st.Parts[0].Text)
+					shown.Add(n)
+					if st.OutputTokens+st.Withheld != st.Wanted || st.Parts[0].Cut != (st.Withheld > 0) {
+						t.Errorf("settlement %+v", st)
+					}
+				})
+			}
+			wg.Wait()
+			st, err := g.Status(ctx, k, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.Budget.Tokens.Used; got != granted.Load() || got > 2000 || got < 1990 || shown.Load() != got {
+				t.Errorf("tokens used %d (granted %d, shown %d), limit 2000", got, granted.Load(), shown.Load())
+			}
+			if st.Signal != contract.LevelExhausted {
+				t.Errorf("signal %s", st.Signal)
+			}
+			// Nothing more reaches the agent once exhausted.
+			if st, _ := g.Settle(ctx, Output{Session: k, Tool: "ctx_read", Parts: []Part{{Text: "x"}, {Binary: true, Tokens: 100}}}); !st.Parts[0].Dropped || !st.Parts[1].Dropped || st.OutputTokens != 0 {
+				t.Errorf("after exhaustion: %+v", st)
+			}
+		})
+	}
+}
+
+// Parts are kept in order: the first that does not fit is cut (text) or
+// dropped (anything else), and so is everything after it that does not
+// fit what is left.
+func TestSettleKeepsPartsInOrder(t *testing.T) {
+	t.Parallel()
+	g := settleGovernor(t, budget.NewMemory())
+	ctx := context.Background()
+	k := budget.Key{Session: "order"}
+	if _, err := g.Settle(ctx, Output{Session: k, Parts: []Part{{Text: strings.Repeat("word ", 1990)}}}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := g.Status(ctx, k, "")
+	left := 2000 - before.Budget.Tokens.Used
+	st, err := g.Settle(ctx, Output{Session: k, Parts: []Part{{Text: "a b"}, {Binary: true, Tokens: 50}, {Text: strings.Repeat("word ", 100)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range st.Parts {
+		got = append(got, fmt.Sprintf("%v/%v", p.Cut, p.Dropped))
+	}
+	// a b is 2 tokens; the rest of the text's tokens are one word each.
+	if fmt.Sprint(got) != "[false/false false/true true/false]" || st.Parts[0].Tokens != 2 || st.Parts[2].Tokens != left-2 || st.OutputTokens != left {
+		t.Errorf("parts %v %+v, charged %d of %d left", got, st.Parts, st.OutputTokens, left)
+	}
+}
