@@ -334,19 +334,22 @@ func TestCheckAddr(t *testing.T) {
 		addr   string
 		remote bool
 		tokens int
+		tls    bool
 		want   string
 	}{
-		{"127.0.0.1:8765", false, 0, ""},
-		{"localhost:8765", false, 0, ""},
-		{"[::1]:8765", false, 0, ""},
-		{"0.0.0.0:8765", false, 1, "not a loopback address"},
-		{"0.0.0.0:8765", true, 0, "needs bearer tokens"},
-		{"0.0.0.0:8765", true, 1, ""},
-		{"8765", false, 0, "want host:port"},
+		{"127.0.0.1:8765", false, 0, false, ""},
+		{"localhost:8765", false, 0, false, ""},
+		{"[::1]:8765", false, 0, false, ""},
+		{"0.0.0.0:8765", false, 1, true, "not a loopback address"},
+		{"0.0.0.0:8765", true, 0, true, "needs bearer tokens"},
+		{"0.0.0.0:8765", true, 1, false, "needs TLS"},
+		{"192.0.2.7:8765", true, 1, false, "needs TLS"},
+		{"0.0.0.0:8765", true, 1, true, ""},
+		{"8765", false, 0, false, "want host:port"},
 	} {
-		err := CheckAddr(tt.addr, tt.remote, tt.tokens)
+		err := CheckAddr(tt.addr, tt.remote, tt.tokens, tt.tls)
 		if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s remote=%v tokens=%d: %v, want %q", tt.addr, tt.remote, tt.tokens, err, tt.want)
+			t.Errorf("%s remote=%v tokens=%d tls=%v: %v, want %q", tt.addr, tt.remote, tt.tokens, tt.tls, err, tt.want)
 		}
 	}
 }

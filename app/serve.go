@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +31,9 @@ type ServeOptions struct {
 	// loopback only with AllowRemote, and then only with bearer tokens.
 	HTTP        string
 	AllowRemote bool
+	// TLSCert and TLSKey serve HTTPS; required off loopback, where bearer
+	// tokens must not travel in clear text.
+	TLSCert, TLSKey string
 	// Session and Agent name the stdio client's session and agent
 	// (default: derived from the client's name and the working directory).
 	Session, Agent string
@@ -47,22 +52,32 @@ type ServeOptions struct {
 // start in Params.StartRole when it is given.
 func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 	if o.HTTP != "" {
-		if err := CheckAddr(o.HTTP, o.AllowRemote, len(h.Config.Tokens)); err != nil {
+		if err := CheckAddr(o.HTTP, o.AllowRemote, len(h.Config.Tokens), o.TLSCert != ""); err != nil {
 			return err
 		}
+		if (o.TLSCert == "") != (o.TLSKey == "") {
+			return errors.New("--tls-cert and --tls-key go together")
+		}
+	}
+	if o.HTTP == "" && o.TLSCert != "" {
+		return errors.New("--tls-cert and --tls-key are for --http")
 	}
 	ups, err := h.upstreams(o)
 	if err != nil {
 		return err
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "harness serve: "+format+"\n", args...) }
-	g, err := h.Open(ctx, OpenOptions{Ledger: o.Ledger, Warn: func(err error) { logf("warning: %v", err) }})
+	bus := events.NewBus() // the sessions' events, which the gateway sends their clients
+	g, err := h.Open(ctx, OpenOptions{Ledger: o.Ledger, Warn: func(err error) { logf("warning: %v", err) }, Sinks: []events.Sink{bus}})
 	if err != nil {
 		return err
 	}
 	defer h.Close()
+	ch := h.Config.Charge
 	gw, err := gateway.New(ctx, gateway.Options{
-		Governor: g, Upstreams: ups, Prefix: h.Config.Prefix, Stderr: o.Log, Logf: logf, Version: Version,
+		Governor: g, Upstreams: ups, Prefix: h.Config.Prefix, Stderr: o.Log, Logf: logf, Version: Version, Events: bus,
+		Charging: gateway.ChargeOptions{ImagePixelsPerToken: ch.ImagePixelsPerToken, MaxImageTokens: ch.MaxImageTokens,
+			AudioTokensPerKB: ch.AudioTokensPerKB, BlobTokensPerKB: ch.BlobTokensPerKB},
 	})
 	if err != nil {
 		return err
@@ -83,7 +98,7 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 		for _, w := range h.Warnings() {
 			logf("warning: %s", w)
 		}
-		return h.serveHTTP(ctx, gw, o.HTTP, logf)
+		return h.serveHTTP(ctx, gw, o, logf)
 	}
 	id := h.StdioIdentity(o)
 	logf("session %s of agent %s (resume it with --session %s)", id.Session, id.Agent, id.Session)
@@ -135,22 +150,42 @@ func (h *Harness) upstreams(o ServeOptions) ([]gateway.UpstreamConfig, error) {
 	return ups, nil
 }
 
-func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, addr string, logf func(string, ...any)) error {
+func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, o ServeOptions, logf func(string, ...any)) error {
 	var tokens []gateway.Token
 	for _, t := range h.Config.Tokens {
 		tokens = append(tokens, gateway.Token{Token: t.Token, SHA256: t.SHA256, Agent: t.Agent, Role: t.Role, ClientSessions: t.ClientSessions})
 	}
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", o.HTTP)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           gw.HTTPHandler(gateway.HTTPOptions{Tokens: tokens, Anonymous: len(tokens) == 0, StartRole: h.Params.StartRole}),
-		ReadHeaderTimeout: 10 * time.Second,
+	lim := h.Config.HTTP
+	ho := gateway.HTTPOptions{Tokens: tokens, StartRole: h.Params.StartRole, Loopback: isLoopback(o.HTTP),
+		MaxBody: lim.MaxBody, BodyTimeout: lim.BodyTimeout, SessionIdle: lim.SessionIdle, MaxSessions: lim.MaxSessions,
+		Origins: lim.Origins, Hosts: lim.Hosts, Logf: logf}
+	if len(tokens) == 0 {
+		ho.Anonymous = h.Config.DefaultAgent
 	}
-	logf("listening on http://%s/mcp (%d agent tokens)", l.Addr(), len(tokens))
+	srv := &http.Server{
+		Handler:           gw.HTTPHandler(ho),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(logWriter(logf), "", 0),
+	}
+	scheme := "http"
+	if o.TLSCert != "" {
+		scheme = "https"
+	}
+	logf("listening on %s://%s/mcp (%d agent tokens)", scheme, l.Addr(), len(tokens))
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
+	go func() {
+		if o.TLSCert != "" {
+			done <- srv.ServeTLS(l, o.TLSCert, o.TLSKey)
+		} else {
+			done <- srv.Serve(l)
+		}
+	}()
 	select {
 	case err := <-done:
 		return err
@@ -162,24 +197,42 @@ func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, addr strin
 	}
 }
 
-// CheckAddr keeps the gateway on loopback unless told otherwise; off
-// loopback it needs bearer tokens.
-func CheckAddr(addr string, allowRemote bool, tokens int) error {
+// logWriter is logf as an io.Writer, a line a call.
+type logWriter func(string, ...any)
+
+func (l logWriter) Write(p []byte) (int, error) {
+	l("http: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckAddr keeps the gateway on loopback unless told otherwise; off
+// loopback it needs bearer tokens and TLS (a token must not travel in
+// clear text).
+func CheckAddr(addr string, allowRemote bool, tokens int, tls bool) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("--http %s: want host:port, such as 127.0.0.1:8765", addr)
 	}
-	loopback := host == "localhost"
-	if ip := net.ParseIP(host); ip != nil {
-		loopback = ip.IsLoopback()
-	}
 	switch {
-	case loopback:
+	case isLoopback(addr):
 		return nil
 	case !allowRemote:
 		return fmt.Errorf("--http %s is not a loopback address: add --allow-remote to serve other machines", addr)
 	case tokens == 0:
 		return fmt.Errorf("--http %s: serving other machines needs bearer tokens ([[gateway.tokens]] in ~/.lean-ctx/harness.toml)", addr)
+	case !tls:
+		return fmt.Errorf("--http %s: serving other machines needs TLS (--tls-cert and --tls-key): bearer tokens must not travel in clear text", addr)
 	}
 	return nil
 }

@@ -97,6 +97,13 @@ type Config struct {
 	ProtectPaths []string
 	// PolicyTimeout bounds one evaluation of the policy ([policy] timeout).
 	PolicyTimeout time.Duration
+	// HTTP are the HTTP gateway's limits ([gateway] max_body_mb,
+	// body_timeout, session_idle, max_sessions, origins, hosts); zero
+	// values leave the gateway's defaults.
+	HTTP HTTPLimits
+	// Charge are the estimates of what is not text ([charge]); zero values
+	// leave the gateway's defaults.
+	Charge ChargeEstimates
 	// RoleRefs are the places that name a role, for checking them against
 	// the roles there are (the configuration does not know the roles).
 	RoleRefs []RoleRef
@@ -122,6 +129,22 @@ type AgentBudget struct {
 	Period                    string
 	Tokens, Shell, CostMicros *int64
 	WarnPercent, BlockPercent int64
+}
+
+// HTTPLimits are the HTTP gateway's limits.
+type HTTPLimits struct {
+	MaxBody                  int64
+	BodyTimeout, SessionIdle time.Duration
+	MaxSessions              int
+	// Origins and Hosts are the Origin and Host headers accepted (nil:
+	// the gateway's defaults).
+	Origins, Hosts []string
+}
+
+// ChargeEstimates are [charge]: the tokens of images, audio and binary
+// data that reach the agent.
+type ChargeEstimates struct {
+	ImagePixelsPerToken, MaxImageTokens, AudioTokensPerKB, BlobTokensPerKB int64
 }
 
 // Upstream is one [[upstream]] of harness.toml: a stdio command or a URL.
@@ -288,7 +311,8 @@ var schema = map[string][]string{
 	"cost":        {"default_model", "models"},
 	"log":         {"events", "decisions", "max_size_mb", "max_files", "mask"},
 	"agents":      nil, // [agents.NAME] tables, checked on their own
-	"gateway":     {"prefix", "tokens", "default_agent"},
+	"gateway":     {"prefix", "tokens", "default_agent", "max_body_mb", "body_timeout", "session_idle", "max_sessions", "origins", "hosts"},
+	"charge":      {"image_pixels_per_token", "max_image_tokens", "audio_tokens_per_kb", "blob_tokens_per_kb"},
 	"hook":        {"allow", "tools"},
 	"upstream":    nil, // [[upstream]] tables, checked on their own
 }
@@ -519,6 +543,56 @@ func (c *Config) set(path string, v any, project bool) error {
 		c.Prefix = p
 	case "gateway.tokens":
 		return c.setTokens(v)
+	case "gateway.max_body_mb":
+		n, err := wholeNumber(v, 1, 1024)
+		c.HTTP.MaxBody = n << 20
+		return err
+	case "gateway.max_sessions":
+		n, err := wholeNumber(v, 1, 1<<20)
+		c.HTTP.MaxSessions = int(n)
+		return err
+	case "gateway.body_timeout", "gateway.session_idle":
+		s, ok := v.(string)
+		if !ok {
+			return strict.WantType(`a duration such as "30s"`, v)
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d < time.Second || d > 7*24*time.Hour {
+			return fmt.Errorf("%s: want a duration from 1s to 168h, such as \"30s\" or \"30m\"", strict.Quote(s))
+		}
+		if path == "gateway.body_timeout" {
+			c.HTTP.BodyTimeout = d
+		} else {
+			c.HTTP.SessionIdle = d
+		}
+	case "gateway.origins", "gateway.hosts":
+		list, err := strings_(v)
+		if err != nil {
+			return err
+		}
+		for i, x := range list {
+			if x == "" || strings.ContainsAny(x, " \t\n/") && path == "gateway.hosts" || path == "gateway.origins" && x != "*" && !strings.Contains(x, "://") {
+				return fmt.Errorf("item %d: %s is not %s", i+1, strict.Quote(x), map[string]string{"gateway.hosts": "a host name", "gateway.origins": `an origin such as "https://app.example:*"`}[path])
+			}
+		}
+		if path == "gateway.hosts" {
+			c.HTTP.Hosts = list
+		} else {
+			c.HTTP.Origins = list
+		}
+	case "charge.image_pixels_per_token", "charge.max_image_tokens", "charge.audio_tokens_per_kb", "charge.blob_tokens_per_kb":
+		n, err := wholeNumber(v, 1, 1<<30)
+		switch path {
+		case "charge.image_pixels_per_token":
+			c.Charge.ImagePixelsPerToken = n
+		case "charge.max_image_tokens":
+			c.Charge.MaxImageTokens = n
+		case "charge.audio_tokens_per_kb":
+			c.Charge.AudioTokensPerKB = n
+		default:
+			c.Charge.BlobTokensPerKB = n
+		}
+		return err
 	case "gateway.default_agent":
 		s, err := nonEmpty(v)
 		if err != nil {
@@ -867,4 +941,13 @@ func toolNames(v any) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// wholeNumber reads an integer from lo to hi.
+func wholeNumber(v any, lo, hi int64) (int64, error) {
+	n, ok := v.(int64)
+	if !ok || n < lo || n > hi {
+		return 0, fmt.Errorf("%s: want a whole number from %d to %d", strict.TypeName(v), lo, hi)
+	}
+	return n, nil
 }

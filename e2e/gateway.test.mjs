@@ -51,7 +51,10 @@ test("stdio: a reviewer sees no shell or edit tools, is refused ctx_edit, can re
     const edit = await call(client, "ctx_edit", { path: "main.go" });
     assert.equal(edit.isError, true);
     assert.match(textOf(edit), /tool_denied: tool 'ctx_edit' is denied for role 'reviewer'/);
-    assert.equal(edit.structuredContent.decision, "deny");
+    // The decision rides in _meta, never in structuredContent (which the
+    // SDK holds to a tool's output schema).
+    assert.equal(edit.structuredContent, undefined);
+    assert.equal(edit._meta["agentharness/decision"].decision, "deny");
     const read = await call(client, "ctx_read", { path: "main.go" });
     assert.equal(read.isError ?? false, false);
     assert.equal(textOf(read), "contents of main.go\n");

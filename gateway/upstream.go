@@ -5,14 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // UpstreamConfig is one MCP server behind the gateway: a command run over
@@ -25,172 +19,236 @@ type UpstreamConfig struct {
 	URL     string
 }
 
-// upstream is a live connection to an upstream, restarted with back-off
-// when it dies.
-type upstream struct {
-	cfg     UpstreamConfig
-	version string // the harness's, in the client information it gives
-	stderr  io.Writer
-	changed func() // the upstream's tools changed (or it came back)
-	logf    func(string, ...any)
+// protocolVersions are the MCP versions the gateway speaks, the newest
+// first.
+var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
-	mu      sync.Mutex
-	client  *client.Client
-	tools   []mcp.Tool
-	down    error // why it is down; nil when up
-	closed  bool
-	backoff time.Duration
+// upstream is a session's connection to one upstream: what it declared at
+// initialize and the lists it offers, restarted with back-off when it
+// dies. Nothing is started after close.
+type upstream struct {
+	cfg UpstreamConfig
+	s   *session
+
+	mu        sync.Mutex
+	c         conn
+	caps      map[string]json.RawMessage // the upstream's capabilities
+	version   string                     // the protocol version it answered
+	lists     map[string][]json.RawMessage
+	down      error
+	closed    bool
+	backoff   time.Duration
+	reconnect bool // a reconnection is under way
 }
 
 const (
 	minBackoff = 100 * time.Millisecond
 	maxBackoff = 10 * time.Second
+	// initTimeout bounds an upstream's start and handshake.
+	initTimeout = 20 * time.Second
 )
 
-func newUpstream(cfg UpstreamConfig, version string, stderr io.Writer, logf func(string, ...any), changed func()) *upstream {
-	return &upstream{cfg: cfg, version: version, stderr: stderr, logf: logf, changed: changed, backoff: minBackoff}
+// listKinds are the lists an upstream may offer: the method, the key of
+// the items in its result, and the capability that offers it.
+var listKinds = []struct{ method, key, capability string }{
+	{"tools/list", "tools", "tools"},
+	{"resources/list", "resources", "resources"},
+	{"resources/templates/list", "resourceTemplates", "resources"},
+	{"prompts/list", "prompts", "prompts"},
 }
+
+func newUpstream(cfg UpstreamConfig, s *session) *upstream {
+	return &upstream{cfg: cfg, s: s, backoff: minBackoff, lists: map[string][]json.RawMessage{}}
+}
+
+// errClosed is what an upstream says once it is closed.
+var errClosed = errors.New("closed")
 
 // start connects, or schedules reconnection if it cannot.
 func (u *upstream) start(ctx context.Context) error {
 	err := u.connect(ctx)
-	if err != nil {
-		u.markDown(ctx, err)
+	if err != nil && !errors.Is(err, errClosed) {
+		u.markDown(err)
 	}
 	return err
 }
 
-func (u *upstream) connect(ctx context.Context) error {
-	var t transport.Interface
+func (u *upstream) dial(ctx context.Context) (conn, error) {
+	h := connHandlers{notification: u.onNotification, request: u.onRequest}
 	if u.cfg.URL != "" {
-		h, err := transport.NewStreamableHTTP(u.cfg.URL)
-		if err != nil {
-			return err
-		}
-		t = httpKeeping{h}
-	} else {
-		t = stdioKeeping{transport.NewStdioWithOptions(u.cfg.Command, u.cfg.Env, u.cfg.Args, transport.WithCommandStderrWriter(u.stderr))}
+		return dialHTTP(ctx, u.cfg, h)
 	}
-	// The classic handshake: every MCP server speaks it.
-	c := client.NewClient(t, client.WithLegacyProtocolOnly())
-	if err := c.Start(ctx); err != nil {
+	return dialStdio(u.cfg, u.s.g.o.Stderr, h)
+}
+
+// connect starts the upstream, makes the handshake with the agent's
+// capabilities, and reads its lists.
+func (u *upstream) connect(ctx context.Context) error {
+	u.mu.Lock()
+	closed := u.closed
+	u.mu.Unlock()
+	if closed {
+		return errClosed
+	}
+	ictx, cancel := context.WithTimeout(ctx, initTimeout)
+	defer cancel()
+	c, err := u.dial(ictx)
+	if err != nil {
 		return fmt.Errorf("starting: %w", err)
 	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "agent-harness", Version: u.version}
-	ictx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if _, err := c.Initialize(ictx, init); err != nil {
-		c.Close()
+	params := mustJSON(map[string]any{
+		"protocolVersion": protocolVersions[0],
+		"capabilities":    u.s.mirrored(),
+		"clientInfo":      map[string]string{"name": "agent-harness", "version": u.s.g.o.Version},
+	})
+	resp, err := c.call(ictx, "initialize", params)
+	if err == nil && resp.Error != nil {
+		err = resp.Error
+	}
+	var init struct {
+		ProtocolVersion string                     `json:"protocolVersion"`
+		Capabilities    map[string]json.RawMessage `json:"capabilities"`
+	}
+	if err == nil {
+		err = json.Unmarshal(resp.Result, &init)
+	}
+	if err != nil {
+		c.close()
 		return fmt.Errorf("initialize: %w", err)
 	}
-	tools, err := listRaw(ictx, t)
-	if err != nil {
-		c.Close()
-		return fmt.Errorf("tools/list: %w", err)
+	if h, ok := c.(*httpConn); ok {
+		h.setProtocolVersion(init.ProtocolVersion)
 	}
-	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
-			go u.refresh(context.Background())
+	if err := c.notify(ictx, "notifications/initialized", nil); err != nil {
+		c.close()
+		return fmt.Errorf("initialized: %w", err)
+	}
+	lists := map[string][]json.RawMessage{}
+	for _, k := range listKinds {
+		if _, ok := init.Capabilities[k.capability]; !ok {
+			continue
 		}
-	})
-	c.OnConnectionLost(func(err error) { u.markDown(context.Background(), err) })
+		items, err := listAll(ictx, c, k.method, k.key)
+		var rerr *rpcError
+		if errors.As(err, &rerr) && rerr.Code == codeMethodNotFound {
+			continue // a capability without this list (resources without templates)
+		}
+		if err != nil {
+			c.close()
+			return fmt.Errorf("%s: %w", k.method, err)
+		}
+		lists[k.method] = items
+	}
 	u.mu.Lock()
-	u.client, u.tools, u.down, u.backoff = c, tools, nil, minBackoff
+	if u.closed { // closed while this connected: nobody else will close it
+		u.mu.Unlock()
+		c.close()
+		return errClosed
+	}
+	u.c, u.caps, u.version, u.lists, u.down, u.backoff = c, init.Capabilities, init.ProtocolVersion, lists, nil, minBackoff
 	u.mu.Unlock()
+	go u.watch(c)
 	return nil
 }
 
-// listRaw reads tools/list as the upstream wrote it: mcp-go's typed client
-// drops schema keywords it does not model, so the input schema of each tool
-// is kept as raw JSON and passed on untouched.
-func listRaw(ctx context.Context, t transport.Interface) ([]mcp.Tool, error) {
-	var out []mcp.Tool
+// listAll reads every page of a list, its items raw.
+func listAll(ctx context.Context, c conn, method, key string) ([]json.RawMessage, error) {
+	var out []json.RawMessage
 	cursor := ""
-	for page := 0; page < 1000; page++ {
-		var params any
+	for range 1000 {
+		var params json.RawMessage
 		if cursor != "" {
-			params = map[string]any{"cursor": cursor}
+			params = mustJSON(map[string]string{"cursor": cursor})
 		}
-		resp, err := t.SendRequest(ctx, transport.JSONRPCRequest{
-			JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(fmt.Sprintf("harness-tools-%d", page)),
-			Method: string(mcp.MethodToolsList), Params: params,
-		})
+		resp, err := c.call(ctx, method, params)
 		if err != nil {
 			return nil, err
 		}
 		if resp.Error != nil {
-			return nil, resp.Error.AsError()
+			return nil, resp.Error
 		}
-		var res struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(resp.Result, &res); err != nil {
+		var page map[string]json.RawMessage
+		if err := json.Unmarshal(resp.Result, &page); err != nil {
 			return nil, err
 		}
-		for _, raw := range res.Tools {
-			var t mcp.Tool
-			if err := json.Unmarshal(raw, &t); err != nil {
-				return nil, fmt.Errorf("tool %s: %w", raw, err)
+		var items []json.RawMessage
+		if raw, ok := page[key]; ok {
+			if err := json.Unmarshal(raw, &items); err != nil {
+				return nil, err
 			}
-			var schemas struct {
-				Input  json.RawMessage `json:"inputSchema"`
-				Output json.RawMessage `json:"outputSchema"`
-			}
-			json.Unmarshal(raw, &schemas)
-			// Only the raw schemas: setting the typed ones too breaks tools/list.
-			t.InputSchema, t.RawInputSchema = mcp.ToolInputSchema{}, schemas.Input
-			t.OutputSchema, t.RawOutputSchema = mcp.ToolOutputSchema{}, schemas.Output
-			out = append(out, t)
 		}
-		if res.NextCursor == "" {
+		out = append(out, items...)
+		cursor = ""
+		if raw, ok := page["nextCursor"]; ok {
+			json.Unmarshal(raw, &cursor)
+		}
+		if cursor == "" {
 			return out, nil
 		}
-		cursor = res.NextCursor
 	}
-	return nil, errors.New("tools/list: too many pages")
+	return nil, errors.New("too many pages")
 }
 
-// refresh reads the tool list again after the upstream said it changed.
-func (u *upstream) refresh(ctx context.Context) {
+// watch marks the upstream down when its connection is lost.
+func (u *upstream) watch(c conn) {
+	<-c.done()
 	u.mu.Lock()
-	c := u.client
+	current := u.c == c
+	u.mu.Unlock()
+	if current {
+		u.markDown(errConnLost)
+	}
+}
+
+// refresh reads one list again after the upstream said it changed.
+func (u *upstream) refresh(ctx context.Context, methods ...string) {
+	u.mu.Lock()
+	c := u.c
 	u.mu.Unlock()
 	if c == nil {
 		return
 	}
-	tools, err := listRaw(ctx, c.GetTransport())
-	if err != nil {
-		u.logf("upstream %s: tools/list: %v", u.cfg.Name, err)
-		return
+	for _, k := range listKinds {
+		for _, m := range methods {
+			if k.method != m {
+				continue
+			}
+			items, err := listAll(ctx, c, k.method, k.key)
+			if err != nil {
+				u.s.g.o.Logf("upstream %s: %s: %v", u.cfg.Name, k.method, err)
+				continue
+			}
+			u.mu.Lock()
+			u.lists[k.method] = items
+			u.mu.Unlock()
+		}
 	}
-	u.mu.Lock()
-	u.tools = tools
-	u.mu.Unlock()
-	u.changed()
 }
 
 // markDown records that the upstream is gone and starts reconnecting.
-func (u *upstream) markDown(ctx context.Context, err error) {
+func (u *upstream) markDown(err error) {
 	u.mu.Lock()
-	if u.closed || u.down != nil {
+	if u.closed || u.reconnect {
 		u.mu.Unlock()
 		return
 	}
-	u.down = err
-	c := u.client
-	u.client = nil
+	u.down, u.reconnect = err, true
+	c := u.c
+	u.c = nil
 	u.mu.Unlock()
 	if c != nil {
-		go c.Close()
+		go c.close()
 	}
-	u.logf("upstream %s is down: %v; restarting", u.cfg.Name, err)
-	go u.reconnect(ctx)
+	u.s.g.o.Logf("upstream %s (session %s) is down: %v; restarting", u.cfg.Name, u.s.id.key(), err)
+	go u.restart()
 }
 
-func (u *upstream) reconnect(ctx context.Context) {
+func (u *upstream) restart() {
+	defer func() {
+		u.mu.Lock()
+		u.reconnect = false
+		u.mu.Unlock()
+	}()
 	for {
 		u.mu.Lock()
 		wait, closed := u.backoff, u.closed
@@ -200,87 +258,117 @@ func (u *upstream) reconnect(ctx context.Context) {
 			return
 		}
 		select {
-		case <-ctx.Done():
+		case <-u.s.done:
 			return
 		case <-time.After(wait):
 		}
-		err := u.connect(ctx)
+		err := u.connect(context.Background())
 		if err == nil {
-			u.logf("upstream %s is back", u.cfg.Name)
-			u.changed()
+			u.s.g.o.Logf("upstream %s is back", u.cfg.Name)
+			u.s.listsChanged("tools/list", "resources/list", "prompts/list")
+			return
+		}
+		if errors.Is(err, errClosed) {
 			return
 		}
 		u.mu.Lock()
 		u.down = err
 		u.mu.Unlock()
-		u.logf("upstream %s: restart failed: %v", u.cfg.Name, err)
+		u.s.g.o.Logf("upstream %s: restart failed: %v", u.cfg.Name, err)
 	}
 }
 
 // ErrUpstreamDown is the error of a call to an upstream that is not up.
 var ErrUpstreamDown = errors.New("upstream is down")
 
-// call calls a tool of the upstream. A dead connection is an
-// ErrUpstreamDown (and a restart); the upstream's own errors, tool errors
-// and JSON-RPC errors, come back as they are.
-func (u *upstream) call(ctx context.Context, name string, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// call makes a request of the upstream. An upstream that is not up is an
+// ErrUpstreamDown, marked as not sent; a connection lost during the call
+// marks it down.
+func (u *upstream) call(ctx context.Context, method string, params json.RawMessage) (*message, error) {
 	u.mu.Lock()
-	c, down := u.client, u.down
+	c, down := u.c, u.down
 	u.mu.Unlock()
 	if c == nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrUpstreamDown, u.cfg.Name, down)
-	}
-	req.Params.Name = name
-	req.Params.Meta = upstreamMeta(req.Params.Meta)
-	var rpcErr UpstreamError
-	res, err := c.CallTool(context.WithValue(ctx, errorSlot{}, &rpcErr), req)
-	var terr *transport.Error
-	switch {
-	case errors.As(err, &terr) && ctx.Err() == nil:
-		u.markDown(context.Background(), err)
-		return nil, fmt.Errorf("%w: %s: %v", ErrUpstreamDown, u.cfg.Name, err)
-	case err != nil && rpcErr.Code != 0:
-		return nil, &rpcErr
-	}
-	return res, err
-}
-
-// upstreamMeta is the agent's _meta for the upstream: without the keys of
-// the agent's own connection (io.modelcontextprotocol/..., such as the
-// protocol version of a stateless client), as the gateway's connection to
-// the upstream has its own; a progress token and other keys are kept.
-func upstreamMeta(m *mcp.Meta) *mcp.Meta {
-	if m == nil {
-		return nil
-	}
-	out := &mcp.Meta{ProgressToken: m.ProgressToken}
-	for k, v := range m.AdditionalFields {
-		if !strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			if out.AdditionalFields == nil {
-				out.AdditionalFields = map[string]any{}
-			}
-			out.AdditionalFields[k] = v
+		if down == nil {
+			down = errors.New("not started")
 		}
+		return nil, notSent{fmt.Errorf("%w: %s: %v", ErrUpstreamDown, u.cfg.Name, down)}
 	}
-	if out.ProgressToken == nil && out.AdditionalFields == nil {
-		return nil
+	m, err := c.call(ctx, method, params)
+	if errors.Is(err, errConnLost) && ctx.Err() == nil {
+		u.markDown(err)
+		var ns notSent
+		if errors.As(err, &ns) {
+			return nil, notSent{fmt.Errorf("%w: %s: %v", ErrUpstreamDown, u.cfg.Name, err)}
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrUpstreamDown, u.cfg.Name, err)
 	}
-	return out
+	return m, err
 }
 
-func (u *upstream) snapshot() ([]mcp.Tool, error) {
+// notify sends the upstream a notification, if it is up.
+func (u *upstream) notify(ctx context.Context, method string, params json.RawMessage) {
+	u.mu.Lock()
+	c := u.c
+	u.mu.Unlock()
+	if c != nil {
+		c.notify(ctx, method, params)
+	}
+}
+
+// list is one of the upstream's lists, as it last read it: while it is
+// down its items stay, and a call of one says the upstream is restarting.
+func (u *upstream) list(method string) []json.RawMessage {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.tools, u.down
+	return u.lists[method]
+}
+
+// capability is what the upstream declared of one capability, when it
+// last connected (nil: not declared, or it never connected).
+func (u *upstream) capability(name string) json.RawMessage {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.caps[name]
+}
+
+// up reports whether the upstream is connected.
+func (u *upstream) up() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.c != nil
 }
 
 func (u *upstream) close() {
 	u.mu.Lock()
 	u.closed = true
-	c := u.client
-	u.client = nil
+	c := u.c
+	u.c = nil
 	u.mu.Unlock()
 	if c != nil {
-		c.Close()
+		c.close()
 	}
+}
+
+// onNotification passes an upstream's notification on to the agent: list
+// changes are read again first (and resource URIs given their prefix).
+func (u *upstream) onNotification(method string, params json.RawMessage) {
+	switch method {
+	case "notifications/tools/list_changed":
+		u.refresh(context.Background(), "tools/list")
+		u.s.listsChanged("tools/list")
+	case "notifications/resources/list_changed":
+		u.refresh(context.Background(), "resources/list", "resources/templates/list")
+		u.s.listsChanged("resources/list")
+	case "notifications/prompts/list_changed":
+		u.refresh(context.Background(), "prompts/list")
+		u.s.listsChanged("prompts/list")
+	default:
+		u.s.fromUpstream(u, method, params)
+	}
+}
+
+// onRequest answers a request the upstream makes of the agent.
+func (u *upstream) onRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *rpcError) {
+	return u.s.relay(ctx, u, method, params)
 }

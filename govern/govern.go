@@ -375,6 +375,10 @@ type Result struct {
 	Output string
 	// Model prices the call; "" for the configured default.
 	Model string
+	// CostOnly charges the cost of the tokens and none of them to the
+	// context: what the agent's model read and wrote for someone else
+	// (an upstream's sampling request), which its context does not keep.
+	CostOnly bool
 }
 
 // Charge is what a result cost.
@@ -410,7 +414,11 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 		return Charge{}, err
 	}
 	period := g.period(r, res.Session.Agent)
-	after, err := g.store.Charge(ctx, res.Session, period, out, cost)
+	held := out // what the context keeps
+	if res.CostOnly {
+		held = 0
+	}
+	after, err := g.store.Charge(ctx, res.Session, period, held, cost)
 	if err != nil {
 		return Charge{}, fmt.Errorf("ledger: %w", err)
 	}
@@ -422,10 +430,10 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 		after.AgentUsage = agent
 	}
 	before := after
-	before.Tokens -= out
+	before.Tokens -= held
 	before.CostMicros -= cost
 	if period != "" {
-		before.AgentUsage.Tokens -= out
+		before.AgentUsage.Tokens -= held
 		before.AgentUsage.CostMicros -= cost
 	}
 	levels, crossed := g.crossings(ctx, r, res.Session, period, before, after)

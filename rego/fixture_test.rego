@@ -492,7 +492,6 @@ fixture := {
 				"allow-none": true,
 				"ctx-but-edit": true,
 				"exact": true,
-				"reviewer": true,
 			},
 		},
 		"ctx-only": {
@@ -550,7 +549,6 @@ fixture := {
 				"ctx-but-edit": true,
 				"ctx-only": true,
 				"exact": true,
-				"reviewer": true,
 			},
 		},
 		"debugger": {
@@ -890,7 +888,10 @@ fixture := {
 					"ctx_shell": true,
 					"ctx_tree": true,
 				},
-				"prefixes": [],
+				"prefixes": [
+					"prompt:",
+					"resource:",
+				],
 				"suffixes": [],
 				"globs": [],
 				"patterns": [
@@ -903,6 +904,8 @@ fixture := {
 					"ctx_session",
 					"ctx_shell",
 					"ctx_tree",
+					"prompt:*",
+					"resource:*",
 				],
 			},
 			"denied": {
@@ -1035,7 +1038,10 @@ fixture := {
 					"ctx_symbol": true,
 					"ctx_tree": true,
 				},
-				"prefixes": [],
+				"prefixes": [
+					"prompt:",
+					"resource:",
+				],
 				"suffixes": [],
 				"globs": [],
 				"patterns": [
@@ -1054,6 +1060,8 @@ fixture := {
 					"ctx_smart_read",
 					"ctx_symbol",
 					"ctx_tree",
+					"prompt:*",
+					"resource:*",
 				],
 			},
 			"denied": {

@@ -21,7 +21,9 @@ func (c *cli) serve(args []string) int {
 	}
 	fs, project := c.flags("serve")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (host:port, loopback unless --allow-remote) instead of stdio")
-	allowRemote := fs.Bool("allow-remote", false, "allow --http on an address that is not loopback; bearer tokens are then required")
+	allowRemote := fs.Bool("allow-remote", false, "allow --http on an address that is not loopback; bearer tokens and TLS are then required")
+	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the certificate chain in `FILE` (PEM)")
+	tlsKey := fs.String("tls-key", "", "with --http: the private key of --tls-cert in `FILE` (PEM)")
 	session := fs.String("session", "", "stdio: the session id (default: $HARNESS_SESSION, else the client's name and the working directory)")
 	agent := fs.String("agent", "", "stdio: the agent (default: $HARNESS_AGENT, else the client's name)")
 	role := fs.String("role", "", "the role of a new session (default: the agent's configured role, $LEAN_CTX_ROLE, the default)")
@@ -50,7 +52,7 @@ func (c *cli) serve(args []string) int {
 		return exitError
 	}
 	err := h.Serve(c.env.ctx, app.ServeOptions{
-		Command: command, Name: *name, HTTP: *httpAddr, AllowRemote: *allowRemote,
+		Command: command, Name: *name, HTTP: *httpAddr, AllowRemote: *allowRemote, TLSCert: *tlsCert, TLSKey: *tlsKey,
 		Session: *session, Agent: *agent, Ledger: *ledger,
 		Stdin: c.env.stdin, Stdout: c.stdout, Log: c.stderr,
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentharness/harness/gateway"
 	"net/http"
 	"os"
 	"os/exec"
@@ -138,10 +139,12 @@ func TestGatewayReviewer(t *testing.T) {
 		!strings.Contains(text(res), "ctx_session action=explain tool=ctx_edit") {
 		t.Errorf("ctx_edit: %v %s", res.IsError, text(res))
 	}
+	// The decision is in _meta, never in structuredContent, which a
+	// client holds to the tool's output schema.
 	var d struct{ Decision string }
-	b, _ := json.Marshal(res.StructuredContent)
-	if json.Unmarshal(b, &d); d.Decision != "deny" {
-		t.Errorf("structured content: %s", b)
+	b, _ := json.Marshal(res.Meta.AdditionalFields[gateway.DecisionMeta])
+	if json.Unmarshal(b, &d); d.Decision != "deny" || res.StructuredContent != nil {
+		t.Errorf("_meta: %s; structured content: %v", b, res.StructuredContent)
 	}
 	if res := call(t, c, "ctx_read", map[string]any{"path": "main.go"}); res.IsError || text(res) != "contents of main.go\n" {
 		t.Errorf("ctx_read: %v %q", res.IsError, text(res))

@@ -1,0 +1,410 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"image"
+	_ "image/gif" // image.DecodeConfig reads GIF, JPEG and PNG headers
+	_ "image/jpeg"
+	_ "image/png"
+	"strings"
+
+	"github.com/agentharness/harness/govern"
+)
+
+// What reaches the agent, and what it costs: text by its o200k_base
+// tokens (tool results' text, structured content as its JSON, embedded
+// and linked resources, error messages, prompts' messages, log messages);
+// images by their size; audio and binary data by their bytes.
+
+// ChargeOptions estimate the tokens of what is not text.
+type ChargeOptions struct {
+	// ImagePixelsPerToken: an image of w×h pixels costs w·h/this tokens
+	// (750: Anthropic's published estimate for Claude), at most
+	// MaxImageTokens (1,600: a client scales a larger image down to about
+	// that). An image whose size cannot be read costs MaxImageTokens.
+	ImagePixelsPerToken, MaxImageTokens int64
+	// AudioTokensPerKB and BlobTokensPerKB are the tokens of a KiB of
+	// audio (32: about a second of speech in a model's audio tokens) and
+	// of other binary data (256: as base64 text would count).
+	AudioTokensPerKB, BlobTokensPerKB int64
+}
+
+// DefaultCharging are the default estimates.
+var DefaultCharging = ChargeOptions{ImagePixelsPerToken: 750, MaxImageTokens: 1600, AudioTokensPerKB: 32, BlobTokensPerKB: 256}
+
+func (o ChargeOptions) withDefaults() ChargeOptions {
+	d := DefaultCharging
+	if o.ImagePixelsPerToken > 0 {
+		d.ImagePixelsPerToken = o.ImagePixelsPerToken
+	}
+	if o.MaxImageTokens > 0 {
+		d.MaxImageTokens = o.MaxImageTokens
+	}
+	if o.AudioTokensPerKB > 0 {
+		d.AudioTokensPerKB = o.AudioTokensPerKB
+	}
+	if o.BlobTokensPerKB > 0 {
+		d.BlobTokensPerKB = o.BlobTokensPerKB
+	}
+	return d
+}
+
+// block is what the gateway reads of a content block.
+type block struct {
+	Type        string         `json:"type"`
+	Text        string         `json:"text"`
+	Data        string         `json:"data"`
+	MimeType    string         `json:"mimeType"`
+	URI         string         `json:"uri"`
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Resource    *resourceBlock `json:"resource"`
+}
+
+// resourceBlock is a resource's contents.
+type resourceBlock struct {
+	URI      string `json:"uri"`
+	MimeType string `json:"mimeType"`
+	Text     string `json:"text"`
+	Blob     string `json:"blob"`
+}
+
+// decodedLen is the number of bytes base64 text s decodes to.
+func decodedLen(s string) int64 {
+	n := int64(len(strings.TrimRight(s, "=")))
+	return n * 3 / 4
+}
+
+func perKB(bytes, tokens int64) int64 { return (bytes*tokens + 1023) / 1024 }
+
+// imageTokens estimates the tokens of a base64 image.
+func (o ChargeOptions) imageTokens(data string) int64 {
+	w, h, ok := imageSize(data)
+	if !ok {
+		return o.MaxImageTokens
+	}
+	return min(max((w*h+o.ImagePixelsPerToken-1)/o.ImagePixelsPerToken, 1), o.MaxImageTokens)
+}
+
+// imageSize reads the width and height of a base64 PNG, JPEG, GIF or WebP
+// image from its header.
+func imageSize(data string) (w, h int64, ok bool) {
+	head := data
+	if len(head) > 1<<20 { // a JPEG's frame header may follow long metadata
+		head = head[:1<<20]
+	}
+	head = head[:len(head)/4*4]
+	raw, err := base64.StdEncoding.DecodeString(head)
+	if err != nil {
+		return 0, 0, false
+	}
+	if cfg, _, err := image.DecodeConfig(bytes.NewReader(raw)); err == nil {
+		return int64(cfg.Width), int64(cfg.Height), true
+	}
+	return webpSize(raw)
+}
+
+// webpSize reads a WebP image's size from its RIFF header (lossy VP8,
+// lossless VP8L, extended VP8X).
+func webpSize(b []byte) (w, h int64, ok bool) {
+	if len(b) < 30 || string(b[0:4]) != "RIFF" || string(b[8:12]) != "WEBP" {
+		return 0, 0, false
+	}
+	switch string(b[12:16]) {
+	case "VP8 ":
+		return int64(binary.LittleEndian.Uint16(b[26:28]) & 0x3fff), int64(binary.LittleEndian.Uint16(b[28:30]) & 0x3fff), true
+	case "VP8L":
+		bits := binary.LittleEndian.Uint32(b[21:25])
+		return int64(bits&0x3fff) + 1, int64(bits>>14&0x3fff) + 1, true
+	case "VP8X":
+		u24 := func(p []byte) int64 { return int64(p[0]) | int64(p[1])<<8 | int64(p[2])<<16 }
+		return u24(b[24:27]) + 1, u24(b[27:30]) + 1, true
+	}
+	return 0, 0, false
+}
+
+// part is what one content block brings into the agent's context.
+func (o ChargeOptions) part(b block) govern.Part {
+	switch b.Type {
+	case "text":
+		return govern.Part{Text: b.Text}
+	case "image":
+		return govern.Part{Binary: true, Tokens: o.imageTokens(b.Data)}
+	case "audio":
+		return govern.Part{Binary: true, Tokens: perKB(decodedLen(b.Data), o.AudioTokensPerKB)}
+	case "resource":
+		if b.Resource == nil {
+			return govern.Part{}
+		}
+		return o.resourcePart(*b.Resource)
+	case "resource_link":
+		return govern.Part{Text: strings.Join([]string{b.Name, b.URI, b.Description}, "\n")}
+	}
+	return govern.Part{Binary: true} // a kind the gateway does not know: passed on, not counted
+}
+
+// resourcePart is what a resource's contents bring: its text, or its
+// binary data by its bytes (an image by its size).
+func (o ChargeOptions) resourcePart(r resourceBlock) govern.Part {
+	if r.Blob == "" {
+		return govern.Part{Text: r.Text}
+	}
+	if strings.HasPrefix(r.MimeType, "image/") {
+		return govern.Part{Binary: true, Tokens: o.imageTokens(r.Blob)}
+	}
+	if strings.HasPrefix(r.MimeType, "audio/") {
+		return govern.Part{Binary: true, Tokens: perKB(decodedLen(r.Blob), o.AudioTokensPerKB)}
+	}
+	return govern.Part{Binary: true, Tokens: perKB(decodedLen(r.Blob), o.BlobTokensPerKB)}
+}
+
+// toolResult is a tool result read for charging: its content blocks (raw
+// and read), its structured content, and every other field as it came.
+type toolResult struct {
+	fields     map[string]json.RawMessage
+	raw        []json.RawMessage
+	blocks     []block
+	structured json.RawMessage
+	isError    bool
+}
+
+func readToolResult(result json.RawMessage) (*toolResult, error) {
+	r := &toolResult{}
+	if err := json.Unmarshal(result, &r.fields); err != nil {
+		return nil, fmt.Errorf("a tool result that is not an object: %w", err)
+	}
+	if c, ok := r.fields["content"]; ok {
+		if err := json.Unmarshal(c, &r.raw); err != nil {
+			return nil, fmt.Errorf("content: %w", err)
+		}
+	}
+	r.blocks = make([]block, len(r.raw))
+	for i, b := range r.raw {
+		json.Unmarshal(b, &r.blocks[i])
+	}
+	if s, ok := r.fields["structuredContent"]; ok && !bytes.Equal(bytes.TrimSpace(s), []byte("null")) {
+		r.structured = s
+	}
+	if e, ok := r.fields["isError"]; ok {
+		json.Unmarshal(e, &r.isError)
+	}
+	return r, nil
+}
+
+// parts are what the result brings into the agent's context: its content
+// blocks, then its structured content as its JSON.
+func (r *toolResult) parts(o ChargeOptions) []govern.Part {
+	out := make([]govern.Part, 0, len(r.blocks)+1)
+	for _, b := range r.blocks {
+		out = append(out, o.part(b))
+	}
+	if r.structured != nil {
+		out = append(out, govern.Part{Text: string(r.structured)})
+	}
+	return out
+}
+
+// setText replaces the text of text block i.
+func (r *toolResult) setText(i int, text string) {
+	r.blocks[i].Text = text
+	var b map[string]json.RawMessage
+	json.Unmarshal(r.raw[i], &b)
+	b["text"] = mustJSON(text)
+	r.raw[i] = mustJSON(b)
+}
+
+// note adds a text block.
+func (r *toolResult) note(text string) {
+	r.blocks = append(r.blocks, block{Type: "text", Text: text})
+	r.raw = append(r.raw, mustJSON(map[string]string{"type": "text", "text": text}))
+}
+
+// apply makes the result what its settlement lets reach the agent: a text
+// cut says what was withheld, anything else withheld is a note in its
+// place, and structured content that is withheld is gone (the result is
+// then an error: what the tool's output schema promised is not there).
+func (r *toolResult) apply(s govern.Settlement, why string) {
+	content := make([]json.RawMessage, 0, len(r.raw))
+	withheld := func(what string) json.RawMessage {
+		return mustJSON(map[string]string{"type": "text", "text": fmt.Sprintf("[harness] %s withheld: %s", what, why)})
+	}
+	for i, raw := range r.raw {
+		k := s.Parts[i]
+		switch {
+		case k.Dropped:
+			content = append(content, withheld("this "+r.blocks[i].kind()))
+		case k.Cut:
+			var b map[string]json.RawMessage
+			json.Unmarshal(raw, &b)
+			b["text"] = mustJSON(k.Text + "\n[harness] the rest of this text withheld: " + why)
+			content = append(content, mustJSON(b))
+		default:
+			content = append(content, raw)
+		}
+	}
+	r.raw = content
+	if r.structured != nil {
+		if k := s.Parts[len(s.Parts)-1]; k.Cut || k.Dropped {
+			r.structured = nil
+			delete(r.fields, "structuredContent")
+			r.raw = append(r.raw, withheld("the structured content"))
+			r.isError = true
+			r.fields["isError"] = json.RawMessage("true")
+		}
+	}
+}
+
+func (b block) kind() string {
+	switch b.Type {
+	case "text":
+		return "text"
+	case "image", "audio":
+		return b.Type
+	case "resource", "resource_link":
+		return "resource"
+	}
+	return "content"
+}
+
+// encode is the result with its content as it now is.
+func (r *toolResult) encode() json.RawMessage {
+	r.fields["content"] = mustJSON(r.raw)
+	return mustJSON(r.fields)
+}
+
+// noteMeta is the key of a result's _meta under which the harness puts
+// what it says of a result that has no content of its own to say it in
+// (a resource's contents, a prompt's messages): the decision's warnings.
+const noteMeta = "agentharness/notes"
+
+// addNote appends a note under fields' _meta.
+func addNote(fields map[string]json.RawMessage, text string) {
+	meta := map[string]json.RawMessage{}
+	if m, ok := fields["_meta"]; ok {
+		json.Unmarshal(m, &meta)
+	}
+	var notes []string
+	json.Unmarshal(meta[noteMeta], &notes)
+	meta[noteMeta] = mustJSON(append(notes, text))
+	fields["_meta"] = mustJSON(meta)
+}
+
+// contents is a resource read's result read for charging.
+type contents struct {
+	fields map[string]json.RawMessage
+	raw    []json.RawMessage
+	items  []resourceBlock
+}
+
+func readContents(result json.RawMessage) (*contents, error) {
+	r := &contents{}
+	if err := json.Unmarshal(result, &r.fields); err != nil {
+		return nil, fmt.Errorf("a resource's contents that are not an object: %w", err)
+	}
+	if err := json.Unmarshal(r.fields["contents"], &r.raw); err != nil {
+		return nil, fmt.Errorf("contents: %w", err)
+	}
+	r.items = make([]resourceBlock, len(r.raw))
+	for i, b := range r.raw {
+		json.Unmarshal(b, &r.items[i])
+	}
+	return r, nil
+}
+
+func (r *contents) parts(o ChargeOptions) []govern.Part {
+	out := make([]govern.Part, len(r.items))
+	for i, it := range r.items {
+		out[i] = o.resourcePart(it)
+	}
+	return out
+}
+
+// apply cuts a text that is cut and puts a note in place of what is
+// dropped, each keeping its URI.
+func (r *contents) apply(s govern.Settlement, why string) {
+	for i, raw := range r.raw {
+		k := s.Parts[i]
+		if !k.Cut && !k.Dropped {
+			continue
+		}
+		var b map[string]json.RawMessage
+		json.Unmarshal(raw, &b)
+		if k.Dropped {
+			delete(b, "blob")
+			b["mimeType"] = mustJSON("text/plain")
+			b["text"] = mustJSON("[harness] this resource's contents withheld: " + why)
+		} else {
+			b["text"] = mustJSON(k.Text + "\n[harness] the rest of this resource withheld: " + why)
+		}
+		r.raw[i] = mustJSON(b)
+	}
+}
+
+func (r *contents) note(text string) { addNote(r.fields, text) }
+
+func (r *contents) encode() json.RawMessage {
+	r.fields["contents"] = mustJSON(r.raw)
+	return mustJSON(r.fields)
+}
+
+// promptResult is a prompt's messages read for charging.
+type promptResult struct {
+	fields      map[string]json.RawMessage
+	messages    []map[string]json.RawMessage
+	blocks      []block
+	description string
+}
+
+func readPrompt(result json.RawMessage) (*promptResult, error) {
+	r := &promptResult{}
+	if err := json.Unmarshal(result, &r.fields); err != nil {
+		return nil, fmt.Errorf("a prompt that is not an object: %w", err)
+	}
+	if err := json.Unmarshal(r.fields["messages"], &r.messages); err != nil {
+		return nil, fmt.Errorf("messages: %w", err)
+	}
+	json.Unmarshal(r.fields["description"], &r.description)
+	r.blocks = make([]block, len(r.messages))
+	for i, m := range r.messages {
+		json.Unmarshal(m["content"], &r.blocks[i])
+	}
+	return r, nil
+}
+
+// parts are the prompt's description, then each message's content.
+func (r *promptResult) parts(o ChargeOptions) []govern.Part {
+	out := []govern.Part{{Text: r.description}}
+	for _, b := range r.blocks {
+		out = append(out, o.part(b))
+	}
+	return out
+}
+
+func (r *promptResult) apply(s govern.Settlement, why string) {
+	if k := s.Parts[0]; k.Cut || k.Dropped {
+		r.fields["description"] = mustJSON(k.Text)
+	}
+	for i, m := range r.messages {
+		k := s.Parts[i+1]
+		switch {
+		case k.Dropped:
+			m["content"] = mustJSON(map[string]string{"type": "text", "text": "[harness] this message's " + r.blocks[i].kind() + " withheld: " + why})
+		case k.Cut:
+			var b map[string]json.RawMessage
+			json.Unmarshal(m["content"], &b)
+			b["text"] = mustJSON(k.Text + "\n[harness] the rest of this message withheld: " + why)
+			m["content"] = mustJSON(b)
+		}
+	}
+}
+
+func (r *promptResult) note(text string) { addNote(r.fields, text) }
+
+func (r *promptResult) encode() json.RawMessage {
+	r.fields["messages"] = mustJSON(r.messages)
+	return mustJSON(r.fields)
+}

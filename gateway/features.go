@@ -1,0 +1,394 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/govern"
+)
+
+// Resources and prompts are governed as tools are, under names of their
+// own: reading the resource of URI u is the tool "resource:u", getting
+// the prompt p is "prompt:p" (u and p as the agent sees them, with their
+// upstream's prefix when there is one), so a role's allowed and denied
+// patterns say which it may use ("resource:*", "resource:file:///repo/*",
+// "prompt:review*").
+
+// Policy names of resources and prompts.
+const (
+	ResourcePrefix = "resource:"
+	PromptPrefix   = "prompt:"
+)
+
+// exposeURI is a resource's URI (or URI template) as the agent sees it:
+// "<upstream>:<uri>" when names are prefixed.
+func (g *Gateway) exposeURI(u *upstream, uri string) string {
+	if g.prefix {
+		return u.cfg.Name + ":" + uri
+	}
+	return uri
+}
+
+// resourceRoute is the upstream of a URI the agent gave, and the URI as
+// that upstream knows it: by its prefix, when names are prefixed; else
+// the upstream that lists it, else the first that offers resources (a URI
+// of a template is not listed).
+func (s *session) resourceRoute(exposed string) (*upstream, string, bool) {
+	ups := s.upstreams()
+	if s.g.prefix {
+		name, uri, ok := strings.Cut(exposed, ":")
+		for _, u := range ups {
+			if ok && u.cfg.Name == name {
+				return u, uri, true
+			}
+		}
+		return nil, "", false
+	}
+	for _, u := range ups {
+		for _, raw := range u.list("resources/list") {
+			if named(raw, "uri") == exposed {
+				return u, exposed, true
+			}
+		}
+	}
+	for _, u := range ups {
+		if u.capability("resources") != nil {
+			return u, exposed, true
+		}
+	}
+	return nil, "", false
+}
+
+// visible is which of the names (policy names, of the upstream's items)
+// the session's role may use. On an error it is none: fail closed.
+func (s *session) visible(ctx context.Context, tools []contract.Tool) map[string]bool {
+	shown, err := s.g.o.Governor.Visible(ctx, s.id.key(), s.id.StartRole, tools)
+	if err != nil {
+		s.g.o.Logf("listing: %v", err)
+		return map[string]bool{}
+	}
+	return shown
+}
+
+// listed are an upstream list's items the role may use, by the key that
+// names them, renamed as the agent sees them; the first upstream wins a
+// clash.
+func (s *session) listed(ctx context.Context, method, key, policyPrefix string, expose func(*upstream, string) string) []json.RawMessage {
+	type item struct {
+		raw     json.RawMessage
+		exposed string
+	}
+	var items []item
+	var tools []contract.Tool
+	seen := map[string]bool{}
+	for _, u := range s.upstreams() {
+		for _, raw := range u.list(method) {
+			name := named(raw, key)
+			exposed := expose(u, name)
+			if name == "" || seen[exposed] {
+				continue
+			}
+			seen[exposed] = true
+			items = append(items, item{raw, exposed})
+			tools = append(tools, contract.Tool{Name: policyPrefix + exposed, Upstream: u.cfg.Name, UpstreamTool: policyPrefix + name})
+		}
+	}
+	shown := s.visible(ctx, tools)
+	out := []json.RawMessage{}
+	for _, it := range items {
+		if shown[policyPrefix+it.exposed] {
+			out = append(out, rename(it.raw, key, it.exposed))
+		}
+	}
+	return out
+}
+
+func (s *session) listResources(ctx context.Context) (json.RawMessage, *rpcError) {
+	return mustJSON(map[string]any{"resources": s.listed(ctx, "resources/list", "uri", ResourcePrefix, s.g.exposeURI)}), nil
+}
+
+// listTemplates lists the templates whose URI template, as text, the
+// role's patterns allow as a resource name.
+func (s *session) listTemplates(ctx context.Context) (json.RawMessage, *rpcError) {
+	return mustJSON(map[string]any{"resourceTemplates": s.listed(ctx, "resources/templates/list", "uriTemplate", ResourcePrefix, s.g.exposeURI)}), nil
+}
+
+func (s *session) listPrompts(ctx context.Context) (json.RawMessage, *rpcError) {
+	return mustJSON(map[string]any{"prompts": s.listed(ctx, "prompts/list", "name", PromptPrefix, s.g.exposeName)}), nil
+}
+
+// uriParams reads the uri (and _meta) of a request's params.
+func uriParams(method string, params json.RawMessage) (string, json.RawMessage, *rpcError) {
+	var p struct {
+		URI  string          `json:"uri"`
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
+		return "", nil, &rpcError{Code: codeInvalidParams, Message: method + ": want a uri"}
+	}
+	return p.URI, p.Meta, nil
+}
+
+// readResource governs a read of a resource as a call of the tool
+// "resource:<uri>": decided, then charged for its contents before they go
+// back, cut to what the budget leaves.
+func (s *session) readResource(ctx context.Context, params json.RawMessage) (json.RawMessage, *rpcError) {
+	exposed, meta, rerr := uriParams("resources/read", params)
+	if rerr != nil {
+		return nil, rerr
+	}
+	u, uri, ok := s.resourceRoute(exposed)
+	if !ok {
+		return nil, &rpcError{Code: codeResourceNotFound, Message: "resource not found: " + exposed, Data: mustJSON(map[string]string{"uri": exposed})}
+	}
+	out := map[string]any{"uri": uri}
+	if m := upstreamMeta(meta); m != nil {
+		out["_meta"] = m
+	}
+	return s.governed(ctx, governedCall{
+		tool: ResourcePrefix + exposed, up: u, upstreamName: ResourcePrefix + uri,
+		arguments: mustJSON(map[string]string{"uri": exposed}),
+		method:    "resources/read", params: mustJSON(out), verb: "read",
+		result: func(raw json.RawMessage) (charged, error) { return readContents(raw) },
+	})
+}
+
+// codeResourceNotFound is MCP's error of a resource that is not there.
+const codeResourceNotFound = -32002
+
+// subscribe passes a subscription to a resource the role may read on to
+// its upstream.
+func (s *session) subscribe(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *rpcError) {
+	exposed, meta, rerr := uriParams(method, params)
+	if rerr != nil {
+		return nil, rerr
+	}
+	u, uri, ok := s.resourceRoute(exposed)
+	if !ok {
+		return nil, &rpcError{Code: codeResourceNotFound, Message: "resource not found: " + exposed, Data: mustJSON(map[string]string{"uri": exposed})}
+	}
+	if !subscribes(u.capability("resources")) {
+		return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("upstream %s does not support subscriptions", u.cfg.Name)}
+	}
+	name := ResourcePrefix + exposed
+	if method == "resources/subscribe" && !s.visible(ctx, []contract.Tool{{Name: name, Upstream: u.cfg.Name, UpstreamTool: ResourcePrefix + uri}})[name] {
+		return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("[harness] denied: your role may not read %s (see ctx_session action=explain tool=%s)", exposed, name)}
+	}
+	out := map[string]any{"uri": uri}
+	if m := upstreamMeta(meta); m != nil {
+		out["_meta"] = m
+	}
+	return s.forward(ctx, u, method, mustJSON(out))
+}
+
+// subscribes reports whether a resources capability offers subscriptions.
+func subscribes(capability json.RawMessage) bool {
+	var c struct {
+		Subscribe bool `json:"subscribe"`
+	}
+	return capability != nil && json.Unmarshal(capability, &c) == nil && c.Subscribe
+}
+
+// forward sends a request on to an upstream and gives back its answer as
+// it came.
+func (s *session) forward(ctx context.Context, u *upstream, method string, params json.RawMessage) (json.RawMessage, *rpcError) {
+	if f := inflightOf(ctx); f != nil {
+		f.up = u
+	}
+	resp, err := u.call(ctx, method, params)
+	if err != nil {
+		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	return resp.Result, nil
+}
+
+// getPrompt governs a get of a prompt as a call of the tool
+// "prompt:<name>" with the prompt's arguments: decided, then charged for
+// its messages before they go back, cut to what the budget leaves.
+func (s *session) getPrompt(ctx context.Context, params json.RawMessage) (json.RawMessage, *rpcError) {
+	var p struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "prompts/get: want a prompt name"}
+	}
+	_, routes := s.routes("prompts/list")
+	rt, ok := routes[p.Name]
+	if !ok {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "unknown prompt: " + p.Name}
+	}
+	out := map[string]any{"name": rt.name}
+	if len(p.Arguments) > 0 {
+		out["arguments"] = p.Arguments
+	}
+	if m := upstreamMeta(p.Meta); m != nil {
+		out["_meta"] = m
+	}
+	return s.governed(ctx, governedCall{
+		tool: PromptPrefix + p.Name, up: rt.up, upstreamName: PromptPrefix + rt.name, arguments: p.Arguments,
+		method: "prompts/get", params: mustJSON(out), verb: "got",
+		result: func(raw json.RawMessage) (charged, error) { return readPrompt(raw) },
+	})
+}
+
+// complete passes a completion request on to the upstream of the prompt
+// or resource it is about, if the role may use it, and charges the values
+// that come back (the agent's client may show them to its model).
+func (s *session) complete(ctx context.Context, params json.RawMessage) (json.RawMessage, *rpcError) {
+	var p map[string]json.RawMessage
+	var ref struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["ref"], &ref) != nil {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "completion/complete: want a ref"}
+	}
+	var u *upstream
+	var name, policy string
+	switch ref.Type {
+	case "ref/prompt":
+		_, routes := s.routes("prompts/list")
+		rt, ok := routes[ref.Name]
+		if !ok {
+			return nil, &rpcError{Code: codeInvalidParams, Message: "unknown prompt: " + ref.Name}
+		}
+		u, name, policy = rt.up, PromptPrefix+rt.name, PromptPrefix+ref.Name
+		p["ref"] = mustJSON(map[string]string{"type": ref.Type, "name": rt.name})
+	case "ref/resource":
+		up, uri, ok := s.resourceRoute(ref.URI)
+		if !ok {
+			return nil, &rpcError{Code: codeInvalidParams, Message: "unknown resource: " + ref.URI}
+		}
+		u, name, policy = up, ResourcePrefix+uri, ResourcePrefix+ref.URI
+		p["ref"] = mustJSON(map[string]string{"type": ref.Type, "uri": uri})
+	default:
+		return nil, &rpcError{Code: codeInvalidParams, Message: "completion/complete: want a ref of type ref/prompt or ref/resource"}
+	}
+	if u.capability("completions") == nil {
+		return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("upstream %s does not offer completions", u.cfg.Name)}
+	}
+	if !s.visible(ctx, []contract.Tool{{Name: policy, Upstream: u.cfg.Name, UpstreamTool: name}})[policy] {
+		return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("[harness] denied: your role may not use %s", policy)}
+	}
+	delete(p, "_meta")
+	result, rerr := s.forward(ctx, u, "completion/complete", mustJSON(p))
+	if rerr != nil {
+		return nil, rerr
+	}
+	var r map[string]json.RawMessage
+	var c struct {
+		Values []string `json:"values"`
+	}
+	if json.Unmarshal(result, &r) != nil || json.Unmarshal(r["completion"], &c) != nil {
+		return result, nil
+	}
+	parts := make([]govern.Part, len(c.Values))
+	for i, v := range c.Values {
+		parts[i] = govern.Part{Text: v}
+	}
+	st, err := s.g.o.Governor.Settle(ctx, govern.Output{Session: s.id.key(), Tool: policy, Parts: parts})
+	if err != nil {
+		return nil, &rpcError{Code: codeInternal, Message: "[harness] the completions were withheld: they could not be charged: " + err.Error()}
+	}
+	if st.Withheld == 0 {
+		return result, nil
+	}
+	var completion map[string]json.RawMessage
+	json.Unmarshal(r["completion"], &completion)
+	kept := []string{}
+	for i, k := range st.Parts {
+		if !k.Cut && !k.Dropped {
+			kept = append(kept, c.Values[i])
+		}
+	}
+	completion["values"] = mustJSON(kept)
+	completion["hasMore"] = json.RawMessage("true")
+	delete(completion, "total")
+	r["completion"] = mustJSON(completion)
+	return mustJSON(r), nil
+}
+
+// chargeSampling charges the session for an upstream's sampling request
+// its agent's client answered: the cost of the messages its model read
+// and of what it wrote, at the configured model's prices (or the one the
+// answer names, when it is priced). The context is not charged: the
+// answer goes to the upstream, not into the agent's context.
+func (s *session) chargeSampling(ctx context.Context, params, result json.RawMessage) {
+	var answer struct {
+		Model string `json:"model"`
+	}
+	json.Unmarshal(result, &answer)
+	res := govern.Result{Session: s.id.key(), Tool: "sampling/createMessage", Arguments: string(params), Output: string(result), CostOnly: true}
+	res.Model = answer.Model
+	if _, err := s.g.o.Governor.Record(context.WithoutCancel(ctx), res); err != nil {
+		res.Model = "" // a model the price table does not know: the default's prices
+		if _, err := s.g.o.Governor.Record(context.WithoutCancel(ctx), res); err != nil {
+			s.g.o.Logf("charging a sampling request: %v", err)
+		}
+	}
+}
+
+// mayCost reports why the session may not spend on an upstream's sampling
+// request ("" when it may): its tokens or cost budget is exhausted.
+func (s *session) mayCost(ctx context.Context) string {
+	st, err := s.g.o.Governor.Status(ctx, s.id.key(), s.id.StartRole)
+	if err != nil {
+		return "the harness could not read the session's budget: " + err.Error()
+	}
+	if st.Budget.Tokens.Level == "EXHAUSTED" || st.Budget.Cost.Level == "EXHAUSTED" {
+		return "the session's budget is exhausted: " + st.StatusLine()
+	}
+	if a := st.AgentBudget; a != nil && a.Signal == "EXHAUSTED" {
+		return "the agent's budget is exhausted: " + st.StatusLine()
+	}
+	return ""
+}
+
+// chargeNotification charges what an upstream's notification brings the
+// agent (a log message's data, a progress message) and returns it as it
+// may reach the agent: whole, cut, or not at all (nil).
+func (s *session) chargeNotification(method string, params json.RawMessage) json.RawMessage {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return params
+	}
+	var key string
+	switch method {
+	case "notifications/message":
+		key = "data"
+	case "notifications/progress":
+		key = "message"
+	default:
+		return params
+	}
+	raw, ok := p[key]
+	if !ok {
+		return params
+	}
+	text := string(raw)
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		text = str
+	}
+	st, err := s.g.o.Governor.Settle(context.Background(), govern.Output{Session: s.id.key(), Tool: method, Parts: []govern.Part{{Text: text}}})
+	switch {
+	case err != nil:
+		s.g.o.Logf("charging %s: %v (not passed on)", method, err)
+		return nil
+	case st.Withheld == 0:
+		return params
+	case st.Parts[0].Dropped || st.Parts[0].Text == "":
+		return nil
+	}
+	p[key] = mustJSON(st.Parts[0].Text + " [harness] the rest withheld: the session's budget is spent")
+	return mustJSON(p)
+}

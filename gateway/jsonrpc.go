@@ -1,0 +1,135 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// message is one JSON-RPC 2.0 message, its parts kept as they came: the
+// gateway reads what it governs and passes the rest on byte for byte.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+// rpcError is a JSON-RPC error object.
+type rpcError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *rpcError) Error() string { return e.Message }
+
+// JSON-RPC and MCP error codes.
+const (
+	codeParse          = -32700
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternal       = -32603
+	// codeRefused is MCP's error of a request the user (here: the
+	// harness) declined, such as a sampling request.
+	codeRefused = -1
+)
+
+// hasID reports whether the message carries an id (a request or a
+// response).
+func (m *message) hasID() bool { return len(m.ID) > 0 && !bytes.Equal(m.ID, []byte("null")) }
+
+func (m *message) isRequest() bool      { return m.Method != "" && m.hasID() }
+func (m *message) isNotification() bool { return m.Method != "" && !m.hasID() }
+func (m *message) isResponse() bool     { return m.Method == "" && m.hasID() }
+
+// parseMessage reads one JSON-RPC message.
+func parseMessage(b []byte) (*message, error) {
+	var m message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if m.JSONRPC != "2.0" {
+		return nil, errors.New(`not a JSON-RPC 2.0 message ("jsonrpc": "2.0" is missing)`)
+	}
+	if m.Method == "" && !m.hasID() {
+		return nil, errors.New("neither a request, a notification nor a response")
+	}
+	return &m, nil
+}
+
+// idKey is an id as a map key: its JSON text.
+func idKey(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }
+
+// resultMessage is the response of id with result (raw JSON).
+func resultMessage(id, result json.RawMessage) []byte {
+	b := make([]byte, 0, len(result)+len(id)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
+}
+
+// errorMessage is the error response of id.
+func errorMessage(id json.RawMessage, e *rpcError) []byte {
+	body, _ := json.Marshal(e)
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b := make([]byte, 0, len(body)+len(id)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"error":`...)
+	b = append(b, body...)
+	return append(b, '}')
+}
+
+// notificationMessage is a notification of method with params (any JSON
+// value, or raw).
+func notificationMessage(method string, params any) []byte {
+	p, _ := asRaw(params)
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+	}{"2.0", method, p})
+	return b
+}
+
+// requestMessage is a request of method with params, of id n.
+func requestMessage(n int64, method string, params json.RawMessage) []byte {
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+	}{"2.0", json.RawMessage(strconv.FormatInt(n, 10)), method, params})
+	return b
+}
+
+// asRaw is v as raw JSON: itself if it is raw already.
+func asRaw(v any) (json.RawMessage, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return x, nil
+	case []byte:
+		return x, nil
+	}
+	return json.Marshal(v)
+}
+
+// mustJSON marshals a value that cannot fail to marshal.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,106 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+)
+
+// lineWriter writes messages a line each, one at a time.
+type lineWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+}
+
+func (l *lineWriter) send(msg []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	buf := make([]byte, 0, len(msg)+1)
+	buf = append(append(buf, msg...), '\n')
+	_, l.err = l.w.Write(buf)
+	return l.err
+}
+
+// ServeStdio serves one agent over in and out (MCP's stdio transport: a
+// message a line) as id, until in ends or ctx is done. Requests are
+// answered concurrently, each as it is done; notifications are taken in
+// order. The session's upstreams stop when it ends.
+func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out io.Writer) error {
+	w := &lineWriter{w: out}
+	s, err := g.session(id, w)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+		g.release(s)
+	}()
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := readLine(r)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			select {
+			case lines <- line:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for {
+		var line []byte
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-readErr:
+			if errors.Is(err, io.EOF) {
+				wg.Wait() // the client is done sending: its requests are answered, then the session ends
+				return nil
+			}
+			return err
+		case line = <-lines:
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if line[0] == '[' {
+			w.send(errorMessage(nil, &rpcError{Code: codeInvalidRequest, Message: "JSON-RPC batches are not supported: send one message a line"}))
+			continue
+		}
+		m, err := parseMessage(line)
+		if err != nil {
+			code := codeInvalidRequest
+			if !json.Valid(line) {
+				code = codeParse
+			}
+			w.send(errorMessage(nil, &rpcError{Code: code, Message: "not a JSON-RPC message: " + err.Error()}))
+			continue
+		}
+		if !m.isRequest() {
+			s.handle(ctx, m, w)
+			continue
+		}
+		wg.Go(func() {
+			if resp := s.handle(ctx, m, w); resp != nil {
+				w.send(resp)
+			}
+		})
+	}
+}

@@ -1,0 +1,371 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/govern"
+)
+
+// DecisionMeta is the key of a refusal's _meta under which the gateway
+// puts the decision: there, not in structuredContent, which a client holds
+// to the tool's output schema (a refusal must stay readable).
+const DecisionMeta = "agentharness/decision"
+
+// route is where an exposed name leads: an upstream and its own name.
+type route struct {
+	up   *upstream
+	name string
+	raw  json.RawMessage
+}
+
+// named reads the "name" of a listed item.
+func named(raw json.RawMessage, key string) string {
+	var v map[string]json.RawMessage
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	var s string
+	json.Unmarshal(v[key], &s)
+	return s
+}
+
+// rename is a listed item with its key set to name, every other field as
+// it was.
+func rename(raw json.RawMessage, key, name string) json.RawMessage {
+	var v map[string]json.RawMessage
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	v[key] = mustJSON(name)
+	return mustJSON(v)
+}
+
+// exposeName is a tool's or prompt's name as the agent sees it.
+func (g *Gateway) exposeName(u *upstream, name string) string {
+	if g.prefix {
+		return u.cfg.Name + "__" + name
+	}
+	return name
+}
+
+// routes are the session's tools (or prompts: method prompts/list) by the
+// names the agent sees, in order: the first upstream wins a clash, and
+// ctx_session is the gateway's own.
+func (s *session) routes(method string) ([]string, map[string]route) {
+	var order []string
+	out := map[string]route{}
+	for _, u := range s.upstreams() {
+		for _, raw := range u.list(method) {
+			name := named(raw, "name")
+			exposed := s.g.exposeName(u, name)
+			if _, clash := out[exposed]; clash || name == "" || method == "tools/list" && exposed == SessionTool {
+				continue
+			}
+			out[exposed] = route{up: u, name: name, raw: raw}
+			order = append(order, exposed)
+		}
+	}
+	return order, out
+}
+
+// sessionToolJSON is ctx_session as tools/list shows it.
+var sessionToolJSON = mustJSON(map[string]any{
+	"name": SessionTool,
+	"description": "Your harness session. action=role: your role, its limits and the roles you may switch to; " +
+		"action=role value=NAME: switch to role NAME (usage is kept); action=roles: every role; " +
+		"action=budget: your budget; action=explain tool=NAME: why NAME would be allowed or denied now.",
+	"inputSchema": map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"action": map[string]any{"type": "string", "enum": []string{"role", "roles", "budget", "explain"}},
+			"value":  map[string]any{"type": "string", "description": "with action=role: the role to switch to"},
+			"tool":   map[string]any{"type": "string", "description": "with action=explain: the tool to explain"},
+		},
+		"required": []string{"action"},
+	},
+})
+
+// listTools shows the tools the session's role may call (as the policy
+// says: its tool lists and shell policy), and ctx_session.
+func (s *session) listTools(ctx context.Context) (json.RawMessage, *rpcError) {
+	order, routes := s.routes("tools/list")
+	listed := []contract.Tool{{Name: SessionTool}}
+	for _, name := range order {
+		rt := routes[name]
+		listed = append(listed, contract.Tool{Name: name, Upstream: rt.up.cfg.Name, UpstreamTool: rt.name})
+	}
+	shown, err := s.g.o.Governor.Visible(ctx, s.id.key(), s.id.StartRole, listed)
+	if err != nil {
+		s.g.o.Logf("tools/list: %v", err) // fail closed: ctx_session only
+	}
+	tools := []json.RawMessage{sessionToolJSON}
+	for _, name := range order {
+		if shown[name] {
+			tools = append(tools, rename(routes[name].raw, "name", name))
+		}
+	}
+	return mustJSON(map[string]any{"tools": tools}), nil
+}
+
+// textResult is a tool result of one text.
+func textResult(text string, isError bool, structured any, meta map[string]any) json.RawMessage {
+	r := map[string]any{"content": []any{map[string]string{"type": "text", "text": text}}}
+	if isError {
+		r["isError"] = true
+	}
+	if structured != nil {
+		r["structuredContent"] = structured
+	}
+	if meta != nil {
+		r["_meta"] = meta
+	}
+	return mustJSON(r)
+}
+
+// refusal is the tool error of a refused call: the reasons and how to look
+// further in its text, the decision in _meta.
+func refusal(d contract.Decision, what string) json.RawMessage {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[harness] denied: %s was not %s.\n", d.Tool, what)
+	for _, r := range d.Reasons {
+		fmt.Fprintf(&b, "- %s: %s\n", r.Code, r.Message)
+	}
+	fmt.Fprintf(&b, "See why with ctx_session action=explain tool=%s; your role with action=role, your budget with action=budget.\n", d.Tool)
+	b.WriteString(d.StatusLine())
+	return textResult(b.String(), true, nil, map[string]any{DecisionMeta: d})
+}
+
+// notes is what the harness appends to an allowed call's result: the
+// warnings, and in shadow mode the reasons it would have been denied.
+func notes(o govern.Outcome) string {
+	d := o.Decision
+	var b strings.Builder
+	if o.Shadowed {
+		b.WriteString("[harness] shadow mode: this call would have been denied:\n")
+		for _, r := range d.Reasons {
+			fmt.Fprintf(&b, "- %s: %s\n", r.Code, r.Message)
+		}
+	}
+	for _, w := range d.Warnings {
+		fmt.Fprintf(&b, "[harness] warning: %s\n", w.Message)
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	b.WriteString(d.StatusLine())
+	return b.String()
+}
+
+// arguments decodes a call's arguments for the policy, as the agent sent
+// them: an object, nil when absent or null, anything else as it is (the
+// policy refuses it).
+func arguments(raw json.RawMessage) (any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// upstreamMeta is the agent's _meta for the upstream: without the keys of
+// the agent's own connection (io.modelcontextprotocol/..., such as the
+// protocol version of a stateless client), as the gateway's connection to
+// the upstream has its own; a progress token and other keys are kept.
+func upstreamMeta(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	for k := range m {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			delete(m, k)
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return mustJSON(m)
+}
+
+// callTool governs a call of an upstream's tool: decided on the session's
+// counters (a shell call takes its slot), sent on, its result charged
+// before it goes back (cut to what the budget leaves), with the
+// decision's warnings on it. A result the harness does not change goes
+// back as the upstream wrote it.
+func (s *session) callTool(ctx context.Context, params json.RawMessage) (json.RawMessage, *rpcError) {
+	var p struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "tools/call: want a tool name"}
+	}
+	if p.Name == SessionTool {
+		return s.sessionTool(ctx, p.Arguments), nil
+	}
+	_, routes := s.routes("tools/list")
+	rt, ok := routes[p.Name]
+	if !ok {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "unknown tool: " + p.Name}
+	}
+	out := map[string]any{"name": rt.name}
+	if len(p.Arguments) > 0 {
+		out["arguments"] = p.Arguments
+	}
+	if m := upstreamMeta(p.Meta); m != nil {
+		out["_meta"] = m
+	}
+	return s.governed(ctx, governedCall{
+		tool: p.Name, up: rt.up, upstreamName: rt.name, arguments: p.Arguments,
+		method: "tools/call", params: mustJSON(out), verb: "called",
+	})
+}
+
+// governedCall is a request of the agent that the policy decides and
+// whose result is charged: a tool call, a resource read, a prompt get.
+type governedCall struct {
+	tool         string // the name the policy decides (resource:URI, prompt:NAME)
+	up           *upstream
+	upstreamName string
+	arguments    json.RawMessage
+	method       string
+	params       json.RawMessage
+	verb         string // "called", "read", "got": for the refusal's text
+	// result reads the upstream's result into what is charged (nil: a
+	// tool result).
+	result func(json.RawMessage) (charged, error)
+}
+
+// charged is an upstream's result read for charging.
+type charged interface {
+	parts(ChargeOptions) []govern.Part
+	apply(govern.Settlement, string)
+	// note adds what the harness says of the result (its warnings).
+	note(string)
+	encode() json.RawMessage
+}
+
+func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage, *rpcError) {
+	g := s.g.o.Governor
+	args, err := arguments(c.arguments)
+	if err != nil {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "arguments: " + err.Error()}
+	}
+	k := s.id.key()
+	o, err := g.Decide(ctx, govern.Call{Session: k, Tool: c.tool, Upstream: c.up.cfg.Name, UpstreamTool: c.upstreamName,
+		Arguments: args, Role: s.id.StartRole, Reserve: true, Background: true, Client: s.clientName()})
+	if err != nil {
+		return textResult(fmt.Sprintf("[harness] the call was not made: the harness could not decide it (%v)", err), true, nil, nil), nil
+	}
+	defer o.Wait() // the decision's log entry and events are written before the answer goes back
+	d := o.Decision
+	if !o.Allowed {
+		return refusal(d, c.verb), nil
+	}
+	if f := inflightOf(ctx); f != nil {
+		f.up = c.up
+	}
+	resp, err := c.up.call(ctx, c.method, c.params)
+	if err != nil {
+		var ns notSent
+		if errors.As(err, &ns) && o.Reserved {
+			if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k); rerr != nil {
+				s.g.o.Logf("giving back the shell slot of %s: %v", c.tool, rerr)
+			}
+		}
+		if errors.Is(err, ErrUpstreamDown) {
+			return textResult(fmt.Sprintf("[harness] %v. The gateway is restarting it; try again shortly.", err), true, nil, nil), nil
+		}
+		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+	}
+	if resp.Error != nil {
+		return nil, s.chargeError(ctx, c, resp.Error)
+	}
+	read := c.result
+	if read == nil {
+		read = func(raw json.RawMessage) (charged, error) { return readToolResult(raw) }
+	}
+	r, err := read(resp.Result)
+	if err != nil { // not a result the gateway can read: charged as text, passed on
+		if _, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: []govern.Part{{Text: string(resp.Result)}}}); err != nil {
+			s.g.o.Logf("charging %s: %v", c.tool, err)
+		}
+		return resp.Result, nil
+	}
+	changed := false
+	if d.CompressOutput {
+		if tr, ok := r.(*toolResult); ok {
+			for i, b := range tr.blocks {
+				if b.Type == "text" {
+					tr.setText(i, Compress(b.Text, s.g.o.Compress))
+					changed = true
+				}
+			}
+		}
+	}
+	st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: r.parts(s.g.o.Charging)})
+	if err != nil {
+		// Nothing is released that was not charged.
+		return textResult(fmt.Sprintf("[harness] the result of %s was withheld: it could not be charged (%v)", c.tool, err), true, nil, nil), nil
+	}
+	if st.Withheld > 0 {
+		r.apply(st, s.withheldWhy(ctx, st))
+		changed = true
+	}
+	if n := notes(o); n != "" {
+		r.note(n)
+		changed = true
+	}
+	if !changed {
+		return resp.Result, nil
+	}
+	return r.encode(), nil
+}
+
+// withheldWhy says why a result was cut: the budget left.
+func (s *session) withheldWhy(ctx context.Context, st govern.Settlement) string {
+	line := ""
+	if status, err := s.g.o.Governor.Status(ctx, s.id.key(), ""); err == nil {
+		line = " " + status.StatusLine()
+	}
+	return fmt.Sprintf("%d of its %d tokens are beyond what the session's budget has left.%s", st.Withheld, st.Wanted, line)
+}
+
+// chargeError charges an upstream's JSON-RPC error (its message and data
+// reach the agent) and returns it, its message cut to what the budget
+// leaves.
+func (s *session) chargeError(ctx context.Context, c governedCall, e *rpcError) *rpcError {
+	st, err := s.g.o.Governor.Settle(ctx, govern.Output{Session: s.id.key(), Tool: c.tool, Arguments: string(c.arguments),
+		Parts: []govern.Part{{Text: e.Message}, {Text: string(e.Data)}}})
+	if err != nil {
+		return &rpcError{Code: e.Code, Message: fmt.Sprintf("[harness] the error of %s was withheld: it could not be charged (%v)", c.tool, err)}
+	}
+	if st.Withheld == 0 {
+		return e
+	}
+	out := &rpcError{Code: e.Code, Message: st.Parts[0].Text + " [harness] the rest withheld: " + s.withheldWhy(ctx, st)}
+	if !st.Parts[1].Cut && !st.Parts[1].Dropped {
+		out.Data = e.Data
+	}
+	return out
+}
+
+// clientName is what the agent's client called itself, for the decision
+// log's labels.
+func (s *session) clientName() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client.name
+}
