@@ -250,7 +250,7 @@ func addResources(s *server.MCPServer, hooks *server.Hooks) {
 	s.AddResourceTemplate(mcp.NewResourceTemplate("test://template/{id}/data", "template",
 		mcp.WithTemplateDescription("Data for an id"), mcp.WithTemplateMIMEType("application/json")),
 		func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-			id := fmt.Sprint(req.Params.Arguments["id"])
+			id := templateArg(req.Params.Arguments["id"])
 			data, _ := json.Marshal(map[string]any{"id": id, "templateTest": true, "data": "Data for ID: " + id})
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "application/json", Text: string(data)}}, nil
 		})
@@ -296,6 +296,15 @@ func addResources(s *server.MCPServer, hooks *server.Hooks) {
 			mu.Unlock()
 		}
 	})
+}
+
+// templateArg is the value of a template variable as mcp-go gives it: a
+// string, or the strings of a list.
+func templateArg(v any) string {
+	if list, ok := v.([]string); ok {
+		return strings.Join(list, ",")
+	}
+	return fmt.Sprint(v)
 }
 
 // addPrompts: a plain prompt, one with arguments, one embedding a resource,
