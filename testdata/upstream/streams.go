@@ -239,7 +239,7 @@ func (pw *postWriter) writeHeader(code int) {
 		pw.asJSON = !sse
 	case pw.detached:
 	case sse && code == http.StatusOK:
-		pw.startStream(code)
+		pw.startStream(code, true)
 	default:
 		for k, v := range pw.header {
 			pw.real.Header()[k] = v
@@ -250,12 +250,15 @@ func (pw *postWriter) writeHeader(code int) {
 }
 
 // startStream begins the real response as an SSE stream with its priming
-// event.
-func (pw *postWriter) startStream(code int) {
+// event; with mcp-go's headers when mcp-go began it (from its goroutine: the
+// header map is mcp-go's to write until then).
+func (pw *postWriter) startStream(code int, withHeaders bool) {
 	pw.st = pw.s.open(pw.session)
 	h := pw.real.Header()
-	for k, v := range pw.header {
-		h[k] = v
+	if withHeaders {
+		for k, v := range pw.header {
+			h[k] = v
+		}
 	}
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -314,7 +317,7 @@ func (pw *postWriter) closeStream() {
 		return
 	}
 	if !pw.started {
-		pw.startStream(http.StatusOK)
+		pw.startStream(http.StatusOK, false)
 	}
 	pw.detachLocked()
 }
