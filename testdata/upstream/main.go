@@ -28,7 +28,8 @@
 //	           test_elicitation_sep1330_enums, json_schema_2020_12_tool (a
 //	           2020-12 schema: $schema, $defs, additionalProperties), and
 //	           test_reconnection (over HTTP it closes its stream before it
-//	           answers; the client resumes the stream for the answer)
+//	           answers, and the client resumes the stream for the answer;
+//	           over stdio it just answers)
 //	resources  test://static-text, test://static-binary, the template
 //	           test://template/{id}/data, test://watched-resource (a
 //	           subscription is answered by one notifications/resources/updated)
