@@ -4,6 +4,8 @@
 #   make bench   the benchmarks, with allocations
 #   make lint    gofmt, go vet, opa fmt, opa check --strict, no binaries in git
 #   make fuzz    the fuzz tests, FUZZTIME each (slow; not part of test)
+#   make conformance  the official MCP conformance suite, straight and through
+#                the gateway (installs its npm packages, Node 22 among them)
 
 OPA_VERSION ?= v1.22.3
 BIN         := $(CURDIR)/bin
@@ -16,7 +18,7 @@ export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build tools redis npm test go-test opa-test e2e bench bench-gateway bench-hook lint fuzz clean
+.PHONY: all build tools redis npm conformance-npm test go-test opa-test e2e conformance bench bench-gateway bench-hook lint fuzz clean
 
 all: build
 
@@ -34,6 +36,14 @@ npm: e2e/node_modules/.package-lock.json
 
 e2e/node_modules/.package-lock.json: e2e/package.json e2e/package-lock.json
 	npm ci --prefix e2e --no-audit --no-fund
+
+# The official MCP conformance suite, server-everything and Node 22 (the
+# suite needs it; Debian's is 20), from npm, pinned in
+# e2e/conformance/package-lock.json.
+conformance-npm: e2e/conformance/node_modules/.package-lock.json
+
+e2e/conformance/node_modules/.package-lock.json: e2e/conformance/package.json e2e/conformance/package-lock.json
+	npm ci --prefix e2e/conformance --no-audit --no-fund
 
 redis:
 	@command -v redis-server >/dev/null || { \
@@ -61,6 +71,14 @@ opa-test: $(OPA) build
 e2e: build npm
 	go build -o $(UPSTREAM) ./testdata/upstream
 	HARNESS_BIN=$(HARNESS) UPSTREAM_BIN=$(UPSTREAM) node --test e2e/
+
+# The conformance suite's server scenarios against the fixture upstream and
+# server-everything, each straight over HTTP and through harness serve --http;
+# fails unless the fixture passes them all and whatever passes straight passes
+# through the gateway too. Results in bin/conformance/.
+conformance: build conformance-npm
+	go build -o $(UPSTREAM) ./testdata/upstream
+	HARNESS_BIN=$(HARNESS) UPSTREAM_BIN=$(UPSTREAM) e2e/conformance/run.sh
 
 bench: $(OPA) redis
 	go test -run '^$$' -bench . -skip 'GatewayLatency|HookCall' -benchmem -benchtime $(BENCHTIME) ./...

@@ -15,7 +15,34 @@
 //	ctx_edit  {path, content} "edited PATH"
 //	add_tool  {name}          adds tool extra_NAME and tells clients the list changed
 //
-// It serves stdio, or streamable HTTP with --http ADDR.
+// Beside them, the fixtures of the official MCP conformance suite's server
+// scenarios (conformance.go, run by `make conformance`), under the names the
+// suite calls:
+//
+//	tools      test_simple_text, test_image_content, test_audio_content,
+//	           test_embedded_resource, test_multiple_content_types,
+//	           test_error_handling, test_tool_with_logging (three log messages
+//	           during the call), test_tool_with_progress (progress 0, 50, 100),
+//	           test_sampling and test_elicitation (a request to the client during
+//	           the call), test_elicitation_sep1034_defaults,
+//	           test_elicitation_sep1330_enums, json_schema_2020_12_tool (a
+//	           2020-12 schema: $schema, $defs, additionalProperties), and
+//	           test_reconnection (over HTTP it closes its stream before it
+//	           answers, and the client resumes the stream for the answer;
+//	           over stdio it just answers)
+//	resources  test://static-text, test://static-binary, the template
+//	           test://template/{id}/data, test://watched-resource (a
+//	           subscription is answered by one notifications/resources/updated)
+//	prompts    test_simple_prompt, test_prompt_with_arguments {arg1, arg2},
+//	           test_prompt_with_embedded_resource {resourceUri},
+//	           test_prompt_with_image
+//	and        logging/setLevel, completion/complete, ping
+//
+// It serves stdio, or streamable HTTP on /mcp with --http ADDR (a port of 0
+// picks a free one; the address is logged as "listening on URL"). Over HTTP
+// it adds what mcp-go's transport lacks (streams.go): SSE priming events,
+// retry fields and resumable POST streams (SEP-1699), and refusing pages of
+// other origins (DNS rebinding).
 package main
 
 import (
@@ -25,9 +52,12 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -40,7 +70,9 @@ const readSchema = `{"type":"object","description":"Read a file, or a number of 
 func main() {
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	flag.Parse()
-	s := server.NewMCPServer("fixture-upstream", "1.0.0", server.WithToolCapabilities(true))
+	hooks := &server.Hooks{}
+	opts := append([]server.ServerOption{server.WithToolCapabilities(true), server.WithHooks(hooks)}, conformanceOptions()...)
+	s := server.NewMCPServer("fixture-upstream", "1.0.0", opts...)
 	s.AddTool(mcp.Tool{Name: "ctx_read", Description: "Read a file", RawInputSchema: json.RawMessage(readSchema)}, read)
 	s.AddTool(mcp.NewTool("ctx_shell", mcp.WithDescription("Run a shell command"), mcp.WithString("command", mcp.Required())), shell)
 	s.AddTool(mcp.NewTool("ctx_edit", mcp.WithDescription("Edit a file"),
@@ -54,15 +86,25 @@ func main() {
 				})
 			return mcp.NewToolResultText("added " + name), nil
 		})
+	addConformance(s, hooks)
 	if *httpAddr != "" {
-		if err := server.NewStreamableHTTPServer(s).Start(*httpAddr); err != nil {
-			log.Fatal(err)
-		}
-		return
+		log.Fatal(serveHTTP(*httpAddr, s))
 	}
 	if err := server.ServeStdio(s); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// serveHTTP serves s as streamable HTTP on /mcp at addr.
+func serveHTTP(addr string, s *server.MCPServer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", newStreams(server.NewStreamableHTTPServer(s), 500*time.Millisecond))
+	log.Printf("fixture-upstream: listening on http://%s/mcp", ln.Addr())
+	return http.Serve(ln, mux)
 }
 
 func read(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
