@@ -74,6 +74,32 @@ func (s *session) routes(method string) ([]string, map[string]route) {
 	return order, out
 }
 
+// toolRoute is where a call of a tool goes: the upstream that lists it;
+// else, for a tool no upstream lists (yet: lists change), the upstream its
+// prefix names, or the only or first one when names are not prefixed.
+// Either way the call is decided by the name the agent called, so a tool
+// that is not listed is governed as one that is; the upstream answers for
+// a tool it does not have.
+func (s *session) toolRoute(exposed string) (route, bool) {
+	if _, routes := s.routes("tools/list"); routes[exposed].up != nil {
+		return routes[exposed], true
+	}
+	ups := s.upstreams()
+	if s.g.prefix {
+		name, tool, ok := strings.Cut(exposed, "__")
+		for _, u := range ups {
+			if ok && u.cfg.Name == name && tool != "" {
+				return route{up: u, name: tool}, true
+			}
+		}
+		return route{}, false
+	}
+	if len(ups) == 0 {
+		return route{}, false
+	}
+	return route{up: ups[0], name: exposed}, true
+}
+
 // sessionToolJSON is ctx_session as tools/list shows it.
 var sessionToolJSON = mustJSON(map[string]any{
 	"name": SessionTool,
@@ -215,8 +241,7 @@ func (s *session) callTool(ctx context.Context, params json.RawMessage) (json.Ra
 	if p.Name == SessionTool {
 		return s.sessionTool(ctx, p.Arguments), nil
 	}
-	_, routes := s.routes("tools/list")
-	rt, ok := routes[p.Name]
+	rt, ok := s.toolRoute(p.Name)
 	if !ok {
 		return nil, &rpcError{Code: codeInvalidParams, Message: "unknown tool: " + p.Name}
 	}
