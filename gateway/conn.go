@@ -65,11 +65,11 @@ type stdioConn struct {
 	lost    chan struct{}
 	closed  bool
 
-	ctx     context.Context // of the requests the upstream makes
-	cancel  context.CancelFunc
-	serving map[string]context.CancelFunc // the upstream's requests under way, by id
-	notes   chan *message
-	exited  chan struct{}
+	ctx      context.Context // of the requests the upstream makes
+	cancel   context.CancelFunc
+	serving  map[string]context.CancelFunc // the upstream's requests under way, by id
+	incoming chan *message                 // responses and notifications, in order
+	exited   chan struct{}
 }
 
 // maxLine bounds one message from an upstream (a result of 64 MiB).
@@ -93,7 +93,7 @@ func dialStdio(cfg UpstreamConfig, stderr io.Writer, h connHandlers) (*stdioConn
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &stdioConn{cmd: cmd, stdin: stdin, h: h, pending: map[string]chan *message{}, lost: make(chan struct{}),
-		ctx: ctx, cancel: cancel, serving: map[string]context.CancelFunc{}, notes: make(chan *message, 1024), exited: make(chan struct{})}
+		ctx: ctx, cancel: cancel, serving: map[string]context.CancelFunc{}, incoming: make(chan *message, 256), exited: make(chan struct{})}
 	go c.read(stdout)
 	go c.deliver()
 	go func() {
@@ -122,15 +122,16 @@ func (c *stdioConn) read(stdout io.Reader) {
 			continue // not a message: some servers print banners on stdout
 		}
 		switch {
-		case m.isResponse():
-			c.mu.Lock()
-			ch := c.pending[idKey(m.ID)]
-			delete(c.pending, idKey(m.ID))
-			c.mu.Unlock()
-			if ch != nil {
-				ch <- m
+		case m.isResponse() || m.isNotification() && m.Method != "notifications/cancelled":
+			// In the order they came: a call's log and progress messages
+			// reach the agent before its result. An agent that does not
+			// keep up holds up its own upstream, and nothing is lost.
+			select {
+			case c.incoming <- m:
+			case <-c.lost:
+				return
 			}
-		case m.isNotification() && m.Method == "notifications/cancelled":
+		case m.isNotification():
 			var p struct {
 				RequestID json.RawMessage `json:"requestId"`
 			}
@@ -140,11 +141,6 @@ func (c *stdioConn) read(stdout io.Reader) {
 			c.mu.Unlock()
 			if cancel != nil {
 				cancel() // the upstream gave up a request it made
-			}
-		case m.isNotification():
-			select {
-			case c.notes <- m:
-			default: // the agent does not keep up: notifications are lost, calls are not
 			}
 		case m.isRequest():
 			go c.answer(m)
@@ -177,12 +173,21 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// deliver hands the upstream's notifications on, in their order.
+// deliver hands the upstream's responses and notifications on, in their
+// order.
 func (c *stdioConn) deliver() {
 	for {
 		select {
-		case m := <-c.notes:
-			if c.h.notification != nil {
+		case m := <-c.incoming:
+			if m.isResponse() {
+				c.mu.Lock()
+				ch := c.pending[idKey(m.ID)]
+				delete(c.pending, idKey(m.ID))
+				c.mu.Unlock()
+				if ch != nil {
+					ch <- m
+				}
+			} else if c.h.notification != nil {
 				c.h.notification(m.Method, m.Params)
 			}
 		case <-c.lost:

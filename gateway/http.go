@@ -252,8 +252,14 @@ func (h *httpServer) authenticate(r *http.Request) (Identity, int, bool, bool) {
 func (h *httpServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(h.o.BodyTimeout))
-	defer rc.SetReadDeadline(time.Time{})
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBody))
+	if err != nil {
+		// The rest of the body is not read (the server would, to keep
+		// the connection): the connection closes after the answer.
+		w.Header().Set("Connection", "close")
+	} else {
+		rc.SetReadDeadline(time.Time{})
+	}
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -565,7 +571,13 @@ func (r *responseStream) finish(resp []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.done = true
-	if r.sse {
+	switch {
+	case resp == nil && r.sse: // a request the agent cancelled: no answer
+		return
+	case resp == nil:
+		r.w.WriteHeader(http.StatusAccepted)
+		return
+	case r.sse:
 		r.event(resp)
 		return
 	}

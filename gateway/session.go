@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -55,9 +56,10 @@ type clientState struct {
 // inflight is a request of the agent under way: its cancellation, and the
 // stream of messages about it.
 type inflight struct {
-	cancel  context.CancelFunc
-	related peer
-	up      *upstream // the upstream it went to, when it went to one
+	cancel    context.CancelFunc
+	cancelled atomic.Bool // by the agent: it wants no answer
+	related   peer
+	up        *upstream // the upstream it went to, when it went to one
 }
 
 func newSession(g *Gateway, id Identity, out peer) *session {
@@ -216,6 +218,9 @@ func (s *session) handle(ctx context.Context, m *message, related peer) []byte {
 	}()
 	ctx = withInflight(ctx, f)
 	result, rerr := s.request(ctx, m)
+	if f.cancelled.Load() {
+		return nil // a request the agent cancelled is not answered (MCP's cancellation)
+	}
 	if rerr != nil {
 		return errorMessage(m.ID, rerr)
 	}
@@ -265,6 +270,7 @@ func (s *session) notification(m *message) {
 		f := s.inflight[idKey(p.RequestID)]
 		s.mu.Unlock()
 		if f != nil {
+			f.cancelled.Store(true)
 			f.cancel() // the upstream is told through the call's context
 		}
 	case "notifications/roots/list_changed":
@@ -363,6 +369,16 @@ func (s *session) fromUpstream(u *upstream, method string, params json.RawMessag
 		return
 	}
 	s.send(msg)
+}
+
+// goingTo notes that the request of ctx goes to u, so that what u sends
+// about it goes with it.
+func (s *session) goingTo(ctx context.Context, u *upstream) {
+	if f := inflightOf(ctx); f != nil {
+		s.mu.Lock()
+		f.up = u
+		s.mu.Unlock()
+	}
 }
 
 // underway is the agent's latest request that went to u and is under

@@ -154,9 +154,13 @@ func textResult(text string, isError bool, structured any, meta map[string]any) 
 	return mustJSON(r)
 }
 
-// refusal is the tool error of a refused call: the reasons and how to look
-// further in its text, the decision in _meta.
-func refusal(d contract.Decision, what string) json.RawMessage {
+// CodeDenied is the JSON-RPC error code of a resource read or a prompt
+// get the policy refused (a refused tool call is a tool error instead).
+const CodeDenied = -32003
+
+// refusalText is what a refused request says: the reasons, and how to look
+// further.
+func refusalText(d contract.Decision, what string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[harness] denied: %s was not %s.\n", d.Tool, what)
 	for _, r := range d.Reasons {
@@ -164,7 +168,7 @@ func refusal(d contract.Decision, what string) json.RawMessage {
 	}
 	fmt.Fprintf(&b, "See why with ctx_session action=explain tool=%s; your role with action=role, your budget with action=budget.\n", d.Tool)
 	b.WriteString(d.StatusLine())
-	return textResult(b.String(), true, nil, map[string]any{DecisionMeta: d})
+	return b.String()
 }
 
 // notes is what the harness appends to an allowed call's result: the
@@ -282,6 +286,25 @@ type charged interface {
 	encode() json.RawMessage
 }
 
+// fail is how a governed request says it was not answered: over a tool
+// call a tool error (text for the agent, the decision in _meta); over a
+// resource read or a prompt get, which have no error results, a JSON-RPC
+// error (the text its message, the decision its data).
+func (c governedCall) fail(code int, text string, d *contract.Decision) (json.RawMessage, *rpcError) {
+	if c.method == "tools/call" {
+		var meta map[string]any
+		if d != nil {
+			meta = map[string]any{DecisionMeta: d}
+		}
+		return textResult(text, true, nil, meta), nil
+	}
+	e := &rpcError{Code: code, Message: text}
+	if d != nil {
+		e.Data = mustJSON(map[string]any{DecisionMeta: d})
+	}
+	return nil, e
+}
+
 func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage, *rpcError) {
 	g := s.g.o.Governor
 	args, err := arguments(c.arguments)
@@ -292,16 +315,14 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	o, err := g.Decide(ctx, govern.Call{Session: k, Tool: c.tool, Upstream: c.up.cfg.Name, UpstreamTool: c.upstreamName,
 		Arguments: args, Role: s.id.StartRole, Reserve: true, Background: true, Client: s.clientName()})
 	if err != nil {
-		return textResult(fmt.Sprintf("[harness] the call was not made: the harness could not decide it (%v)", err), true, nil, nil), nil
+		return c.fail(codeInternal, fmt.Sprintf("[harness] the %s was not made: the harness could not decide it (%v)", c.what(), err), nil)
 	}
 	defer o.Wait() // the decision's log entry and events are written before the answer goes back
 	d := o.Decision
 	if !o.Allowed {
-		return refusal(d, c.verb), nil
+		return c.fail(CodeDenied, refusalText(d, c.verb), &d)
 	}
-	if f := inflightOf(ctx); f != nil {
-		f.up = c.up
-	}
+	s.goingTo(ctx, c.up)
 	resp, err := c.up.call(ctx, c.method, c.params)
 	if err != nil {
 		var ns notSent
@@ -311,7 +332,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 			}
 		}
 		if errors.Is(err, ErrUpstreamDown) {
-			return textResult(fmt.Sprintf("[harness] %v. The gateway is restarting it; try again shortly.", err), true, nil, nil), nil
+			return c.fail(codeInternal, fmt.Sprintf("[harness] %v. The gateway is restarting it; try again shortly.", err), nil)
 		}
 		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
 	}
@@ -323,9 +344,10 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		read = func(raw json.RawMessage) (charged, error) { return readToolResult(raw) }
 	}
 	r, err := read(resp.Result)
-	if err != nil { // not a result the gateway can read: charged as text, passed on
-		if _, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: []govern.Part{{Text: string(resp.Result)}}}); err != nil {
-			s.g.o.Logf("charging %s: %v", c.tool, err)
+	if err != nil { // not a result the gateway can read: charged whole as text, or withheld
+		st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: []govern.Part{{Text: string(resp.Result)}}})
+		if err != nil || st.Withheld > 0 {
+			return c.fail(codeInternal, fmt.Sprintf("[harness] the result of %s was withheld: it is not a result the harness can read, and it %s", c.tool, withheldReason(err, st)), nil)
 		}
 		return resp.Result, nil
 	}
@@ -343,7 +365,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: r.parts(s.g.o.Charging)})
 	if err != nil {
 		// Nothing is released that was not charged.
-		return textResult(fmt.Sprintf("[harness] the result of %s was withheld: it could not be charged (%v)", c.tool, err), true, nil, nil), nil
+		return c.fail(codeInternal, fmt.Sprintf("[harness] the result of %s was withheld: it could not be charged (%v)", c.tool, err), nil)
 	}
 	if st.Withheld > 0 {
 		r.apply(st, s.withheldWhy(ctx, st))
@@ -357,6 +379,25 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		return resp.Result, nil
 	}
 	return r.encode(), nil
+}
+
+// withheldReason says why an unreadable result was withheld.
+func withheldReason(err error, st govern.Settlement) string {
+	if err != nil {
+		return fmt.Sprintf("could not be charged (%v)", err)
+	}
+	return fmt.Sprintf("costs %d tokens, more than the session's budget has left", st.Wanted)
+}
+
+// what names the request for the agent.
+func (c governedCall) what() string {
+	switch c.method {
+	case "resources/read":
+		return "read"
+	case "prompts/get":
+		return "get"
+	}
+	return "call"
 }
 
 // withheldWhy says why a result was cut: the budget left.

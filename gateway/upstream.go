@@ -39,6 +39,14 @@ type upstream struct {
 	closed    bool
 	backoff   time.Duration
 	reconnect bool // a reconnection is under way
+
+	// connects are the connections being made or closed; close waits
+	// for them, after stopping them, so that nothing runs after it.
+	connects sync.WaitGroup
+	stop     context.Context
+	cancel   context.CancelFunc
+
+	refreshing sync.Mutex // lists being read again
 }
 
 const (
@@ -58,7 +66,9 @@ var listKinds = []struct{ method, key, capability string }{
 }
 
 func newUpstream(cfg UpstreamConfig, s *session) *upstream {
-	return &upstream{cfg: cfg, s: s, backoff: minBackoff, lists: map[string][]json.RawMessage{}}
+	u := &upstream{cfg: cfg, s: s, backoff: minBackoff, lists: map[string][]json.RawMessage{}}
+	u.stop, u.cancel = context.WithCancel(context.Background())
+	return u
 }
 
 // errClosed is what an upstream says once it is closed.
@@ -85,13 +95,16 @@ func (u *upstream) dial(ctx context.Context) (conn, error) {
 // capabilities, and reads its lists.
 func (u *upstream) connect(ctx context.Context) error {
 	u.mu.Lock()
-	closed := u.closed
-	u.mu.Unlock()
-	if closed {
+	if u.closed {
+		u.mu.Unlock()
 		return errClosed
 	}
+	u.connects.Add(1)
+	u.mu.Unlock()
+	defer u.connects.Done()
 	ictx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
+	defer context.AfterFunc(u.stop, cancel)()
 	c, err := u.dial(ictx)
 	if err != nil {
 		return fmt.Errorf("starting: %w", err)
@@ -235,9 +248,15 @@ func (u *upstream) markDown(err error) {
 	u.down, u.reconnect = err, true
 	c := u.c
 	u.c = nil
+	if c != nil {
+		u.connects.Add(1) // close waits for the old process to be gone too
+	}
 	u.mu.Unlock()
 	if c != nil {
-		go c.close()
+		go func() {
+			defer u.connects.Done()
+			c.close()
+		}()
 	}
 	u.s.g.o.Logf("upstream %s (session %s) is down: %v; restarting", u.cfg.Name, u.s.id.key(), err)
 	go u.restart()
@@ -339,33 +358,42 @@ func (u *upstream) up() bool {
 	return u.c != nil
 }
 
+// close stops the upstream for good: a connection being made is stopped
+// and waited for, so that no upstream runs or starts after it.
 func (u *upstream) close() {
 	u.mu.Lock()
 	u.closed = true
 	c := u.c
 	u.c = nil
 	u.mu.Unlock()
+	u.cancel()
 	if c != nil {
 		c.close()
 	}
+	u.connects.Wait()
 }
 
 // onNotification passes an upstream's notification on to the agent: list
 // changes are read again first (and resource URIs given their prefix).
+//
+// It runs on the connection's delivery of messages, which a list read
+// again would wait on: the lists are read off it.
 func (u *upstream) onNotification(method string, params json.RawMessage) {
-	switch method {
-	case "notifications/tools/list_changed":
-		u.refresh(context.Background(), "tools/list")
-		u.s.listsChanged("tools/list")
-	case "notifications/resources/list_changed":
-		u.refresh(context.Background(), "resources/list", "resources/templates/list")
-		u.s.listsChanged("resources/list")
-	case "notifications/prompts/list_changed":
-		u.refresh(context.Background(), "prompts/list")
-		u.s.listsChanged("prompts/list")
-	default:
+	lists := map[string][]string{
+		"notifications/tools/list_changed":     {"tools/list"},
+		"notifications/resources/list_changed": {"resources/list", "resources/templates/list"},
+		"notifications/prompts/list_changed":   {"prompts/list"},
+	}[method]
+	if lists == nil {
 		u.s.fromUpstream(u, method, params)
+		return
 	}
+	go func() {
+		u.refreshing.Lock() // one reading at a time, in the order they were asked
+		defer u.refreshing.Unlock()
+		u.refresh(context.Background(), lists...)
+		u.s.listsChanged(lists[0])
+	}()
 }
 
 // onRequest answers a request the upstream makes of the agent.

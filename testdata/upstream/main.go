@@ -12,6 +12,16 @@
 //	                            "rpcauth" a JSON-RPC error with its own code
 //	                                      and data (URL elicitation required)
 //	                            "crash"  the process exits at once
+//	                            "hang"   waits until the call is cancelled,
+//	                                     then writes "cancelled" to the file
+//	                                     $UPSTREAM_CANCELLED names
+//	                            "roots"  the client's roots (roots/list)
+//	                            "image W H"  a W×H PNG image
+//	                            "audio N"    N bytes of WAV audio
+//	                            "blob N"     an embedded binary resource of N bytes
+//	                            "structured N"  N bytes of text only in
+//	                                            structuredContent
+//	                            "log N"  a log message of N bytes, then "logged"
 //	ctx_edit  {path, content} "edited PATH"
 //	add_tool  {name}          adds tool extra_NAME and tells clients the list changed
 //
@@ -46,11 +56,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"image"
+	"image/png"
 	"log"
 	"net"
 	"net/http"
@@ -74,7 +88,21 @@ func main() {
 	opts := append([]server.ServerOption{server.WithToolCapabilities(true), server.WithHooks(hooks)}, conformanceOptions()...)
 	s := server.NewMCPServer("fixture-upstream", "1.0.0", opts...)
 	s.AddTool(mcp.Tool{Name: "ctx_read", Description: "Read a file", RawInputSchema: json.RawMessage(readSchema)}, read)
-	s.AddTool(mcp.NewTool("ctx_shell", mcp.WithDescription("Run a shell command"), mcp.WithString("command", mcp.Required())), shell)
+	s.AddTool(mcp.NewTool("ctx_shell", mcp.WithDescription("Run a shell command"), mcp.WithString("command", mcp.Required())),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if req.GetString("command", "") == "roots" {
+				res, err := s.RequestRoots(ctx, mcp.ListRootsRequest{})
+				if err != nil {
+					return mcp.NewToolResultError("roots: " + err.Error()), nil
+				}
+				var uris []string
+				for _, r := range res.Roots {
+					uris = append(uris, r.URI)
+				}
+				return mcp.NewToolResultText("roots: " + strings.Join(uris, " ")), nil
+			}
+			return shell(ctx, req)
+		})
 	s.AddTool(mcp.NewTool("ctx_edit", mcp.WithDescription("Edit a file"),
 		mcp.WithString("path", mcp.Required()), mcp.WithString("content")), edit)
 	s.AddTool(mcp.NewTool("add_tool", mcp.WithDescription("Add a tool"), mcp.WithString("name", mcp.Required())),
@@ -120,11 +148,17 @@ func read(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, erro
 	return mcp.NewToolResultText(out), nil
 }
 
-func shell(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func shell(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	cmd := req.GetString("command", "")
 	switch fields := strings.Fields(cmd); {
 	case cmd == "crash":
 		os.Exit(3)
+	case cmd == "hang":
+		<-ctx.Done()
+		if f := os.Getenv("UPSTREAM_CANCELLED"); f != "" {
+			os.WriteFile(f, []byte("cancelled\n"), 0o600)
+		}
+		return nil, ctx.Err()
 	case cmd == "fail":
 		return mcp.NewToolResultError("command failed: exit status 1"), nil
 	case cmd == "rpcfail":
@@ -135,6 +169,28 @@ func shell(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, err
 	case len(fields) == 2 && fields[0] == "big":
 		n, _ := strconv.Atoi(fields[1])
 		return mcp.NewToolResultText(buildLog(n)), nil
+	case len(fields) == 3 && fields[0] == "image":
+		w, _ := strconv.Atoi(fields[1])
+		h, _ := strconv.Atoi(fields[2])
+		var b bytes.Buffer
+		png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h)))
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewImageContent(base64.StdEncoding.EncodeToString(b.Bytes()), "image/png")}}, nil
+	case len(fields) == 2 && fields[0] == "audio":
+		n, _ := strconv.Atoi(fields[1])
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewAudioContent(base64.StdEncoding.EncodeToString(make([]byte, n)), "audio/wav")}}, nil
+	case len(fields) == 2 && fields[0] == "blob":
+		n, _ := strconv.Atoi(fields[1])
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewEmbeddedResource(mcp.BlobResourceContents{
+			URI: "file:///blob", MIMEType: "application/octet-stream", Blob: base64.StdEncoding.EncodeToString(make([]byte, n))})}}, nil
+	case len(fields) == 2 && fields[0] == "structured":
+		n, _ := strconv.Atoi(fields[1])
+		return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: map[string]any{"text": text(n)}}, nil
+	case len(fields) == 2 && fields[0] == "log":
+		n, _ := strconv.Atoi(fields[1])
+		if srv := server.ServerFromContext(ctx); srv != nil {
+			srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "fixture-upstream", text(n)))
+		}
+		return mcp.NewToolResultText("logged"), nil
 	}
 	return mcp.NewToolResultText("ran: " + cmd + "\n"), nil
 }

@@ -1,0 +1,444 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// What the gateway declares is what its upstream declared, with tools and
+// logging of its own.
+func TestCapabilitiesAreTheUpstreams(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	c := f.stdio(t, agentSession("caps"))
+	r := c.initialize(nil)
+	var caps map[string]json.RawMessage
+	json.Unmarshal(r["capabilities"], &caps)
+	for _, want := range []string{"tools", "logging", "resources", "prompts", "completions"} {
+		if _, ok := caps[want]; !ok {
+			t.Errorf("capability %s not declared: %s", want, r["capabilities"])
+		}
+	}
+	if !subscribes(caps["resources"]) {
+		t.Errorf("resources without subscribe: %s", caps["resources"])
+	}
+}
+
+// Resources are listed as the role may read them and read as tools are
+// called: decided by resource:URI, charged for what reaches the agent.
+func TestResources(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	for _, tt := range []struct {
+		role     string
+		listed   []string
+		readable map[string]bool
+	}{
+		{"coder", []string{"test://static-binary", "test://static-text", "test://watched-resource"},
+			map[string]bool{"test://static-text": true, "test://static-binary": true}},
+		{"noimage", []string{"test://static-text", "test://watched-resource"},
+			map[string]bool{"test://static-text": true, "test://static-binary": false}},
+	} {
+		t.Run(tt.role, func(t *testing.T) {
+			id := Identity{Agent: "tester", Session: "res-" + tt.role, StartRole: tt.role}
+			c := f.stdio(t, id)
+			c.initialize(nil)
+			var list struct{ Resources []struct{ URI string } }
+			r := c.result("resources/list", nil)
+			json.Unmarshal(r["resources"], &list.Resources)
+			var got []string
+			for _, x := range list.Resources {
+				got = append(got, x.URI)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.listed) {
+				t.Errorf("listed %v, want %v", got, tt.listed)
+			}
+			for uri, ok := range tt.readable {
+				before := f.usage(t, key(id)).Tokens
+				m := c.call("resources/read", map[string]string{"uri": uri})
+				if !ok {
+					if m.Error == nil || m.Error.Code != CodeDenied || !strings.Contains(m.Error.Message, "tool_denied") {
+						t.Errorf("read of %s: %+v %s", uri, m.Error, m.Result)
+					} else if d := decisionOf(t, m.Error.Data); d.Decision != "deny" {
+						t.Errorf("the refusal's decision: %+v", d)
+					}
+					continue
+				}
+				if m.Error != nil {
+					t.Fatalf("read of %s: %s", uri, m.Error.Message)
+				}
+				var res struct {
+					Contents []struct{ URI, Text, Blob string }
+				}
+				json.Unmarshal(m.Result, &res)
+				if len(res.Contents) != 1 || res.Contents[0].URI != uri {
+					t.Fatalf("read of %s: %s", uri, m.Result)
+				}
+				want := tokens(t, res.Contents[0].Text)
+				if res.Contents[0].Blob != "" {
+					want = 1 // a 1×1 PNG: one token
+				}
+				if got := f.usage(t, key(id)).Tokens - before; got != want {
+					t.Errorf("read of %s charged %d tokens, want %d", uri, got, want)
+				}
+			}
+		})
+	}
+}
+
+// A template is listed, and a URI made from it is read from its upstream.
+func TestResourceTemplates(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	c := f.stdio(t, agentSession("templates"))
+	c.initialize(nil)
+	r := c.result("resources/templates/list", nil)
+	if !strings.Contains(string(r["resourceTemplates"]), `"uriTemplate":"test://template/{id}/data"`) {
+		t.Errorf("templates: %s", r["resourceTemplates"])
+	}
+	r = c.result("resources/read", map[string]string{"uri": "test://template/42/data"})
+	if !strings.Contains(string(r["contents"]), `Data for ID: 42`) {
+		t.Errorf("read: %s", r["contents"])
+	}
+}
+
+// With several upstreams, URIs and prompt names carry their upstream's
+// name, and lead back to it.
+func TestSeveralUpstreamsArePrefixed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *Options) {
+		o.Upstreams = []UpstreamConfig{{Name: "one", Command: upstreamBin}, {Name: "two", Command: upstreamBin}}
+	})
+	c := f.stdio(t, agentSession("prefixed"))
+	c.initialize(nil)
+	r := c.result("resources/list", nil)
+	for _, want := range []string{`"uri":"one:test://static-text"`, `"uri":"two:test://static-text"`} {
+		if !strings.Contains(string(r["resources"]), want) {
+			t.Errorf("resources lack %s: %s", want, r["resources"])
+		}
+	}
+	r = c.result("resources/read", map[string]string{"uri": "two:test://static-text"})
+	if !strings.Contains(string(r["contents"]), `"uri":"test://static-text"`) {
+		t.Errorf("read: %s", r["contents"])
+	}
+	r = c.result("prompts/list", nil)
+	if !strings.Contains(string(r["prompts"]), `"name":"one__test_simple_prompt"`) {
+		t.Errorf("prompts: %s", r["prompts"])
+	}
+	r = c.result("prompts/get", map[string]any{"name": "two__test_prompt_with_arguments", "arguments": map[string]string{"arg1": "a", "arg2": "b"}})
+	if !strings.Contains(string(r["messages"]), "arg1='a', arg2='b'") {
+		t.Errorf("get: %s", r["messages"])
+	}
+	if m := c.call("resources/read", map[string]string{"uri": "three:test://static-text"}); m.Error == nil || m.Error.Code != codeResourceNotFound {
+		t.Errorf("a URI of no upstream: %+v", m.Error)
+	}
+	text, isError := toolText(t, c.call("tools/call", tool("two__test_simple_text", nil)))
+	if isError || text != "This is a simple text response for testing." {
+		t.Errorf("a prefixed tool: %v %q", isError, text)
+	}
+}
+
+// Prompts are listed as the role may get them, got as tools are called.
+func TestPrompts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	id := Identity{Agent: "tester", Session: "prompts", StartRole: "noimage"}
+	c := f.stdio(t, id)
+	c.initialize(nil)
+	r := c.result("prompts/list", nil)
+	if strings.Contains(string(r["prompts"]), "test_prompt_with_image") || !strings.Contains(string(r["prompts"]), "test_simple_prompt") {
+		t.Errorf("prompts: %s", r["prompts"])
+	}
+	before := f.usage(t, key(id)).Tokens
+	r = c.result("prompts/get", map[string]any{"name": "test_prompt_with_arguments", "arguments": map[string]string{"arg1": "x", "arg2": "y"}})
+	want := tokens(t, "Prompt with arguments: arg1='x', arg2='y'")
+	if got := f.usage(t, key(id)).Tokens - before; got != want {
+		t.Errorf("the prompt charged %d tokens, want %d (%s)", got, want, r["messages"])
+	}
+	m := c.call("prompts/get", map[string]any{"name": "test_prompt_with_image"})
+	if m.Error == nil || m.Error.Code != CodeDenied {
+		t.Errorf("a denied prompt: %+v", m.Error)
+	}
+}
+
+// Everything that reaches the agent is charged: text, structured content,
+// errors, images by their size, audio and binary data by their bytes, log
+// messages.
+func TestWhatReachesTheAgentIsCharged(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	for i, tt := range []struct {
+		name string
+		call map[string]any
+		want func(result string) int64
+	}{
+		{"text", tool("ctx_read", map[string]any{"bytes": 5000}), func(r string) int64 { return tokens(t, text(5000)) }},
+		{"structured content", tool("ctx_shell", map[string]string{"command": "structured 4000"}),
+			func(r string) int64 { return tokens(t, `{"text":`+string(mustJSON(text(4000)))+`}`) }},
+		{"a tool error", tool("test_error_handling", nil),
+			func(string) int64 { return tokens(t, "This tool intentionally returns an error for testing") }},
+		{"a JSON-RPC error", tool("ctx_shell", map[string]string{"command": "rpcfail"}),
+			func(string) int64 { return tokens(t, "the upstream could not run the command") }},
+		{"an image by its size", tool("ctx_shell", map[string]string{"command": "image 1000 600"}),
+			func(string) int64 { return 800 }}, // 600,000 pixels at 750 a token
+		{"a large image at most", tool("ctx_shell", map[string]string{"command": "image 4000 4000"}),
+			func(string) int64 { return 1600 }},
+		{"audio by its bytes", tool("ctx_shell", map[string]string{"command": "audio 10240"}),
+			func(string) int64 { return 320 }}, // 10 KiB at 32 a KiB
+		{"a blob by its bytes", tool("ctx_shell", map[string]string{"command": "blob 4096"}),
+			func(string) int64 { return 1024 }}, // 4 KiB at 256 a KiB
+		{"an embedded text resource", tool("ctx_read", map[string]any{"bytes": 3000, "resource": true}),
+			func(string) int64 { return tokens(t, text(3000)) }},
+		{"a log message", tool("ctx_shell", map[string]string{"command": "log 3000"}),
+			func(string) int64 { return tokens(t, text(3000)) + tokens(t, "logged") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := agentSession(fmt.Sprint("charged-", i))
+			c := f.stdio(t, id)
+			c.initialize(nil)
+			c.result("logging/setLevel", map[string]string{"level": "debug"})
+			before := f.usage(t, key(id)).Tokens
+			m := c.call("tools/call", tt.call)
+			raw := string(m.Result)
+			if m.Error != nil {
+				raw = m.Error.Message
+			}
+			if strings.HasPrefix(tt.name, "a log message") {
+				// The upstream may send it after its result; it is
+				// charged before the agent gets it.
+				c.waitNote("the log message", func(m *message) bool { return m.Method == "notifications/message" })
+			}
+			got := f.usage(t, key(id)).Tokens - before
+			// The arguments are input, not context: only what came back
+			// is charged to the context.
+			if want := tt.want(raw); got != want {
+				t.Errorf("charged %d tokens, want %d", got, want)
+			}
+		})
+	}
+}
+
+// text is the fixture's ctx_read bytes=n.
+func text(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "line %d of the file: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	return b.String()[:n]
+}
+
+// However many calls of a session run at once, its usage never passes
+// its limit: each result is charged before it is released, up to what is
+// left, and the rest withheld.
+func TestParallelCallsNeverPassTheBudget(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	id := Identity{Agent: "tester", Session: "parallel", StartRole: "small"}
+	c := f.stdio(t, id)
+	c.initialize(nil)
+	const calls = 30
+	var wg sync.WaitGroup
+	texts := make([]string, calls)
+	for i := range calls {
+		wg.Go(func() {
+			m := c.call("tools/call", tool("ctx_read", map[string]any{"bytes": 20000}))
+			texts[i], _ = toolText(t, m)
+		})
+	}
+	wg.Wait()
+	used := f.usage(t, key(id)).Tokens
+	if used > 2000 {
+		t.Errorf("%d parallel calls used %d tokens of a budget of 2000", calls, used)
+	}
+	withheld, denied := 0, 0
+	for _, s := range texts {
+		switch {
+		case strings.Contains(s, "withheld"):
+			withheld++
+		case strings.Contains(s, "budget_exhausted"):
+			denied++
+		}
+	}
+	if withheld == 0 || withheld+denied != calls {
+		t.Errorf("of %d calls of 5000 tokens on 2000: %d cut, %d refused", calls, withheld, denied)
+	}
+	// What reached the agent is what was charged.
+	var kept int64
+	for _, s := range texts {
+		if i := strings.Index(s, "\n[harness] the rest of this text withheld"); i >= 0 {
+			kept += tokens(t, s[:i])
+		}
+	}
+	if kept != used {
+		t.Errorf("the agent got %d tokens of text, the session was charged %d", kept, used)
+	}
+}
+
+// An upstream's sampling request reaches an agent whose client can
+// answer it, on the call it is about; its cost is charged to the session,
+// its tokens not to the context (the answer goes to the upstream).
+func TestSamplingIsRelayedAndCharged(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	id := agentSession("sampling")
+	c := f.stdio(t, id)
+	asked := make(chan json.RawMessage, 1)
+	c.answer = func(m *message) (any, *rpcError) {
+		if m.Method != "sampling/createMessage" {
+			return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+		}
+		asked <- m.Params
+		return map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "four"}, "model": "claude-sonnet-4-5"}, nil
+	}
+	c.initialize(map[string]any{"sampling": map[string]any{}})
+	before := f.usage(t, key(id))
+	text, isError := toolText(t, c.call("tools/call", tool("test_sampling", map[string]string{"prompt": "two and two?"})))
+	if isError || text != "LLM response: four" {
+		t.Fatalf("test_sampling: %v %q", isError, text)
+	}
+	if p := <-asked; !strings.Contains(string(p), "two and two?") {
+		t.Errorf("the request: %s", p)
+	}
+	after := f.usage(t, key(id))
+	if after.CostMicros <= before.CostMicros {
+		t.Errorf("sampling cost nothing: %d → %d micro-dollars", before.CostMicros, after.CostMicros)
+	}
+	if got, want := after.Tokens-before.Tokens, tokens(t, "LLM response: four"); got != want {
+		t.Errorf("the context was charged %d tokens, want %d (the tool's result only)", got, want)
+	}
+
+	// A client that did not declare sampling is not asked: the upstream
+	// hears that it cannot.
+	c2 := f.stdio(t, agentSession("no-sampling"))
+	c2.initialize(nil)
+	text, isError = toolText(t, c2.call("tools/call", tool("test_sampling", map[string]string{"prompt": "x"})))
+	if !isError || !strings.Contains(text, "sampling") {
+		t.Errorf("without the capability: %v %q", isError, text)
+	}
+}
+
+// Once the session's budget is spent, an upstream's sampling request is
+// refused without asking the agent: it would spend more.
+func TestSamplingRefusedWhenSpent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	id := Identity{Agent: "tester", Session: "spent", StartRole: "tiny"}
+	c := f.stdio(t, id)
+	c.answer = func(m *message) (any, *rpcError) {
+		t.Errorf("the client was asked %s", m.Method)
+		return nil, &rpcError{Code: codeInternal, Message: "no"}
+	}
+	c.initialize(map[string]any{"sampling": map[string]any{}})
+	c.call("tools/call", tool("ctx_read", map[string]any{"bytes": 5000})) // past the 100 tokens
+	f.g.mu.Lock()
+	s := f.g.sessions[key(id)]
+	f.g.mu.Unlock()
+	// As an upstream asks outside any call (a call would be refused).
+	_, rerr := s.relay(context.Background(), nil, "sampling/createMessage", json.RawMessage(`{"messages":[],"maxTokens":10}`))
+	if rerr == nil || rerr.Code != codeRefused || !strings.Contains(rerr.Message, "exhausted") {
+		t.Errorf("sampling on a spent budget: %+v", rerr)
+	}
+}
+
+// Elicitation and roots requests are relayed to a client that declared
+// them, and their answers go back to the upstream.
+func TestElicitationAndRootsAreRelayed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	c := f.stdio(t, agentSession("elicit"))
+	c.answer = func(m *message) (any, *rpcError) {
+		switch m.Method {
+		case "elicitation/create":
+			return map[string]any{"action": "accept", "content": map[string]string{"username": "ada", "email": "ada@example.test"}}, nil
+		case "roots/list":
+			return map[string]any{"roots": []map[string]string{{"uri": "file:///repo", "name": "repo"}}}, nil
+		}
+		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+	}
+	c.initialize(map[string]any{"elicitation": map[string]any{}, "roots": map[string]any{"listChanged": true}})
+	text, isError := toolText(t, c.call("tools/call", tool("test_elicitation", map[string]string{"message": "who?"})))
+	if isError || !strings.Contains(text, "action=accept") || !strings.Contains(text, "ada@example.test") {
+		t.Errorf("elicitation: %v %q", isError, text)
+	}
+	text, isError = toolText(t, c.call("tools/call", tool("ctx_shell", map[string]string{"command": "roots"})))
+	if isError || text != "roots: file:///repo" {
+		t.Errorf("roots: %v %q", isError, text)
+	}
+}
+
+// Progress and log messages of a call reach the agent before its result.
+func TestProgressAndLogMessages(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	c := f.stdio(t, agentSession("progress"))
+	c.initialize(nil)
+	c.result("logging/setLevel", map[string]string{"level": "info"})
+	m := c.call("tools/call", map[string]any{"name": "test_tool_with_progress", "_meta": map[string]any{"progressToken": "p-1"}})
+	if text, _ := toolText(t, m); text != "Tool with progress executed successfully" {
+		t.Errorf("progress tool: %q", text)
+	}
+	c.mu.Lock()
+	var progress []string
+	for _, n := range c.notes {
+		if n.Method == "notifications/progress" {
+			progress = append(progress, string(n.Params))
+		}
+	}
+	c.mu.Unlock()
+	if len(progress) != 3 || !strings.Contains(progress[2], `"progress":100`) || !strings.Contains(progress[0], `"progressToken":"p-1"`) {
+		t.Errorf("progress before the result: %v", progress)
+	}
+	c.call("tools/call", tool("test_tool_with_logging", nil))
+	c.waitNote("the upstream's log message", func(m *message) bool {
+		return m.Method == "notifications/message" && strings.Contains(string(m.Params), "Tool execution completed")
+	})
+}
+
+// The harness's own events of a session reach its client as log messages
+// once it set a level.
+func TestHarnessEventsAsLogMessages(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	id := Identity{Agent: "tester", Session: "events", StartRole: "small"}
+	c := f.stdio(t, id)
+	c.initialize(nil)
+	c.result("logging/setLevel", map[string]string{"level": "info"})
+	c.call("tools/call", tool("ctx_read", map[string]any{"bytes": 7000})) // 1750 tokens: past 80% of 2000
+	m := c.waitNote("the BudgetWarning", func(m *message) bool {
+		return m.Method == "notifications/message" && strings.Contains(string(m.Params), `"logger":"agent-harness"`) &&
+			strings.Contains(string(m.Params), "BudgetWarning")
+	})
+	if !strings.Contains(string(m.Params), `"level":"warning"`) {
+		t.Errorf("the event: %s", m.Params)
+	}
+}
+
+// A call the agent cancels is cancelled upstream too, and not answered.
+func TestCancellationReachesTheUpstream(t *testing.T) {
+	t.Parallel()
+	mark := filepath.Join(t.TempDir(), "cancelled")
+	f := newFixture(t, func(o *Options) { o.Upstreams[0].Env = []string{"UPSTREAM_CANCELLED=" + mark} })
+	c := f.stdio(t, agentSession("cancel"))
+	c.initialize(nil)
+	id, _ := c.start("tools/call", tool("ctx_shell", map[string]string{"command": "hang"}))
+	// Cancel once the call is upstream: the gateway knows it as under way.
+	waitFor(t, "the call under way", func() bool { return f.g.inflightCount(true) > 0 })
+	c.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": "changed my mind"})
+	waitFor(t, "the upstream to hear of the cancellation", func() bool { _, err := os.Stat(mark); return err == nil })
+	c.result("ping", nil)
+	waitFor(t, "the call to end", func() bool { return f.g.inflightCount(false) == 0 })
+	c.mu.Lock()
+	_, still := c.pending[fmt.Sprint(id)]
+	c.mu.Unlock()
+	if !still {
+		t.Error("the cancelled call was answered")
+	}
+}

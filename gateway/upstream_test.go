@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// pids are the processes the wrapper of the fixture upstream recorded.
+func pids(t testing.TB, file string) []int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		n, _ := strconv.Atoi(f)
+		out = append(out, n)
+	}
+	return out
+}
+
+// Close is final: an upstream restarting as the gateway closes is
+// stopped, and none runs or starts once Close has returned.
+func TestNoUpstreamAfterClose(t *testing.T) {
+	t.Parallel()
+	for i := range 12 {
+		file := filepath.Join(t.TempDir(), "pids")
+		f := newFixture(t, func(o *Options) {
+			o.Upstreams = []UpstreamConfig{{Name: "fixture", Command: "/bin/sh",
+				Args: []string{"-c", `echo $$ >> "$0"; exec "$1"`, file, upstreamBin}}}
+		})
+		s, err := f.g.session(agentSession("closing"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.start(context.Background())
+		u := s.upstreams()[0]
+		u.call(context.Background(), "tools/call", json.RawMessage(`{"name":"ctx_shell","arguments":{"command":"crash"}}`))
+		switch i % 3 {
+		case 0: // at once: the restart waits out its back-off
+		case 1: // while the new process starts
+			waitFor(t, "the restart", func() bool { return len(pids(t, file)) >= 2 })
+		case 2: // once it is back
+			waitFor(t, "the upstream back", func() bool { return len(pids(t, file)) >= 2 && u.up() })
+		}
+		f.g.Close()
+		for _, pid := range pids(t, file) {
+			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("run %d: upstream %d still runs after Close (%v)", i, pid, err)
+			}
+		}
+		if _, err := f.g.session(agentSession("late"), nil); err == nil {
+			t.Error("a session began after Close")
+		}
+	}
+}
+
+// An upstream that dies is restarted, and a call while it is down says
+// so without reaching it: a shell call's slot is given back. A call that
+// reached it keeps its slot.
+func TestDownUpstreamGivesTheSlotBack(t *testing.T) {
+	t.Parallel()
+	down := filepath.Join(t.TempDir(), "down")
+	f := newFixture(t, func(o *Options) {
+		o.Upstreams = []UpstreamConfig{{Name: "fixture", Command: "/bin/sh",
+			Args: []string{"-c", `if [ -e "$0" ]; then exit 1; fi; exec "$1"`, down, upstreamBin}}}
+	})
+	id := Identity{Agent: "tester", Session: "slot", StartRole: "shell1"}
+	c := f.stdio(t, id)
+	c.initialize(nil)
+	if err := os.WriteFile(down, nil, 0o600); err != nil { // it will not come back
+		t.Fatal(err)
+	}
+	text, isError := toolText(t, c.call("tools/call", tool("ctx_shell", map[string]string{"command": "crash"})))
+	if !isError || !strings.Contains(text, "upstream is down") {
+		t.Fatalf("the crash: %v %q", isError, text)
+	}
+	if n := f.usage(t, key(id)).Shell; n != 1 {
+		t.Fatalf("the call that was sent took %d slots, want 1", n)
+	}
+	// The role allows one shell call: give the crash's back by hand, and
+	// the calls while the upstream is down must not take it.
+	if _, err := f.store.ReleaseShell(context.Background(), key(id), ""); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		text, isError = toolText(t, c.call("tools/call", tool("ctx_shell", map[string]string{"command": "echo"})))
+		if !isError || !strings.Contains(text, "restarting") {
+			t.Errorf("a call while down: %v %q", isError, text)
+		}
+	}
+	if n := f.usage(t, key(id)).Shell; n != 0 {
+		t.Errorf("calls never sent kept %d slots", n)
+	}
+	os.Remove(down)
+	f.g.mu.Lock()
+	u := f.g.sessions[key(id)].upstreams()[0]
+	f.g.mu.Unlock()
+	waitFor(t, "the upstream back", u.up)
+	text, isError = toolText(t, c.call("tools/call", tool("ctx_shell", map[string]string{"command": "echo back"})))
+	if isError || text != "ran: echo back\n" {
+		t.Errorf("after the restart: %v %q", isError, text)
+	}
+}
