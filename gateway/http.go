@@ -137,7 +137,9 @@ func (h *httpServer) refuse(w http.ResponseWriter, r *http.Request, status int, 
 
 // rpcRefuse answers with an HTTP error whose body is a JSON-RPC error.
 func (h *httpServer) rpcRefuse(w http.ResponseWriter, r *http.Request, status int, id json.RawMessage, e *rpcError) {
-	h.o.Logf("http: %d %s from %s: %s", status, r.Method, r.RemoteAddr, e.Message)
+	if status >= 400 {
+		h.o.Logf("http: %d %s from %s: %s", status, r.Method, r.RemoteAddr, e.Message)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(errorMessage(id, e))
@@ -164,8 +166,8 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"client_sessions = true on the token in harness.toml lets its client name them")
 		return
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) {
-		h.refuse(w, r, http.StatusBadRequest, fmt.Sprintf("unsupported MCP-Protocol-Version %q (supported: %s)", v, strings.Join(protocolVersions, ", ")))
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) && r.Method != http.MethodPost {
+		h.refuse(w, r, http.StatusBadRequest, unsupportedVersion(v))
 		return
 	}
 	switch r.Method {
@@ -294,6 +296,17 @@ func (h *httpServer) post(w http.ResponseWriter, r *http.Request, id Identity, o
 			code = codeParse
 		}
 		h.rpcRefuse(w, r, http.StatusBadRequest, nil, &rpcError{Code: code, Message: "not a JSON-RPC message: " + err.Error()})
+		return
+	}
+	if m.Method == "server/discover" && m.isRequest() {
+		// The stateless protocol's probe (2026-07-28): it is not spoken
+		// here, and its client falls back to initialize.
+		h.rpcRefuse(w, r, http.StatusOK, m.ID, &rpcError{Code: codeMethodNotFound,
+			Message: "method not found: server/discover (this gateway speaks MCP " + protocolVersions[len(protocolVersions)-1] + " to " + protocolVersions[0] + ": initialize)"})
+		return
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) {
+		h.refuse(w, r, http.StatusBadRequest, unsupportedVersion(v))
 		return
 	}
 	var hs *httpSession
@@ -585,4 +598,8 @@ func (r *responseStream) finish(resp []byte) {
 	r.w.Header().Set("Content-Length", strconv.Itoa(len(resp)))
 	r.w.WriteHeader(http.StatusOK)
 	r.w.Write(resp)
+}
+
+func unsupportedVersion(v string) string {
+	return fmt.Sprintf("unsupported MCP-Protocol-Version %q (supported: %s)", v, strings.Join(protocolVersions, ", "))
 }

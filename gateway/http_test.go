@@ -130,6 +130,8 @@ func TestHTTPRefusals(t *testing.T) {
 		{"a session named by a token that may not", request{body: list, header: with(map[string]string{"X-Harness-Session": "mine"})}, 400, "X-Harness-Session is not accepted"},
 		{"PUT", request{method: "PUT", body: list, header: a}, 405, "want POST, GET or DELETE"},
 		{"a GET that is no stream", request{method: "GET", header: with(map[string]string{"Accept": "application/json"})}, 405, "event stream"},
+		{"the stateless protocol's probe", request{body: `{"jsonrpc":"2.0","id":9,"method":"server/discover"}`,
+			header: map[string]string{"Authorization": bearer(0), "Mcp-Protocol-Version": "2026-07-28"}}, 200, "-32601"},
 		{"a notification", request{body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, header: a}, 202, ""},
 		{"a response to nothing", request{body: `{"jsonrpc":"2.0","id":"harness-99","result":{}}`, header: a}, 202, ""},
 	} {
