@@ -48,8 +48,8 @@ func (s *session) resourceRoute(exposed string) (*upstream, string, bool) {
 		return nil, "", false
 	}
 	for _, u := range ups {
-		for _, raw := range u.list("resources/list") {
-			if named(raw, "uri") == exposed {
+		for _, it := range u.list("resources/list") {
+			if it.name == exposed {
 				return u, exposed, true
 			}
 		}
@@ -77,22 +77,22 @@ func (s *session) visible(ctx context.Context, tools []contract.Tool) map[string
 // names them, renamed as the agent sees them; the first upstream wins a
 // clash.
 func (s *session) listed(ctx context.Context, method, key, policyPrefix string, expose func(*upstream, string) string) []json.RawMessage {
-	type item struct {
+	type listedItem struct {
 		raw     json.RawMessage
 		exposed string
 	}
-	var items []item
+	var items []listedItem
 	var tools []contract.Tool
 	seen := map[string]bool{}
 	for _, u := range s.upstreams() {
-		for _, raw := range u.list(method) {
-			name := named(raw, key)
+		for _, it := range u.list(method) {
+			name := it.name
 			exposed := expose(u, name)
-			if name == "" || seen[exposed] {
+			if seen[exposed] {
 				continue
 			}
 			seen[exposed] = true
-			items = append(items, item{raw, exposed})
+			items = append(items, listedItem{it.raw, exposed})
 			tools = append(tools, contract.Tool{Name: policyPrefix + exposed, Upstream: u.cfg.Name, UpstreamTool: policyPrefix + name})
 		}
 	}

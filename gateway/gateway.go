@@ -154,6 +154,7 @@ func (g *Gateway) Close() {
 		wg.Go(s.close)
 	}
 	wg.Wait()
+	g.o.Governor.Wait() // the events of the last charges are out
 }
 
 // forwardEvents sends each harness event to the session it concerns, as an

@@ -61,13 +61,12 @@ func (s *session) routes(method string) ([]string, map[string]route) {
 	var order []string
 	out := map[string]route{}
 	for _, u := range s.upstreams() {
-		for _, raw := range u.list(method) {
-			name := named(raw, "name")
-			exposed := s.g.exposeName(u, name)
-			if _, clash := out[exposed]; clash || name == "" || method == "tools/list" && exposed == SessionTool {
+		for _, it := range u.list(method) {
+			exposed := s.g.exposeName(u, it.name)
+			if _, clash := out[exposed]; clash || method == "tools/list" && exposed == SessionTool {
 				continue
 			}
-			out[exposed] = route{up: u, name: name, raw: raw}
+			out[exposed] = route{up: u, name: it.name, raw: it.raw}
 			order = append(order, exposed)
 		}
 	}
@@ -362,7 +361,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 			}
 		}
 	}
-	st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: r.parts(s.g.o.Charging)})
+	st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: r.parts(s.g.o.Charging), Counters: &o.Counters, Background: true})
 	if err != nil {
 		// Nothing is released that was not charged.
 		return c.fail(codeInternal, fmt.Sprintf("[harness] the result of %s was withheld: it could not be charged (%v)", c.tool, err), nil)

@@ -34,7 +34,7 @@ type upstream struct {
 	c         conn
 	caps      map[string]json.RawMessage // the upstream's capabilities
 	version   string                     // the protocol version it answered
-	lists     map[string][]json.RawMessage
+	lists     map[string][]item
 	down      error
 	closed    bool
 	backoff   time.Duration
@@ -58,15 +58,33 @@ const (
 
 // listKinds are the lists an upstream may offer: the method, the key of
 // the items in its result, and the capability that offers it.
-var listKinds = []struct{ method, key, capability string }{
-	{"tools/list", "tools", "tools"},
-	{"resources/list", "resources", "resources"},
-	{"resources/templates/list", "resourceTemplates", "resources"},
-	{"prompts/list", "prompts", "prompts"},
+var listKinds = []struct{ method, key, capability, name string }{
+	{"tools/list", "tools", "tools", "name"},
+	{"resources/list", "resources", "resources", "uri"},
+	{"resources/templates/list", "resourceTemplates", "resources", "uriTemplate"},
+	{"prompts/list", "prompts", "prompts", "name"},
+}
+
+// item is one item of an upstream's list: as it came, and its name (the
+// field that names it: a name, a URI, a URI template).
+type item struct {
+	name string
+	raw  json.RawMessage
+}
+
+// items names the raw items of a list by their key.
+func items(raw []json.RawMessage, key string) []item {
+	out := make([]item, 0, len(raw))
+	for _, r := range raw {
+		if name := named(r, key); name != "" {
+			out = append(out, item{name, r})
+		}
+	}
+	return out
 }
 
 func newUpstream(cfg UpstreamConfig, s *session) *upstream {
-	u := &upstream{cfg: cfg, s: s, backoff: minBackoff, lists: map[string][]json.RawMessage{}}
+	u := &upstream{cfg: cfg, s: s, backoff: minBackoff, lists: map[string][]item{}}
 	u.stop, u.cancel = context.WithCancel(context.Background())
 	return u
 }
@@ -136,12 +154,12 @@ func (u *upstream) connect(ctx context.Context) error {
 		c.close()
 		return fmt.Errorf("initialized: %w", err)
 	}
-	lists := map[string][]json.RawMessage{}
+	lists := map[string][]item{}
 	for _, k := range listKinds {
 		if _, ok := init.Capabilities[k.capability]; !ok {
 			continue
 		}
-		items, err := listAll(ictx, c, k.method, k.key)
+		raw, err := listAll(ictx, c, k.method, k.key)
 		var rerr *rpcError
 		if errors.As(err, &rerr) && rerr.Code == codeMethodNotFound {
 			continue // a capability without this list (resources without templates)
@@ -150,7 +168,7 @@ func (u *upstream) connect(ctx context.Context) error {
 			c.close()
 			return fmt.Errorf("%s: %w", k.method, err)
 		}
-		lists[k.method] = items
+		lists[k.method] = items(raw, k.name)
 	}
 	u.mu.Lock()
 	if u.closed { // closed while this connected: nobody else will close it
@@ -226,13 +244,14 @@ func (u *upstream) refresh(ctx context.Context, methods ...string) {
 			if k.method != m {
 				continue
 			}
-			items, err := listAll(ctx, c, k.method, k.key)
+			raw, err := listAll(ctx, c, k.method, k.key)
 			if err != nil {
 				u.s.g.o.Logf("upstream %s: %s: %v", u.cfg.Name, k.method, err)
 				continue
 			}
+			named := items(raw, k.name)
 			u.mu.Lock()
-			u.lists[k.method] = items
+			u.lists[k.method] = named
 			u.mu.Unlock()
 		}
 	}
@@ -337,7 +356,7 @@ func (u *upstream) notify(ctx context.Context, method string, params json.RawMes
 
 // list is one of the upstream's lists, as it last read it: while it is
 // down its items stay, and a call of one says the upstream is restarting.
-func (u *upstream) list(method string) []json.RawMessage {
+func (u *upstream) list(method string) []item {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.lists[method]

@@ -62,3 +62,57 @@ func BenchmarkDecideSinks(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCharge measures what charging a small result costs on the
+// SQLite ledger: settled before it is released (Settle: the policy's
+// allowance, a compare-and-swap), against recorded after it (Record: an
+// add), with the counters of the call's decision at hand or read again.
+func BenchmarkCharge(b *testing.B) {
+	ctx := context.Background()
+	e := engine(b)
+	store, err := budget.OpenSQLite(ctx, filepath.Join(b.TempDir(), "ledger.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	g := New(Options{Rules: Rules{Engine: e}, Store: store})
+	k := budget.Key{Agent: "bench", Session: "s"}
+	o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_read"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := Output{Session: k, Tool: "ctx_read", Arguments: `{"path":"x"}`, Parts: []Part{{Text: "contents of x\n"}}}
+	b.Run("record", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := g.Record(ctx, Result{Session: k, Tool: "ctx_read", Arguments: `{"path":"x"}`, Output: "contents of x\n"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("settle", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := g.Settle(ctx, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("settle-with-counters", func(b *testing.B) {
+		cur := o.Counters
+		for b.Loop() {
+			o := out
+			o.Counters = &cur
+			st, err := g.Settle(ctx, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cur = st.After
+		}
+	})
+	b.Run("allowance", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.Allowance(ctx, statusInput(k, o.Counters, "")); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

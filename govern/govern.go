@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +55,7 @@ type Rules struct {
 // concurrent use.
 type Governor struct {
 	rules     atomic.Pointer[Rules]
+	pending   tracker // background work of settlements
 	store     budget.Store
 	tokens    *budget.Tokenizer
 	prices    pricing.Prices
@@ -123,6 +125,45 @@ func (g *Governor) Swap(r Rules) {
 		r.DefaultRole = roles.DefaultRole
 	}
 	g.rules.Store(&r)
+}
+
+// Wait returns once the background work of earlier settlements (their
+// budget crossings' events) is done.
+func (g *Governor) Wait() { g.pending.wait() }
+
+// tracker counts goroutines under way. Unlike a sync.WaitGroup, it may
+// start one while another goroutine waits, whenever.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	idle sync.Cond
+}
+
+func (t *tracker) Go(f func()) {
+	t.mu.Lock()
+	t.n++
+	t.mu.Unlock()
+	go func() {
+		defer func() {
+			t.mu.Lock()
+			if t.n--; t.n == 0 && t.idle.L != nil {
+				t.idle.Broadcast()
+			}
+			t.mu.Unlock()
+		}()
+		f()
+	}()
+}
+
+func (t *tracker) wait() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.idle.L == nil {
+		t.idle.L = &t.mu
+	}
+	for t.n > 0 {
+		t.idle.Wait()
+	}
 }
 
 // Rules are the rules in force.

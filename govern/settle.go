@@ -35,6 +35,16 @@ type Output struct {
 	Parts     []Part
 	// Model prices the call; "" for the configured default.
 	Model string
+	// Counters are the session's counters as the caller last had them
+	// (the call's decision's), which saves reading them; nil reads them.
+	// Stale counters cost a retry, never a wrong charge: the charge is a
+	// compare-and-swap on them.
+	Counters *budget.Counters
+	// Background works out the budget crossings of the charge, and emits
+	// their events, after Settle returns (Governor.Wait waits for them),
+	// so that the output goes to the agent sooner; the Settlement's
+	// Signal is then "".
+	Background bool
 }
 
 // Kept is what of a part may reach the agent: all of it, a text's first
@@ -85,8 +95,10 @@ func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
 		}
 		total += counts[i]
 	}
-	cur, err := g.session(ctx, r, k, "", period)
-	if err != nil {
+	var cur budget.Counters
+	if out.Counters != nil && out.Counters.Role != "" {
+		cur = *out.Counters
+	} else if cur, err = g.session(ctx, r, k, "", period); err != nil {
 		return Settlement{}, err
 	}
 	for range maxAttempts {
@@ -121,13 +133,21 @@ func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
 		}
 		s := Settlement{Wanted: total, Withheld: total - grant, Parts: kept,
 			Charge: Charge{InputTokens: in, OutputTokens: grant, CostMicros: cost, Before: cur, After: next}}
-		levels, crossed := g.crossings(ctx, r, k, period, cur, next)
-		s.Signal = levels.Signal
-		if len(crossed) > 0 {
-			red := g.redact(statusInput(k, next, period))
-			for _, e := range crossed {
-				g.emit(red, e)
+		cross := func(ctx context.Context) string {
+			levels, crossed := g.crossings(ctx, r, k, period, cur, next)
+			if len(crossed) > 0 {
+				red := g.redact(statusInput(k, next, period))
+				for _, e := range crossed {
+					g.emit(red, e)
+				}
 			}
+			return levels.Signal
+		}
+		if out.Background {
+			bg := context.WithoutCancel(ctx)
+			g.pending.Go(func() { cross(bg) })
+		} else {
+			s.Signal = cross(ctx)
 		}
 		return s, nil
 	}

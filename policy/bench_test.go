@@ -184,3 +184,17 @@ func BenchmarkVisible(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAllowance measures what a charge asks of the policy: how much
+// the session may still spend.
+func BenchmarkAllowance(b *testing.B) {
+	e := benchEngine(b)
+	ctx := context.Background()
+	in := contract.Input{Role: "coder", Budget: contract.Usage{Tokens: 1000, Shell: 1}, Agent: "bench"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Allowance(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 // BenchmarkGatewayLatency calls the same upstream tool straight and through
 // harness serve (stdio both ways), for a small output and a 100 KB one, and
+// reads the same small resource, and
 // reports the p50 and p99 latency of each path and what the gateway adds at
 // p50. "gateway" is the default set-up (the SQLite ledger, event and
 // decision logs on); "lean" keeps counters in memory and writes no logs, to
@@ -32,8 +33,8 @@ func BenchmarkGatewayLatency(b *testing.B) {
 		"[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 1000000000000\nmax_cost_usd = 1000000.0\n")
 	for _, size := range []struct {
 		name  string
-		bytes int
-	}{{"small", 20}, {"100KB", 100 << 10}} {
+		bytes int // of ctx_read; 0: a read of the resource test://static-text
+	}{{"small", 20}, {"100KB", 100 << 10}, {"resource", 0}} {
 		b.Run(size.name, func(b *testing.B) {
 			paths := []struct {
 				name string
@@ -66,8 +67,18 @@ func BenchmarkGatewayLatency(b *testing.B) {
 			}
 			callReq := mcp.CallToolRequest{}
 			callReq.Params.Name, callReq.Params.Arguments = "ctx_read", map[string]any{"bytes": size.bytes}
+			readReq := mcp.ReadResourceRequest{}
+			readReq.Params.URI = "test://static-text"
 			call := func(c *client.Client) time.Duration {
 				start := time.Now()
+				if size.bytes == 0 {
+					res, err := c.ReadResource(context.Background(), readReq)
+					d := time.Since(start)
+					if err != nil || len(res.Contents) != 1 {
+						b.Fatalf("%v %+v", err, res)
+					}
+					return d
+				}
 				res, err := c.CallTool(context.Background(), callReq)
 				d := time.Since(start)
 				if err != nil || res.IsError {
