@@ -173,7 +173,7 @@ type Options struct {
 }
 
 // DefaultTimeout bounds an operation on Redis when Options set none.
-const DefaultTimeout = 2 * time.Second
+const DefaultTimeout = 5 * time.Second
 
 // DefaultPrefix is the Redis key prefix when none is configured.
 const DefaultPrefix = "harness:"
