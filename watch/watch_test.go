@@ -2,6 +2,8 @@ package watch
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,58 +18,80 @@ import (
 	"github.com/agentharness/harness/roles"
 )
 
-// fixture is a policy engine on the roles and policies of one project's
-// .lean-ctx, kept current by Run as the gateway keeps its own.
+// fixture watches one project's .lean-ctx as the gateway does. With an
+// engine, each rebuild loads the roles and policies into it; without, each
+// rebuild reads the files (roles/*.toml, policies/*.rego, harness.toml)
+// into a snapshot, which is all the watching needs.
 type fixture struct {
-	t                    *testing.T
-	lean, roles, polices string
-	engine               *policy.Engine
-	kicks                chan struct{} // a kick after each rebuild, good or failed
-	mu                   sync.Mutex
-	errs                 []string
-	config               string // harness.toml as the last rebuild read it
+	t                     *testing.T
+	lean, roles, policies string
+	engine                *policy.Engine
+	kicks                 chan struct{} // a kick after each rebuild, good or failed
+	mu                    sync.Mutex
+	errs                  []string
+	files                 map[string]string // path under .lean-ctx → content, as the last rebuild read them
 }
 
 // watchProject starts watching root's .lean-ctx (whatever of it exists) and
 // returns once the watches are in place.
-func watchProject(t *testing.T, root string) *fixture {
+func watchProject(t *testing.T, root string, withEngine bool) *fixture {
 	t.Helper()
 	lean := filepath.Join(root, ".lean-ctx")
-	f := &fixture{t: t, lean: lean, roles: filepath.Join(lean, "roles"), polices: filepath.Join(lean, "policies"),
+	f := &fixture{t: t, lean: lean, roles: filepath.Join(lean, "roles"), policies: filepath.Join(lean, "policies"),
 		kicks: make(chan struct{}, 1)}
 	load := func() (*compiler.Document, []compiler.Module, error) {
 		set, err := roles.Load(roles.Dirs{Project: []string{f.roles}})
 		if err != nil {
 			return nil, nil, err
 		}
-		mods, err := custom.Load([]custom.Dir{{Path: f.polices, Bundle: "policies/project"}})
+		mods, err := custom.Load([]custom.Dir{{Path: f.policies, Bundle: "policies/project"}})
 		return compiler.Compile(set, compiler.DefaultConfig()), mods, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	doc, mods, err := load()
-	if err != nil {
-		t.Fatal(err)
+	rebuild := func() error {
+		files := map[string]string{}
+		for dir, suffix := range map[string]string{"roles": ".toml", "policies": ".rego"} {
+			entries, _ := os.ReadDir(filepath.Join(lean, dir))
+			for _, e := range entries {
+				if strings.HasSuffix(e.Name(), suffix) {
+					src, _ := os.ReadFile(filepath.Join(lean, dir, e.Name()))
+					files[dir+"/"+e.Name()] = string(src)
+				}
+			}
+		}
+		if src, err := os.ReadFile(filepath.Join(lean, "harness.toml")); err == nil {
+			files["harness.toml"] = string(src)
+		}
+		f.mu.Lock()
+		f.files = files
+		f.mu.Unlock()
+		return nil
 	}
-	if f.engine, err = policy.New(ctx, doc, mods...); err != nil {
-		t.Fatal(err)
+	if withEngine {
+		doc, mods, err := load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.engine, err = policy.New(ctx, doc, mods...); err != nil {
+			t.Fatal(err)
+		}
+		rebuild = func() error {
+			doc, mods, err := load()
+			if err != nil {
+				return err
+			}
+			return f.engine.Reload(ctx, doc, mods...)
+		}
+	} else {
+		rebuild()
 	}
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{
-			Paths:    []string{f.roles, f.polices, filepath.Join(lean, "harness.toml")},
+			Paths:    []string{f.roles, f.policies, filepath.Join(lean, "harness.toml")},
 			Debounce: 20 * time.Millisecond,
-			Rebuild: func() error {
-				doc, mods, err := load()
-				if err != nil {
-					return err
-				}
-				src, _ := os.ReadFile(filepath.Join(lean, "harness.toml"))
-				f.mu.Lock()
-				f.config = string(src)
-				f.mu.Unlock()
-				return f.engine.Reload(ctx, doc, mods...)
-			},
+			Rebuild:  rebuild,
 			OnError: func(err error) {
 				f.mu.Lock()
 				f.errs = append(f.errs, err.Error())
@@ -101,11 +125,11 @@ func (f *fixture) kick() {
 	}
 }
 
-// configIs says whether the last rebuild read src from harness.toml.
-func (f *fixture) configIs(src string) bool {
+// read is what the last rebuild read.
+func (f *fixture) read() map[string]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.config == src
+	return f.files
 }
 
 // decide is the decision on a shell call of command in role.
@@ -171,10 +195,10 @@ func policyOn(cmd string) string {
 // next edit is tried again.
 func TestRebuildOnEdits(t *testing.T) {
 	t.Parallel()
-	f := watchProject(t, t.TempDir())
+	f := watchProject(t, t.TempDir(), true)
 
 	// A policy appears (its directory did not exist when watching began).
-	policyFile := filepath.Join(f.polices, "no_ls.rego")
+	policyFile := filepath.Join(f.policies, "no_ls.rego")
 	write(t, policyFile, policyOn("ls"))
 	f.await("the new policy", func() bool { return f.decide("coder", "ls") == contract.Deny })
 
@@ -201,104 +225,110 @@ func TestRebuildOnEdits(t *testing.T) {
 }
 
 // Directories that go away and come back (a branch switch, a fresh
-// checkout), or appear only after watching began, are watched again: an edit
-// in them is followed. So are files that editors save by renaming a
-// temporary file over them.
+// checkout), are renamed away, or appear only after watching began, are
+// watched again: an edit in them is followed. So are files that editors
+// save by renaming a temporary file over them. Each step changes the files
+// and waits until a rebuild has read exactly what they hold then.
 func TestWatchSurvives(t *testing.T) {
 	t.Parallel()
+	// A step, under .lean-ctx: directories removed ("" for .lean-ctx
+	// itself) or renamed out of it, then files written (by renaming a
+	// temporary file over them, with over).
 	type step struct {
-		what string
-		do   func(t *testing.T, f *fixture)
-		want func(f *fixture) bool
+		what     string
+		remove   []string
+		moveAway []string
+		write    map[string]string
+		over     bool
 	}
-	// Every case starts (if its .lean-ctx exists then) with role r denying
-	// the shell and the policy denying ls; its first step reaches made,
-	// role r tracking the shell and the policy denying cat; then the role
-	// and the policy are edited in turn, each edit giving a state that
-	// differs from the one before.
-	made := func(f *fixture) bool {
-		return f.decide("r", "make") == contract.Allow && f.decide("coder", "cat") == contract.Deny && f.decide("coder", "ls") == contract.Allow
-	}
-	makeBoth := func(write func(t *testing.T, path, src string)) func(t *testing.T, f *fixture) {
-		return func(t *testing.T, f *fixture) {
-			write(t, filepath.Join(f.roles, "r.toml"), role("track"))
-			write(t, filepath.Join(f.polices, "p.rego"), policyOn("cat"))
-		}
-	}
-	edits := func(write func(t *testing.T, path, src string)) []step {
+	start := map[string]string{"roles/r.toml": "# role 1\n", "policies/p.rego": "# policy 1\n", "harness.toml": ""}
+	made := map[string]string{"roles/r.toml": "# role 2\n", "policies/p.rego": "# policy 2\n", "harness.toml": ""}
+	edits := func(over bool) []step {
 		return []step{
-			{"an edit of the role", func(t *testing.T, f *fixture) { write(t, filepath.Join(f.roles, "r.toml"), role("deny")) },
-				func(f *fixture) bool { return f.decide("r", "make") == contract.Deny }},
-			{"an edit of the policy", func(t *testing.T, f *fixture) { write(t, filepath.Join(f.polices, "p.rego"), policyOn("pwd")) },
-				func(f *fixture) bool {
-					return f.decide("r", "pwd") == contract.Deny && f.decide("coder", "cat") == contract.Allow
-				}},
-			{"a second edit of the role", func(t *testing.T, f *fixture) { write(t, filepath.Join(f.roles, "r.toml"), role("track")) },
-				func(f *fixture) bool { return f.decide("r", "make") == contract.Allow }},
-			{"an edit of harness.toml", func(t *testing.T, f *fixture) { write(t, filepath.Join(f.lean, "harness.toml"), "# edited\n") },
-				func(f *fixture) bool { return f.configIs("# edited\n") }},
-			{"a second edit of harness.toml", func(t *testing.T, f *fixture) { write(t, filepath.Join(f.lean, "harness.toml"), "# again\n") },
-				func(f *fixture) bool { return f.configIs("# again\n") }},
+			{what: "an edit of the role", write: map[string]string{"roles/r.toml": "# role 3\n"}, over: over},
+			{what: "an edit of the policy", write: map[string]string{"policies/p.rego": "# policy 3\n"}, over: over},
+			{what: "a new role", write: map[string]string{"roles/s.toml": "# role s\n"}, over: over},
+			{what: "a second edit of the role", write: map[string]string{"roles/r.toml": "# role 4\n"}, over: over},
+			{what: "an edit of harness.toml", write: map[string]string{"harness.toml": "# edited\n"}, over: over},
+			{what: "a second edit of harness.toml", write: map[string]string{"harness.toml": "# again\n"}, over: over},
 		}
 	}
-	noPolicy := func(f *fixture) bool { return f.decide("coder", "ls") == contract.Allow }
 	for _, tt := range []struct {
 		name   string
-		before bool // the project's .lean-ctx exists when watching begins
+		before bool // .lean-ctx holds start when watching begins
 		steps  []step
 	}{
 		{"role directory removed and made again", true, append([]step{
-			{"the role's directory made again", func(t *testing.T, f *fixture) {
-				removeAll(t, f.roles)
-				write(t, filepath.Join(f.roles, "r.toml"), role("track"))
-				write(t, filepath.Join(f.polices, "p.rego"), policyOn("cat"))
-			}, made},
-		}, edits(write)...)},
+			{what: "the roles made again", remove: []string{"roles"}, write: map[string]string{"roles/r.toml": "# role 2\n"}},
+		}, edits(false)...)},
 		{"policy directory removed and made again", true, append([]step{
-			{"the policy directory made again", func(t *testing.T, f *fixture) {
-				removeAll(t, f.polices)
-				makeBoth(write)(t, f)
-			}, made},
-		}, edits(write)...)},
+			{what: "the policies made again", remove: []string{"policies"}, write: map[string]string{"policies/p.rego": "# policy 2\n"}},
+		}, edits(false)...)},
 		{"both removed, then made again one by one", true, append([]step{
-			{"both gone", func(t *testing.T, f *fixture) { removeAll(t, f.roles); removeAll(t, f.polices) }, noPolicy},
-			{"the roles back", func(t *testing.T, f *fixture) { write(t, filepath.Join(f.roles, "r.toml"), role("track")) },
-				func(f *fixture) bool { return f.decide("r", "make") == contract.Allow }},
-			{"the policies back", func(t *testing.T, f *fixture) { write(t, filepath.Join(f.polices, "p.rego"), policyOn("cat")) }, made},
-		}, edits(write)...)},
+			{what: "both gone", remove: []string{"roles", "policies"}},
+			{what: "the roles back", write: map[string]string{"roles/r.toml": "# role 2\n"}},
+			{what: "the policies back", write: map[string]string{"policies/p.rego": "# policy 2\n"}},
+		}, edits(false)...)},
+		{"role directory renamed away, another put in its place", true, append([]step{
+			{what: "a new roles directory", moveAway: []string{"roles"}, write: map[string]string{"roles/r.toml": "# role 2\n"}},
+		}, edits(false)...)},
 		{".lean-ctx removed and made again", true, append([]step{
-			{"a fresh .lean-ctx", func(t *testing.T, f *fixture) { removeAll(t, f.lean); makeBoth(write)(t, f) }, made},
-		}, edits(write)...)},
+			{what: "a fresh .lean-ctx", remove: []string{""}, write: made},
+		}, edits(false)...)},
 		{".lean-ctx removed, then made again later", true, append([]step{
-			{"no .lean-ctx", func(t *testing.T, f *fixture) { removeAll(t, f.lean) }, noPolicy},
-			{"a new .lean-ctx", makeBoth(write), made},
-		}, edits(write)...)},
+			{what: "no .lean-ctx", remove: []string{""}},
+			{what: "a new .lean-ctx", write: made},
+		}, edits(false)...)},
+		{".lean-ctx renamed away, then made again", true, append([]step{
+			{what: "no .lean-ctx", moveAway: []string{""}},
+			{what: "a new .lean-ctx", write: made},
+		}, edits(false)...)},
 		{"directories made after watching began", false, append([]step{
-			{"the directories made", makeBoth(write), made},
-		}, edits(write)...)},
-		{"files saved by renaming over them", true, append([]step{
-			{"both saved", makeBoth(writeOver), made},
-		}, edits(writeOver)...)},
+			{what: "the directories made", write: made},
+		}, edits(false)...)},
+		{"files saved by renaming over them", true, edits(true)},
 		{"directories made later, files saved by renaming", false, append([]step{
-			{"the directories made", makeBoth(writeOver), made},
-		}, edits(writeOver)...)},
+			{what: "the directories made", write: made, over: true},
+		}, edits(true)...)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
+			lean := filepath.Join(root, ".lean-ctx")
+			want := map[string]string{}
 			if tt.before {
-				lean := filepath.Join(root, ".lean-ctx")
-				write(t, filepath.Join(lean, "roles", "r.toml"), role("deny"))
-				write(t, filepath.Join(lean, "policies", "p.rego"), policyOn("ls"))
-				write(t, filepath.Join(lean, "harness.toml"), "")
+				for name, src := range start {
+					write(t, filepath.Join(lean, name), src)
+				}
+				maps.Copy(want, start)
 			}
-			f := watchProject(t, root)
-			if tt.before && (f.decide("r", "make") != contract.Deny || f.decide("coder", "ls") != contract.Deny) {
-				t.Fatal("the project's files were not loaded at start")
+			f := watchProject(t, root, false)
+			if got := f.read(); !maps.Equal(got, want) {
+				t.Fatalf("at start: read %v, want %v", got, want)
 			}
-			for _, s := range tt.steps {
-				s.do(t, f)
-				f.await(s.what, func() bool { return s.want(f) })
+			for i, s := range tt.steps {
+				gone := func(dir string) {
+					maps.DeleteFunc(want, func(name, _ string) bool { return dir == "" || strings.HasPrefix(name, dir+"/") })
+				}
+				for _, dir := range s.remove {
+					removeAll(t, filepath.Join(lean, dir))
+					gone(dir)
+				}
+				for _, dir := range s.moveAway {
+					if err := os.Rename(filepath.Join(lean, dir), filepath.Join(root, fmt.Sprintf("old-%d", i))); err != nil {
+						t.Fatal(err)
+					}
+					gone(dir)
+				}
+				for name, src := range s.write {
+					if s.over {
+						writeOver(t, filepath.Join(lean, name), src)
+					} else {
+						write(t, filepath.Join(lean, name), src)
+					}
+					want[name] = src
+				}
+				f.await(s.what, func() bool { return maps.Equal(f.read(), want) })
 			}
 		})
 	}
