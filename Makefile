@@ -6,6 +6,7 @@
 #   make fuzz    the fuzz tests, FUZZTIME each (slow; not part of test)
 #   make conformance  the official MCP conformance suite, straight and through
 #                the gateway (installs its npm packages, Node 22 among them)
+#   make test-redis-cluster   the Redis ledger through failovers (slow; not part of test)
 
 OPA_VERSION ?= v1.22.3
 BIN         := $(CURDIR)/bin
@@ -18,7 +19,7 @@ export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build tools redis npm conformance-npm test go-test opa-test e2e conformance bench bench-gateway bench-hook lint fuzz clean
+.PHONY: all build tools redis npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster bench bench-gateway bench-hook lint fuzz clean
 
 all: build
 
@@ -66,6 +67,14 @@ opa-test: $(OPA) build
 	$(HARNESS) compile --out $(BIN)/bundle
 	$(OPA) test $(BIN)/bundle
 	$(OPA) build -b $(BIN)/bundle -o $(BIN)/bundle.tar.gz
+
+# The Redis ledger through failovers, on servers the tests start on
+# loopback: a Redis Cluster whose master hands its slots to a replica and
+# then hangs, and a master with a replica under Sentinels failing over, while
+# callers race for shell slots (half a minute).
+test-redis-cluster: redis
+	go vet -tags failover ./budget
+	go test -race -count=1 -tags failover -run 'TestRedisCluster|TestRedisSentinel' ./budget
 
 # The gateway against a real MCP client, over stdio, with the TypeScript SDK.
 e2e: build npm

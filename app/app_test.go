@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/contract"
@@ -375,5 +376,31 @@ func TestLayerLinkingOut(t *testing.T) {
 	if !errors.As(err, &list) || len(list) != 1 || list[0].File != filepath.Join(repo, ".lean-ctx") ||
 		!strings.Contains(list[0].Msg, "refused: a symbolic link that leads out of the project root") || strings.Contains(err.Error(), "elsewhere") {
 		t.Errorf("%v", err)
+	}
+}
+
+// The user's [ledger] reaches the store's options: replicas = 0 is none,
+// even with Sentinel, and no replicas key leaves the store's default.
+func TestLedgerOptions(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		toml string
+		want budget.Options
+	}{
+		{"", budget.Options{}},
+		{"[ledger]\nprefix = \"team:\"\nttl = \"1h\"\ntimeout = \"300ms\"\n",
+			budget.Options{Prefix: "team:", TTL: time.Hour, Timeout: 300 * time.Millisecond}},
+		{"[ledger]\nreplicas = 0\n", budget.Options{Replicas: -1}},
+		{"[ledger]\nreplicas = 2\n", budget.Options{Replicas: 2}},
+	} {
+		home := t.TempDir()
+		files(t, home, map[string]string{".lean-ctx/harness.toml": tt.toml})
+		h, err := Load(context.Background(), params(home, home, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h.LedgerOptions(); got != tt.want {
+			t.Errorf("%q: %+v, want %+v", tt.toml, got, tt.want)
+		}
 	}
 }

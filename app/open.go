@@ -30,6 +30,19 @@ func (h *Harness) LedgerURL(given string) string {
 	return "sqlite:" + budget.DefaultPath(h.Params.getenv, h.Params.Home)
 }
 
+// LedgerOptions are the configuration's options of the ledger ([ledger]
+// prefix, ttl, timeout, replicas).
+func (h *Harness) LedgerOptions() budget.Options {
+	o := budget.Options{Prefix: h.Config.LedgerPrefix, TTL: h.Config.LedgerTTL, Timeout: h.Config.LedgerTimeout}
+	if r := h.Config.LedgerReplicas; r != nil {
+		o.Replicas = *r
+		if *r == 0 {
+			o.Replicas = -1 // none, even with Sentinel
+		}
+	}
+	return o
+}
+
 // EventsPath and DecisionsPath are the logs' files: the configured ones,
 // else in the state directory; "" when the configuration turns one off.
 func (h *Harness) EventsPath() string { return h.logPath(h.Config.EventsFile, "events.jsonl") }
@@ -69,7 +82,7 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	if err != nil {
 		return nil, fmt.Errorf("[log] mask: %w", err)
 	}
-	store, err := budget.Open(ctx, h.LedgerURL(o.Ledger), budget.Options{Prefix: h.Config.LedgerPrefix, TTL: h.Config.LedgerTTL})
+	store, err := budget.Open(ctx, h.LedgerURL(o.Ledger), h.LedgerOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentharness/harness/internal/testredis"
 )
 
 // openBench opens a fresh store of the named kind for a benchmark.
@@ -111,6 +114,66 @@ func BenchmarkReserveParallel(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+		})
+	}
+}
+
+// BenchmarkReserveCallers measures shell reservations on Redis from many
+// callers at once, each with a session of its own (a gateway serving many
+// agents): one caller, then 16 and 256 in parallel. "confirmed" is a master
+// with a replica under Sentinel, where each reservation waits until the
+// replica has it (WAIT).
+func BenchmarkReserveCallers(b *testing.B) {
+	ctx := context.Background()
+	for _, store := range []string{"redis", "confirmed"} {
+		b.Run(store, func(b *testing.B) {
+			url := redisURL(b)
+			if store == "confirmed" {
+				url = testredis.StartSentinel(b, 1).URL()
+			}
+			for _, callers := range []int{1, 16, 256} {
+				b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+					s, err := OpenRedis(ctx, url, Options{Prefix: fmt.Sprintf("bench:%d:", time.Now().UnixNano())})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer s.Close()
+					reserve := func(k Key) func() bool {
+						cur := Counters{}
+						return func() bool {
+							var ok bool
+							if cur, ok, err = s.ReserveShell(ctx, k, "", cur); err != nil || !ok {
+								b.Errorf("reserve: ok=%v %v", ok, err)
+								return false
+							}
+							return true
+						}
+					}
+					b.ReportAllocs()
+					if callers == 1 {
+						next := reserve(Key{Agent: "bench", Session: "one"})
+						for b.Loop() {
+							if !next() {
+								return
+							}
+						}
+					} else {
+						var n atomic.Int64
+						b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
+						b.RunParallel(func(pb *testing.PB) {
+							next := reserve(Key{Agent: "bench", Session: fmt.Sprint("p-", n.Add(1))})
+							for pb.Next() && next() {
+							}
+						})
+					}
+					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reservations/s")
+					// Whether callers queued for a connection of the pool
+					// (go-redis's default: 10 per CPU), and for how long.
+					st := s.client.PoolStats()
+					b.ReportMetric(float64(st.TotalConns), "conns")
+					b.ReportMetric(float64(st.WaitDurationNs)/float64(b.N), "pool-wait-ns/op")
+				})
+			}
 		})
 	}
 }

@@ -1,46 +1,97 @@
 package budget
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Redis is a store shared by every gateway, hook and CLI that points at the
-// same server: budgets that hold across processes and machines. Each
-// session is one hash (tokens, shell, cost, role, project, updated), and so
-// is each budget period of an agent; every change is one Lua script, so the
-// check and the change happen atomically on the server, and the keys of an
-// agent share a hash tag, so that the scripts run on Redis Cluster too.
+// same server, Redis Cluster or Sentinel-watched master: budgets that hold
+// across processes and machines. Each session is one hash (tokens, shell,
+// cost, role, project, updated), and so is each budget period of an agent;
+// every change is one Lua script, so the check and the change happen
+// atomically on the server, and the keys of an agent share a hash tag, so
+// that every script touches one slot of a cluster.
 type Redis struct {
-	client *redis.Client
-	prefix string
-	ttl    time.Duration
-	now    func() time.Time
+	client  redis.UniversalClient
+	prefix  string
+	ttl     time.Duration
+	timeout time.Duration
+	// replicas must have a change before it is confirmed (0: none).
+	replicas int
+	where    string // the servers, for errors
+	now      func() time.Time
 }
 
-// OpenRedis connects to the server of a redis:// or rediss:// URL and
-// checks that it answers.
+// OpenRedis connects to the Redis ledger of a URL (see [Open]) and checks
+// that it answers.
 func OpenRedis(ctx context.Context, rawURL string, opts Options) (*Redis, error) {
-	o, err := redis.ParseURL(rawURL)
+	o, where, err := redisOptions(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("redis ledger: %w", err)
 	}
-	r := &Redis{client: redis.NewClient(o), prefix: opts.Prefix, ttl: opts.TTL, now: time.Now}
+	r := &Redis{prefix: opts.Prefix, ttl: opts.TTL, timeout: opts.Timeout, where: where, now: time.Now}
 	if r.prefix == "" {
 		r.prefix = DefaultPrefix
 	}
-	if err := r.client.Ping(ctx).Err(); err != nil {
+	if r.timeout <= 0 {
+		r.timeout = DefaultTimeout
+	}
+	switch {
+	case opts.Replicas > 0:
+		r.replicas = opts.Replicas
+	case opts.Replicas == 0 && o.MasterName != "":
+		r.replicas = 1 // a Sentinel set has a replica to take over
+	}
+	// Every operation ends by its deadline: the client honours the
+	// context's, and no socket read or write outlasts it either (a reply
+	// that comes too late is an error, never retried on its own).
+	o.ContextTimeoutEnabled = true
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = r.timeout
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = r.timeout
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = r.timeout
+	}
+	r.client = redis.NewUniversalClient(o)
+	if err := r.do(ctx, func(ctx context.Context) error { return r.client.Ping(ctx).Err() }); err != nil {
 		r.client.Close()
-		return nil, fmt.Errorf("redis ledger %s: %w", o.Addr, err)
+		return nil, err
 	}
 	return r, nil
+}
+
+// do runs one operation within the store's timeout. An error names the
+// servers and, past the deadline, says so; on a Redis Cluster it also has
+// the client read the map of slots again, so that the next operation
+// finds a master that took over (go-redis reads it again on a redirect,
+// which a master that hangs or is gone never sends).
+func (r *Redis) do(ctx context.Context, op func(ctx context.Context) error) error {
+	octx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	err := op(octx)
+	if err == nil {
+		return nil
+	}
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		cc.ReloadState(ctx)
+	}
+	if octx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("redis ledger %s: no answer within %v: %w", r.where, r.timeout, err)
+	}
+	return fmt.Errorf("redis ledger %s: %w", r.where, err)
 }
 
 // Keys: a session is one hash, PREFIX{a:AGENT}:session:SESSION, and each
@@ -166,11 +217,12 @@ if redis.call('EXISTS', KEYS[1]) == 0 then` + luaConflict + `
 end
 redis.call('HSET', KEYS[1], 'tokens', 0, 'shell', 0, 'cost', 0)` + luaTail)
 
-	// KEYS[1]: an agent's counters of a period.
+	// KEYS[1]: an agent's counters of a period; an empty reply when there
+	// are none.
 	scriptResetAgent = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 redis.call('HSET', KEYS[1], 'tokens', 0, 'shell', 0, 'cost', 0, 'updated', ARGV[1])
-return 1`)
+return {1}`)
 )
 
 // run runs a script on the session's key (and, with a period, its agent's)
@@ -185,12 +237,82 @@ func (r *Redis) run(ctx context.Context, k Key, period Period, s *redis.Script, 
 		keys = append(keys, r.agentKey(k.Agent, period))
 	}
 	argv := append([]any{int64(r.ttl / time.Second), r.now().Unix(), period}, args...)
-	res, err := s.Run(ctx, r.client, keys, argv...).Slice()
-	if err != nil {
-		return Counters{}, false, fmt.Errorf("redis ledger: %w", err)
+	var res []any
+	if err := r.do(ctx, func(ctx context.Context) (err error) {
+		res, err = r.change(ctx, s, keys, argv...)
+		return err
+	}); err != nil {
+		return Counters{}, false, err
 	}
 	c, err := countersFrom(res)
 	return c, len(res) == 8, err
+}
+
+// change runs a script that changes counters. With replicas to wait for,
+// WAIT follows it on the same connection, to the master of its keys' slot,
+// and the change is confirmed only once enough replicas have it: a master
+// that loses its place to a replica loses no change it confirmed.
+func (r *Redis) change(ctx context.Context, s *redis.Script, keys []string, args ...any) ([]any, error) {
+	if r.replicas == 0 {
+		return s.Run(ctx, r.client, keys, args...).Slice()
+	}
+	cc, cluster := r.client.(*redis.ClusterClient)
+	for redirects := 0; ; redirects++ {
+		var node redis.UniversalClient = r.client
+		if cluster { // a pipeline of a cluster sends WAIT, which has no key, to some node
+			m, err := cc.MasterForKey(ctx, keys[0])
+			if err != nil {
+				return nil, err
+			}
+			node = m
+		}
+		res, err := r.changeOn(ctx, node, s, keys, args)
+		if cluster && redirects < 3 && redis.HasErrorPrefix(err, "MOVED") {
+			// Not run: another master serves the slot now. ForEachMaster
+			// reads the map of slots again before it returns (ReloadState
+			// would, later).
+			if err := cc.ForEachMaster(ctx, func(context.Context, *redis.Client) error { return nil }); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		return res, err
+	}
+}
+
+// changeOn runs the script on node, then WAIT. The server waits for the
+// replicas as long as the operation's deadline lets the client wait (WAIT
+// n 0): a change no replica confirms in time ends in a timeout, which has
+// go-redis close that connection, so that the next one goes to the master
+// that Sentinels name then, not on to a master that lost its place.
+func (r *Redis) changeOn(ctx context.Context, node redis.UniversalClient, s *redis.Script, keys []string, args []any) ([]any, error) {
+	for _, loaded := range []bool{true, false} {
+		pipe := node.Pipeline()
+		run := s.Eval
+		if loaded {
+			run = s.EvalSha
+		}
+		cmd := run(ctx, pipe, keys, args...)
+		acks := pipe.Do(ctx, "wait", r.replicas, 0)
+		pipe.Exec(ctx) // each command has its own error
+		if loaded && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			continue // not run: send the script itself
+		}
+		res, err := cmd.Slice()
+		if err == nil {
+			var n int64
+			if n, err = acks.Int64(); err == nil && n >= int64(r.replicas) {
+				return res, nil
+			} else if err == nil {
+				err = fmt.Errorf("WAIT: %d of %d replicas", n, r.replicas)
+			}
+		}
+		if ctx.Err() != nil { // the replicas never confirmed it, or the master never answered
+			return nil, fmt.Errorf("a change not confirmed by %d replica(s), and so not counted as done: %w", r.replicas, err)
+		}
+		return nil, err
+	}
+	panic("unreachable")
 }
 
 // countersFrom reads tokens, shell, cost, role, project and the agent's
@@ -227,9 +349,12 @@ func (r *Redis) Get(ctx context.Context, k Key, period Period) (Counters, error)
 	if period != "" {
 		keys = append(keys, r.agentKey(k.Agent, period))
 	}
-	res, err := scriptGet.Run(ctx, r.client, keys).Slice()
-	if err != nil {
-		return Counters{}, fmt.Errorf("redis ledger: %w", err)
+	var res []any
+	if err := r.do(ctx, func(ctx context.Context) (err error) {
+		res, err = scriptGet.Run(ctx, r.client, keys).Slice()
+		return err
+	}); err != nil {
+		return Counters{}, err
 	}
 	return countersFrom(res)
 }
@@ -301,18 +426,22 @@ func (r *Redis) ResetAgent(ctx context.Context, agent string, period Period) err
 	if period == "" {
 		return ErrNoSession
 	}
-	n, err := scriptResetAgent.Run(ctx, r.client, []string{r.agentKey(agent, period)}, r.now().Unix()).Int()
-	if err != nil {
-		return fmt.Errorf("redis ledger: %w", err)
+	var res []any
+	if err := r.do(ctx, func(ctx context.Context) (err error) {
+		res, err = r.change(ctx, scriptResetAgent, []string{r.agentKey(agent, period)}, r.now().Unix())
+		return err
+	}); err != nil {
+		return err
 	}
-	if n == 0 {
+	if len(res) == 0 {
 		return ErrNoSession
 	}
 	return nil
 }
 
-// Sessions scans the keyspace (a session id given matches one key per
-// agent) and reads each session's hash.
+// Sessions scans the keyspace, on a Redis Cluster that of every master (a
+// session id given matches one key per agent), and reads each session's
+// hash.
 func (r *Redis) Sessions(ctx context.Context, session string) ([]Session, error) {
 	match := globEscape(r.prefix) + "{a:*}:session:"
 	if session != "" {
@@ -320,47 +449,91 @@ func (r *Redis) Sessions(ctx context.Context, session string) ([]Session, error)
 	} else {
 		match += "*"
 	}
+	var mu sync.Mutex
 	var out []Session
-	iter := r.client.Scan(ctx, 0, match, 1000).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		rest, ok := strings.CutPrefix(key, r.prefix+"{a:")
-		if !ok {
-			continue
-		}
-		agent, id, ok := strings.Cut(rest, "}:session:")
-		if !ok {
-			continue
-		}
-		var x Session
-		var err1, err2 error
-		x.Agent, err1 = url.PathUnescape(agent)
-		x.Session, err2 = url.PathUnescape(id)
-		if err1 != nil || err2 != nil {
-			continue // not a key of this store's making
-		}
-		v, err := r.client.HMGet(ctx, key, "tokens", "shell", "cost", "role", "project", "updated").Result()
-		if err != nil {
-			return nil, fmt.Errorf("redis ledger: %w", err)
-		}
-		if !slices.ContainsFunc(v, func(x any) bool { return x != nil }) {
-			continue // expired since the scan
-		}
-		if x.Counters, err = countersFrom(append(v[:5:5], nil, nil, nil)); err != nil {
-			return nil, err
-		}
-		if s, _ := v[5].(string); s != "" {
-			if t, err := strconv.ParseInt(s, 10, 64); err == nil {
-				x.Updated = time.Unix(t, 0)
+	scan := func(ctx context.Context, node redis.UniversalClient) error {
+		iter := node.Scan(ctx, 0, match, 1000).Iterator()
+		for {
+			var more bool
+			if err := r.do(ctx, func(ctx context.Context) error { // each page within the timeout
+				more = iter.Next(ctx)
+				return iter.Err()
+			}); err != nil || !more {
+				return err
+			}
+			x, ok, err := r.session(ctx, iter.Val())
+			if err != nil {
+				return err
+			}
+			if ok {
+				mu.Lock()
+				out = append(out, x)
+				mu.Unlock()
 			}
 		}
-		out = append(out, x)
 	}
-	if err := iter.Err(); err != nil {
-		return nil, fmt.Errorf("redis ledger: %w", err)
+	var err error
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		var scanErr error // the first of the masters' scans
+		err = cc.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
+			if err := scan(ctx, node); err != nil {
+				mu.Lock()
+				scanErr = cmp.Or(scanErr, err)
+				mu.Unlock()
+			}
+			return nil
+		})
+		if err != nil { // the cluster did not say which nodes are masters
+			err = fmt.Errorf("redis ledger %s: %w", r.where, err)
+		}
+		err = cmp.Or(err, scanErr)
+	} else {
+		err = scan(ctx, r.client)
+	}
+	if err != nil {
+		return nil, err
 	}
 	sortSessions(out)
 	return out, nil
+}
+
+// session reads the session of a key that a scan found; ok is false for a
+// key not of this store's making, or expired since the scan.
+func (r *Redis) session(ctx context.Context, key string) (x Session, ok bool, err error) {
+	rest, ok := strings.CutPrefix(key, r.prefix+"{a:")
+	if !ok {
+		return x, false, nil
+	}
+	agent, id, ok := strings.Cut(rest, "}:session:")
+	if !ok {
+		return x, false, nil
+	}
+	var err1, err2 error
+	x.Agent, err1 = url.PathUnescape(agent)
+	x.Session, err2 = url.PathUnescape(id)
+	if err1 != nil || err2 != nil {
+		return x, false, nil
+	}
+	// Through the client, not the node: a key may move between slots.
+	var v []any
+	if err := r.do(ctx, func(ctx context.Context) (err error) {
+		v, err = r.client.HMGet(ctx, key, "tokens", "shell", "cost", "role", "project", "updated").Result()
+		return err
+	}); err != nil {
+		return x, false, err
+	}
+	if !slices.ContainsFunc(v, func(x any) bool { return x != nil }) {
+		return x, false, nil
+	}
+	if x.Counters, err = countersFrom(append(v[:5:5], nil, nil, nil)); err != nil {
+		return x, false, err
+	}
+	if s, _ := v[5].(string); s != "" {
+		if t, err := strconv.ParseInt(s, 10, 64); err == nil {
+			x.Updated = time.Unix(t, 0)
+		}
+	}
+	return x, true, nil
 }
 
 // globEscape escapes what SCAN's MATCH reads as a pattern.

@@ -169,7 +169,20 @@ type Options struct {
 	Prefix string
 	// TTL of a Redis session's counters after its last change; 0 keeps them.
 	TTL time.Duration
+	// Timeout bounds each operation on Redis, retries and redirects
+	// included (default DefaultTimeout): a server that does not answer, or
+	// a cluster slot without a master, is an error within it, not a hang.
+	Timeout time.Duration
+	// Replicas is how many replicas must have each change of Redis
+	// before the store confirms it (Redis's WAIT): a change that reached
+	// fewer within the timeout is an error, as it may be lost when a
+	// replica takes over. 0 is the default: 1 with Sentinels, none
+	// otherwise; a negative number is none.
+	Replicas int
 }
+
+// DefaultTimeout bounds an operation on Redis when Options set none.
+const DefaultTimeout = 5 * time.Second
 
 // DefaultPrefix is the Redis key prefix when none is configured.
 const DefaultPrefix = "harness:"
@@ -179,12 +192,18 @@ const DefaultPrefix = "harness:"
 //	memory:                         in this process only (tests, short runs)
 //	sqlite:PATH, sqlite://PATH      an embedded SQLite file (created if needed)
 //	PATH                            the same
-//	redis://[:password@]host:port/db, rediss://...   a Redis server
+//	redis://[user:password@]host:port/db, rediss://...   a Redis server
+//	redis+cluster://[user:password@]host:port,host:port,...   a Redis Cluster, by some of its nodes
+//	redis+sentinel://[user:password@]host:port,.../master[/db]   the master that Sentinels name
+//
+// (rediss+cluster:// and rediss+sentinel:// over TLS; see the Redis store
+// for the options a Redis URL takes).
 func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 	switch {
 	case rawURL == "memory:" || rawURL == "memory://":
 		return NewMemory(), nil
-	case strings.HasPrefix(rawURL, "redis://") || strings.HasPrefix(rawURL, "rediss://"):
+	case strings.HasPrefix(rawURL, "redis://") || strings.HasPrefix(rawURL, "rediss://") ||
+		strings.HasPrefix(rawURL, "redis+") || strings.HasPrefix(rawURL, "rediss+"):
 		return OpenRedis(ctx, rawURL, opts)
 	case strings.HasPrefix(rawURL, "sqlite:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(rawURL, "sqlite:"), "//")
@@ -193,7 +212,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 		}
 		return OpenSQLite(ctx, path)
 	case strings.Contains(rawURL, "://"):
-		return nil, fmt.Errorf("ledger %q: unknown scheme (want memory:, sqlite:PATH or redis://host:port/db)", rawURL)
+		return nil, fmt.Errorf("ledger %q: unknown scheme (want memory:, sqlite:PATH, redis://host:port/db, redis+cluster://host:port,... or redis+sentinel://host:port,.../master)", rawURL)
 	case rawURL == "":
 		return nil, errors.New("ledger: empty URL")
 	}

@@ -36,200 +36,214 @@ func stores(t testing.TB) map[string]Store {
 	return all
 }
 
-func TestStoreContract(t *testing.T) {
+// eachStore runs check on a fresh store of every kind, in parallel.
+func eachStore(t *testing.T, check func(t *testing.T, s Store)) {
 	t.Parallel()
-	ctx := context.Background()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			k := Key{Agent: "claude-code", Session: "s-1"}
-			if c, err := s.Get(ctx, k, ""); err != nil || c != (Counters{}) {
-				t.Fatalf("new session: %+v, %v", c, err)
-			}
-			c, err := s.InitRole(ctx, k, "reviewer")
-			if err != nil || c.Role != "reviewer" {
-				t.Fatalf("InitRole: %+v, %v", c, err)
-			}
-			if c, _ := s.InitRole(ctx, k, "admin"); c.Role != "reviewer" {
-				t.Errorf("InitRole replaced an existing role: %+v", c)
-			}
-			// A reservation against stale counters fails and changes nothing.
-			if c, ok, err := s.ReserveShell(ctx, k, "", Counters{Shell: 3, Role: "reviewer"}); err != nil || ok || c.Shell != 0 {
-				t.Errorf("stale shell count: %+v ok=%v %v", c, ok, err)
-			}
-			if c, ok, _ := s.ReserveShell(ctx, k, "", Counters{Shell: 0, Role: "coder"}); ok || c.Shell != 0 {
-				t.Errorf("stale role: %+v ok=%v", c, ok)
-			}
-			c, ok, err := s.ReserveShell(ctx, k, "", Counters{Shell: 0, Role: "reviewer"})
-			if err != nil || !ok || c.Shell != 1 {
-				t.Fatalf("reserve: %+v ok=%v %v", c, ok, err)
-			}
-			if c, err = s.AddShell(ctx, k, ""); err != nil || c.Shell != 2 {
-				t.Fatalf("AddShell: %+v, %v", c, err)
-			}
-			if c, err = s.Charge(ctx, k, "", 1500, 2_500_000); err != nil || c.Tokens != 1500 || c.CostMicros != 2_500_000 {
-				t.Fatalf("charge: %+v, %v", c, err)
-			}
-			if c, _ = s.Charge(ctx, k, "", 1, 1); c.Tokens != 1501 || c.CostMicros != 2_500_001 || c.Shell != 2 || c.Role != "reviewer" {
-				t.Errorf("second charge: %+v", c)
-			}
-			if _, err := s.Charge(ctx, k, "", -1, 0); err == nil {
-				t.Error("a negative charge was accepted")
-			}
-			// Another session and another agent are separate.
-			for _, other := range []Key{{Agent: "claude-code", Session: "s-2"}, {Agent: "cursor", Session: "s-1"}} {
-				if c, _ := s.Get(ctx, other, ""); c != (Counters{}) {
-					t.Errorf("%v shares counters with %v: %+v", other, k, c)
-				}
-			}
-			if c, err = s.SetRole(ctx, k, "coder"); err != nil || c.Role != "coder" || c.Tokens != 1501 {
-				t.Errorf("SetRole must keep usage: %+v, %v", c, err)
-			}
-			if c, ok, err := s.SwitchRole(ctx, k, "reviewer", "debugger"); err != nil || ok || c.Role != "coder" {
-				t.Errorf("a switch from a stale role: %+v ok=%v %v", c, ok, err)
-			}
-			if c, ok, err := s.SwitchRole(ctx, k, "coder", "debugger"); err != nil || !ok || c.Role != "debugger" || c.Tokens != 1501 || c.Shell != 2 {
-				t.Errorf("a switch must keep usage: %+v ok=%v %v", c, ok, err)
-			}
-			if c, ok, _ := s.SwitchRole(ctx, Key{Session: "nobody-yet"}, "coder", "reviewer"); ok || c.Role != "" {
-				t.Errorf("a switch of a session without a role: %+v", c)
-			}
-			if _, err = s.SetRole(ctx, k, "coder"); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Reset(ctx, k); err != nil {
-				t.Fatal(err)
-			}
-			if c, _ = s.Get(ctx, k, ""); c != (Counters{Role: "coder"}) {
-				t.Errorf("after reset: %+v", c)
-			}
-			if _, err := s.Get(ctx, Key{}, ""); err == nil {
-				t.Error("an empty session id was accepted")
-			}
+			check(t, s)
 		})
+	}
+}
+
+// contract are the checks every store passes: run on each kind of store
+// by the tests of their names, and on a Redis Cluster and Sentinels by
+// the tests of those.
+var contract = []struct {
+	name  string
+	check func(t *testing.T, s Store)
+}{
+	{"StoreContract", checkStoreContract},
+	{"Sessions", checkSessions},
+	{"ReserveShellRace", checkReserveShellRace},
+	{"AgentPeriods", checkAgentPeriods},
+	{"PinProject", checkPinProject},
+	{"AgentShellRace", checkAgentShellRace},
+}
+
+func TestStoreContract(t *testing.T) { eachStore(t, checkStoreContract) }
+
+func checkStoreContract(t *testing.T, s Store) {
+	ctx := context.Background()
+	k := Key{Agent: "claude-code", Session: "s-1"}
+	if c, err := s.Get(ctx, k, ""); err != nil || c != (Counters{}) {
+		t.Fatalf("new session: %+v, %v", c, err)
+	}
+	c, err := s.InitRole(ctx, k, "reviewer")
+	if err != nil || c.Role != "reviewer" {
+		t.Fatalf("InitRole: %+v, %v", c, err)
+	}
+	if c, _ := s.InitRole(ctx, k, "admin"); c.Role != "reviewer" {
+		t.Errorf("InitRole replaced an existing role: %+v", c)
+	}
+	// A reservation against stale counters fails and changes nothing.
+	if c, ok, err := s.ReserveShell(ctx, k, "", Counters{Shell: 3, Role: "reviewer"}); err != nil || ok || c.Shell != 0 {
+		t.Errorf("stale shell count: %+v ok=%v %v", c, ok, err)
+	}
+	if c, ok, _ := s.ReserveShell(ctx, k, "", Counters{Shell: 0, Role: "coder"}); ok || c.Shell != 0 {
+		t.Errorf("stale role: %+v ok=%v", c, ok)
+	}
+	c, ok, err := s.ReserveShell(ctx, k, "", Counters{Shell: 0, Role: "reviewer"})
+	if err != nil || !ok || c.Shell != 1 {
+		t.Fatalf("reserve: %+v ok=%v %v", c, ok, err)
+	}
+	if c, err = s.AddShell(ctx, k, ""); err != nil || c.Shell != 2 {
+		t.Fatalf("AddShell: %+v, %v", c, err)
+	}
+	if c, err = s.Charge(ctx, k, "", 1500, 2_500_000); err != nil || c.Tokens != 1500 || c.CostMicros != 2_500_000 {
+		t.Fatalf("charge: %+v, %v", c, err)
+	}
+	if c, _ = s.Charge(ctx, k, "", 1, 1); c.Tokens != 1501 || c.CostMicros != 2_500_001 || c.Shell != 2 || c.Role != "reviewer" {
+		t.Errorf("second charge: %+v", c)
+	}
+	if _, err := s.Charge(ctx, k, "", -1, 0); err == nil {
+		t.Error("a negative charge was accepted")
+	}
+	// Another session and another agent are separate.
+	for _, other := range []Key{{Agent: "claude-code", Session: "s-2"}, {Agent: "cursor", Session: "s-1"}} {
+		if c, _ := s.Get(ctx, other, ""); c != (Counters{}) {
+			t.Errorf("%v shares counters with %v: %+v", other, k, c)
+		}
+	}
+	if c, err = s.SetRole(ctx, k, "coder"); err != nil || c.Role != "coder" || c.Tokens != 1501 {
+		t.Errorf("SetRole must keep usage: %+v, %v", c, err)
+	}
+	if c, ok, err := s.SwitchRole(ctx, k, "reviewer", "debugger"); err != nil || ok || c.Role != "coder" {
+		t.Errorf("a switch from a stale role: %+v ok=%v %v", c, ok, err)
+	}
+	if c, ok, err := s.SwitchRole(ctx, k, "coder", "debugger"); err != nil || !ok || c.Role != "debugger" || c.Tokens != 1501 || c.Shell != 2 {
+		t.Errorf("a switch must keep usage: %+v ok=%v %v", c, ok, err)
+	}
+	if c, ok, _ := s.SwitchRole(ctx, Key{Session: "nobody-yet"}, "coder", "reviewer"); ok || c.Role != "" {
+		t.Errorf("a switch of a session without a role: %+v", c)
+	}
+	if _, err = s.SetRole(ctx, k, "coder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reset(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ = s.Get(ctx, k, ""); c != (Counters{Role: "coder"}) {
+		t.Errorf("after reset: %+v", c)
+	}
+	if _, err := s.Get(ctx, Key{}, ""); err == nil {
+		t.Error("an empty session id was accepted")
 	}
 }
 
 // Sessions are found, not invented: reading or resetting a session the
 // store does not have creates none, every store lists what it has, the
 // latest change first, and finds a session id under every agent.
-func TestSessions(t *testing.T) {
-	t.Parallel()
+func TestSessions(t *testing.T) { eachStore(t, checkSessions) }
+
+func checkSessions(t *testing.T, s Store) {
 	ctx := context.Background()
-	for name, s := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ghost := Key{Agent: "a", Session: "ghost"}
-			if _, err := s.Get(ctx, ghost, ""); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Reset(ctx, ghost); !errors.Is(err, ErrNoSession) {
-				t.Errorf("reset of a session the store does not have: %v", err)
-			}
-			if _, ok, _ := s.SwitchRole(ctx, ghost, "coder", "admin"); ok {
-				t.Error("a switch from a role the session does not have")
-			}
-			if list, err := s.Sessions(ctx, ""); err != nil || len(list) != 0 {
-				t.Fatalf("sessions before any change: %+v, %v", list, err)
-			}
-			start := time.Now().Truncate(time.Second)
-			odd := Key{Agent: "b*/x", Session: "s 1/[2]?"}
-			for _, step := range []func() (Counters, error){
-				func() (Counters, error) { return s.InitRole(ctx, Key{Agent: "a", Session: "s1"}, "coder") },
-				func() (Counters, error) { return s.Charge(ctx, Key{Agent: "b", Session: "s1"}, "", 5, 7) },
-				func() (Counters, error) { return s.AddShell(ctx, odd, "") },
-				func() (Counters, error) { return s.SetRole(ctx, Key{Session: "s2"}, "reviewer") },
-			} {
-				if _, err := step(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			list, err := s.Sessions(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[Key]Session{}
-			for _, x := range list {
-				got[x.Key] = x
-				if x.Updated.Before(start) || x.Updated.After(time.Now()) {
-					t.Errorf("%v: updated %v, not during the test (from %v)", x.Key, x.Updated, start)
-				}
-			}
-			if len(list) != 4 || got[Key{Agent: "b", Session: "s1"}].Tokens != 5 || got[Key{Agent: "b", Session: "s1"}].CostMicros != 7 ||
-				got[odd].Shell != 1 || got[Key{Session: "s2"}].Role != "reviewer" || got[Key{Agent: "a", Session: "s1"}].Role != "coder" {
-				t.Errorf("sessions: %+v", list)
-			}
-			for i := 1; i < len(list); i++ {
-				if list[i].Updated.After(list[i-1].Updated) {
-					t.Errorf("not the latest first: %+v", list)
-				}
-			}
-			for _, tt := range []struct {
-				session string
-				want    []Key
-			}{
-				{"s1", []Key{{Agent: "a", Session: "s1"}, {Agent: "b", Session: "s1"}}},
-				{"s 1/[2]?", []Key{odd}},
-				{"s*", nil},
-				{"nobody", nil},
-			} {
-				found, err := s.Sessions(ctx, tt.session)
-				var keys []Key
-				for _, x := range found {
-					keys = append(keys, x.Key)
-				}
-				slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Agent, b.Agent) })
-				if err != nil || !slices.Equal(keys, tt.want) {
-					t.Errorf("sessions %q: %v, %v; want %v", tt.session, keys, err, tt.want)
-				}
-			}
-			if err := s.Reset(ctx, odd); err != nil {
-				t.Errorf("reset of a session the store has: %v", err)
-			}
-		})
+	ghost := Key{Agent: "a", Session: "ghost"}
+	if _, err := s.Get(ctx, ghost, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reset(ctx, ghost); !errors.Is(err, ErrNoSession) {
+		t.Errorf("reset of a session the store does not have: %v", err)
+	}
+	if _, ok, _ := s.SwitchRole(ctx, ghost, "coder", "admin"); ok {
+		t.Error("a switch from a role the session does not have")
+	}
+	if list, err := s.Sessions(ctx, ""); err != nil || len(list) != 0 {
+		t.Fatalf("sessions before any change: %+v, %v", list, err)
+	}
+	start := time.Now().Truncate(time.Second)
+	odd := Key{Agent: "b*/x", Session: "s 1/[2]?"}
+	for _, step := range []func() (Counters, error){
+		func() (Counters, error) { return s.InitRole(ctx, Key{Agent: "a", Session: "s1"}, "coder") },
+		func() (Counters, error) { return s.Charge(ctx, Key{Agent: "b", Session: "s1"}, "", 5, 7) },
+		func() (Counters, error) { return s.AddShell(ctx, odd, "") },
+		func() (Counters, error) { return s.SetRole(ctx, Key{Session: "s2"}, "reviewer") },
+	} {
+		if _, err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := s.Sessions(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[Key]Session{}
+	for _, x := range list {
+		got[x.Key] = x
+		if x.Updated.Before(start) || x.Updated.After(time.Now()) {
+			t.Errorf("%v: updated %v, not during the test (from %v)", x.Key, x.Updated, start)
+		}
+	}
+	if len(list) != 4 || got[Key{Agent: "b", Session: "s1"}].Tokens != 5 || got[Key{Agent: "b", Session: "s1"}].CostMicros != 7 ||
+		got[odd].Shell != 1 || got[Key{Session: "s2"}].Role != "reviewer" || got[Key{Agent: "a", Session: "s1"}].Role != "coder" {
+		t.Errorf("sessions: %+v", list)
+	}
+	for i := 1; i < len(list); i++ {
+		if list[i].Updated.After(list[i-1].Updated) {
+			t.Errorf("not the latest first: %+v", list)
+		}
+	}
+	for _, tt := range []struct {
+		session string
+		want    []Key
+	}{
+		{"s1", []Key{{Agent: "a", Session: "s1"}, {Agent: "b", Session: "s1"}}},
+		{"s 1/[2]?", []Key{odd}},
+		{"s*", nil},
+		{"nobody", nil},
+	} {
+		found, err := s.Sessions(ctx, tt.session)
+		var keys []Key
+		for _, x := range found {
+			keys = append(keys, x.Key)
+		}
+		slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Agent, b.Agent) })
+		if err != nil || !slices.Equal(keys, tt.want) {
+			t.Errorf("sessions %q: %v, %v; want %v", tt.session, keys, err, tt.want)
+		}
+	}
+	if err := s.Reset(ctx, odd); err != nil {
+		t.Errorf("reset of a session the store has: %v", err)
 	}
 }
 
 // Racing goroutines take exactly the free slots: each reads, checks the
 // limit and reserves against what it read, retrying on conflict.
-func TestReserveShellRace(t *testing.T) {
-	t.Parallel()
+func TestReserveShellRace(t *testing.T) { eachStore(t, checkReserveShellRace) }
+
+func checkReserveShellRace(t *testing.T, s Store) {
 	ctx := context.Background()
-	for name, s := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			k := Key{Session: "race"}
-			const limit, used = 100, 95
-			for range used {
-				if _, err := s.AddShell(ctx, k, ""); err != nil {
-					t.Fatal(err)
+	k := Key{Session: "race"}
+	const limit, used = 100, 95
+	for range used {
+		if _, err := s.AddShell(ctx, k, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var granted, conflicts atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			c, err := s.Get(ctx, k, "")
+			for err == nil && c.Shell < limit {
+				var ok bool
+				if c, ok, err = s.ReserveShell(ctx, k, "", c); ok {
+					granted.Add(1)
+					return
 				}
+				conflicts.Add(1)
 			}
-			var granted, conflicts atomic.Int64
-			var wg sync.WaitGroup
-			for range 64 {
-				wg.Go(func() {
-					c, err := s.Get(ctx, k, "")
-					for err == nil && c.Shell < limit {
-						var ok bool
-						if c, ok, err = s.ReserveShell(ctx, k, "", c); ok {
-							granted.Add(1)
-							return
-						}
-						conflicts.Add(1)
-					}
-					if err != nil {
-						t.Error(err)
-					}
-				})
+			if err != nil {
+				t.Error(err)
 			}
-			wg.Wait()
-			if c, _ := s.Get(ctx, k, ""); granted.Load() != limit-used || c.Shell != limit {
-				t.Errorf("granted %d (want %d), shell count %d (want %d)", granted.Load(), limit-used, c.Shell, limit)
-			}
-			t.Logf("%s: %d conflicts retried", name, conflicts.Load())
 		})
 	}
+	wg.Wait()
+	if c, _ := s.Get(ctx, k, ""); granted.Load() != limit-used || c.Shell != limit {
+		t.Errorf("granted %d (want %d), shell count %d (want %d)", granted.Load(), limit-used, c.Shell, limit)
+	}
+	t.Logf("%d conflicts retried", conflicts.Load())
 }
 
 func TestSQLiteSurvivesRestart(t *testing.T) {
@@ -269,8 +283,11 @@ func TestOpen(t *testing.T) {
 		{"postgres://localhost/x", "error"},
 		{"", "error"},
 		{"redis://127.0.0.1:1/0", "error"}, // nothing listens there
+		{"redis+cluster://127.0.0.1:1,127.0.0.1:2", "error"},
+		{"redis+sentinel://127.0.0.1:1/ledger", "error"},
+		{"redis+shard://127.0.0.1:1", "error"},
 	} {
-		s, err := Open(ctx, tt.url, Options{})
+		s, err := Open(ctx, tt.url, Options{Timeout: 300 * time.Millisecond})
 		got := "error"
 		if err == nil {
 			got = fmt.Sprintf("%T", s)
@@ -364,142 +381,130 @@ func TestKeyValidate(t *testing.T) {
 // charge or a shell slot counts against both at once, reads see both, a
 // stale agent count loses a reservation, and other periods and agents are
 // apart.
-func TestAgentPeriods(t *testing.T) {
-	t.Parallel()
+func TestAgentPeriods(t *testing.T) { eachStore(t, checkAgentPeriods) }
+
+func checkAgentPeriods(t *testing.T, s Store) {
 	ctx := context.Background()
-	for name, s := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			const day = "day:2026-12-01"
-			k1, k2 := Key{Agent: "claude-code", Session: "s-1"}, Key{Agent: "claude-code", Session: "s-2"}
-			if _, err := s.InitRole(ctx, k1, "coder"); err != nil {
-				t.Fatal(err)
-			}
-			c, err := s.Charge(ctx, k1, day, 100, 7)
-			if err != nil || c.Tokens != 100 || c.AgentUsage != (Usage{Tokens: 100, CostMicros: 7}) || c.Role != "coder" {
-				t.Fatalf("charge with a period: %+v, %v", c, err)
-			}
-			if c, err = s.Charge(ctx, k2, day, 5, 1); err != nil || c.Tokens != 5 || c.AgentUsage != (Usage{Tokens: 105, CostMicros: 8}) {
-				t.Fatalf("a second session of the agent: %+v, %v", c, err)
-			}
-			if c, _ = s.Charge(ctx, k2, "", 1, 1); c.Tokens != 6 || c.AgentUsage != (Usage{}) {
-				t.Errorf("a charge without a period: %+v", c)
-			}
-			if c, _ := s.Get(ctx, k1, day); c.Tokens != 100 || c.AgentUsage.Tokens != 105 {
-				t.Errorf("get: %+v", c)
-			}
-			for _, other := range []struct {
-				k      Key
-				period Period
-			}{{k1, "day:2026-12-02"}, {Key{Agent: "cursor", Session: "s-1"}, day}, {k1, "total"}} {
-				if c, _ := s.Get(ctx, other.k, other.period); c.AgentUsage != (Usage{}) {
-					t.Errorf("%v %s shares the agent's counters: %+v", other.k, other.period, c)
-				}
-			}
-			// A reservation decided on a stale agent count changes nothing.
-			cur, _ := s.Get(ctx, k1, day)
-			if _, err := s.AddShell(ctx, k2, day); err != nil {
-				t.Fatal(err)
-			}
-			if c, ok, err := s.ReserveShell(ctx, k1, day, cur); err != nil || ok || c.Shell != 0 || c.AgentUsage.Shell != 1 {
-				t.Errorf("a stale agent count reserved: %+v ok=%v %v", c, ok, err)
-			}
-			cur, _ = s.Get(ctx, k1, day)
-			if c, ok, err := s.ReserveShell(ctx, k1, day, cur); err != nil || !ok || c.Shell != 1 || c.AgentUsage.Shell != 2 {
-				t.Errorf("reserve: %+v ok=%v %v", c, ok, err)
-			}
-			// A new agent period starts at zero.
-			if c, ok, err := s.ReserveShell(ctx, k1, "week:2026-W49", Counters{Shell: 1, Role: "coder"}); err != nil || !ok || c.AgentUsage.Shell != 1 {
-				t.Errorf("reserve in a new period: %+v ok=%v %v", c, ok, err)
-			}
-			// Resetting a session leaves its agent's counters; only the
-			// operator's agent reset lowers them.
-			if err := s.Reset(ctx, k1); err != nil {
-				t.Fatal(err)
-			}
-			if c, _ := s.Get(ctx, k1, day); c.Tokens != 0 || c.AgentUsage.Tokens != 105 {
-				t.Errorf("a session's reset touched its agent's counters: %+v", c)
-			}
-			if err := s.ResetAgent(ctx, "claude-code", day); err != nil {
-				t.Fatal(err)
-			}
-			if c, _ := s.Get(ctx, k2, day); c.AgentUsage != (Usage{}) || c.Tokens != 6 {
-				t.Errorf("after the agent's reset: %+v", c)
-			}
-			if err := s.ResetAgent(ctx, "nobody", day); !errors.Is(err, ErrNoSession) {
-				t.Errorf("reset of an agent without counters: %v", err)
-			}
-			if _, err := s.Charge(ctx, k1, "day\n", 1, 1); err == nil {
-				t.Error("a period with a control character was accepted")
-			}
-		})
+	const day = "day:2026-12-01"
+	k1, k2 := Key{Agent: "claude-code", Session: "s-1"}, Key{Agent: "claude-code", Session: "s-2"}
+	if _, err := s.InitRole(ctx, k1, "coder"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Charge(ctx, k1, day, 100, 7)
+	if err != nil || c.Tokens != 100 || c.AgentUsage != (Usage{Tokens: 100, CostMicros: 7}) || c.Role != "coder" {
+		t.Fatalf("charge with a period: %+v, %v", c, err)
+	}
+	if c, err = s.Charge(ctx, k2, day, 5, 1); err != nil || c.Tokens != 5 || c.AgentUsage != (Usage{Tokens: 105, CostMicros: 8}) {
+		t.Fatalf("a second session of the agent: %+v, %v", c, err)
+	}
+	if c, _ = s.Charge(ctx, k2, "", 1, 1); c.Tokens != 6 || c.AgentUsage != (Usage{}) {
+		t.Errorf("a charge without a period: %+v", c)
+	}
+	if c, _ := s.Get(ctx, k1, day); c.Tokens != 100 || c.AgentUsage.Tokens != 105 {
+		t.Errorf("get: %+v", c)
+	}
+	for _, other := range []struct {
+		k      Key
+		period Period
+	}{{k1, "day:2026-12-02"}, {Key{Agent: "cursor", Session: "s-1"}, day}, {k1, "total"}} {
+		if c, _ := s.Get(ctx, other.k, other.period); c.AgentUsage != (Usage{}) {
+			t.Errorf("%v %s shares the agent's counters: %+v", other.k, other.period, c)
+		}
+	}
+	// A reservation decided on a stale agent count changes nothing.
+	cur, _ := s.Get(ctx, k1, day)
+	if _, err := s.AddShell(ctx, k2, day); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok, err := s.ReserveShell(ctx, k1, day, cur); err != nil || ok || c.Shell != 0 || c.AgentUsage.Shell != 1 {
+		t.Errorf("a stale agent count reserved: %+v ok=%v %v", c, ok, err)
+	}
+	cur, _ = s.Get(ctx, k1, day)
+	if c, ok, err := s.ReserveShell(ctx, k1, day, cur); err != nil || !ok || c.Shell != 1 || c.AgentUsage.Shell != 2 {
+		t.Errorf("reserve: %+v ok=%v %v", c, ok, err)
+	}
+	// A new agent period starts at zero.
+	if c, ok, err := s.ReserveShell(ctx, k1, "week:2026-W49", Counters{Shell: 1, Role: "coder"}); err != nil || !ok || c.AgentUsage.Shell != 1 {
+		t.Errorf("reserve in a new period: %+v ok=%v %v", c, ok, err)
+	}
+	// Resetting a session leaves its agent's counters; only the
+	// operator's agent reset lowers them.
+	if err := s.Reset(ctx, k1); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Get(ctx, k1, day); c.Tokens != 0 || c.AgentUsage.Tokens != 105 {
+		t.Errorf("a session's reset touched its agent's counters: %+v", c)
+	}
+	if err := s.ResetAgent(ctx, "claude-code", day); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Get(ctx, k2, day); c.AgentUsage != (Usage{}) || c.Tokens != 6 {
+		t.Errorf("after the agent's reset: %+v", c)
+	}
+	if err := s.ResetAgent(ctx, "nobody", day); !errors.Is(err, ErrNoSession) {
+		t.Errorf("reset of an agent without counters: %v", err)
+	}
+	if _, err := s.Charge(ctx, k1, "day\n", 1, 1); err == nil {
+		t.Error("a period with a control character was accepted")
 	}
 }
 
 // A session's project is pinned by its first call and never changes.
-func TestPinProject(t *testing.T) {
-	t.Parallel()
+func TestPinProject(t *testing.T) { eachStore(t, checkPinProject) }
+
+func checkPinProject(t *testing.T, s Store) {
 	ctx := context.Background()
-	for name, s := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			k := Key{Agent: "claude-code", Session: "pin"}
-			if c, err := s.PinProject(ctx, k, "/src/app"); err != nil || c.Project != "/src/app" {
-				t.Fatalf("pin: %+v, %v", c, err)
-			}
-			if c, err := s.PinProject(ctx, k, "/elsewhere"); err != nil || c.Project != "/src/app" {
-				t.Errorf("a pinned project changed: %+v, %v", c, err)
-			}
-			if _, err := s.Charge(ctx, k, "", 1, 1); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Reset(ctx, k); err != nil {
-				t.Fatal(err)
-			}
-			if c, _ := s.Get(ctx, k, ""); c.Project != "/src/app" {
-				t.Errorf("after a reset: %+v", c)
-			}
-			list, _ := s.Sessions(ctx, "pin")
-			if len(list) != 1 || list[0].Project != "/src/app" {
-				t.Errorf("sessions: %+v", list)
-			}
-		})
+	k := Key{Agent: "claude-code", Session: "pin"}
+	if c, err := s.PinProject(ctx, k, "/src/app"); err != nil || c.Project != "/src/app" {
+		t.Fatalf("pin: %+v, %v", c, err)
+	}
+	if c, err := s.PinProject(ctx, k, "/elsewhere"); err != nil || c.Project != "/src/app" {
+		t.Errorf("a pinned project changed: %+v, %v", c, err)
+	}
+	if _, err := s.Charge(ctx, k, "", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reset(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Get(ctx, k, ""); c.Project != "/src/app" {
+		t.Errorf("after a reset: %+v", c)
+	}
+	list, _ := s.Sessions(ctx, "pin")
+	if len(list) != 1 || list[0].Project != "/src/app" {
+		t.Errorf("sessions: %+v", list)
 	}
 }
 
 // Sessions of one agent racing for the agent's last shell slots get
 // exactly the free ones, across sessions.
-func TestAgentShellRace(t *testing.T) {
-	t.Parallel()
+func TestAgentShellRace(t *testing.T) { eachStore(t, checkAgentShellRace) }
+
+func checkAgentShellRace(t *testing.T, s Store) {
 	ctx := context.Background()
-	for name, s := range stores(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			const limit, period = 20, "total"
-			var granted atomic.Int64
-			var wg sync.WaitGroup
-			for i := range 32 {
-				wg.Go(func() {
-					k := Key{Agent: "racer", Session: fmt.Sprintf("s-%d", i%8)}
-					c, err := s.Get(ctx, k, period)
-					for err == nil && c.AgentUsage.Shell < limit {
-						var ok bool
-						if c, ok, err = s.ReserveShell(ctx, k, period, c); ok {
-							granted.Add(1)
-							return
-						}
-					}
-					if err != nil {
-						t.Error(err)
-					}
-				})
+	const limit, period = 20, "total"
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			k := Key{Agent: "racer", Session: fmt.Sprintf("s-%d", i%8)}
+			c, err := s.Get(ctx, k, period)
+			for err == nil && c.AgentUsage.Shell < limit {
+				var ok bool
+				if c, ok, err = s.ReserveShell(ctx, k, period, c); ok {
+					granted.Add(1)
+					return
+				}
 			}
-			wg.Wait()
-			c, _ := s.Get(ctx, Key{Agent: "racer", Session: "s-0"}, period)
-			if granted.Load() != limit || c.AgentUsage.Shell != limit {
-				t.Errorf("granted %d, agent shell count %d; want %d", granted.Load(), c.AgentUsage.Shell, limit)
+			if err != nil {
+				t.Error(err)
 			}
 		})
+	}
+	wg.Wait()
+	c, _ := s.Get(ctx, Key{Agent: "racer", Session: "s-0"}, period)
+	if granted.Load() != limit || c.AgentUsage.Shell != limit {
+		t.Errorf("granted %d, agent shell count %d; want %d", granted.Load(), c.AgentUsage.Shell, limit)
 	}
 }
 

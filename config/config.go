@@ -49,11 +49,17 @@ type Config struct {
 	// LedgerPrefix is the Redis key prefix; "" for the store's default.
 	LedgerPrefix string
 	LedgerTTL    time.Duration
-	Mode         Mode
-	DefaultRole  string
-	ShellTools   []string
-	ExemptTools  []string
-	Prices       pricing.Prices
+	// LedgerTimeout bounds each operation on Redis; 0 for the store's
+	// default.
+	LedgerTimeout time.Duration
+	// LedgerReplicas is how many Redis replicas must have a change before
+	// it counts; nil for the store's default (one with Sentinel, else none).
+	LedgerReplicas *int
+	Mode           Mode
+	DefaultRole    string
+	ShellTools     []string
+	ExemptTools    []string
+	Prices         pricing.Prices
 	// EventsFile and DecisionsFile are the JSONL logs; "" for the default
 	// path in the user's state directory, Off to write none.
 	EventsFile    string
@@ -303,7 +309,7 @@ func Load(files Files) (Config, error) {
 // schema lists every key of harness.toml; "cost.models" is a table of
 // tables checked on its own.
 var schema = map[string][]string{
-	"ledger":      {"url", "prefix", "ttl"},
+	"ledger":      {"url", "prefix", "ttl", "timeout", "replicas"},
 	"enforcement": {"mode", "default_role"},
 	"tools":       {"shell", "exempt", "edit"},
 	"protect":     {"enabled", "paths"},
@@ -432,6 +438,23 @@ func (c *Config) set(path string, v any, project bool) error {
 			return fmt.Errorf("%s: want a duration of at least 1s, such as \"720h\", or \"0\" to keep counters forever", strict.Quote(s))
 		}
 		c.LedgerTTL = d
+	case "ledger.timeout":
+		s, ok := v.(string)
+		if !ok {
+			return strict.WantType(`a duration such as "2s"`, v)
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 10*time.Millisecond || d > time.Minute {
+			return fmt.Errorf("%s: want a duration from 10ms to 1m, such as \"2s\"", strict.Quote(s))
+		}
+		c.LedgerTimeout = d
+	case "ledger.replicas":
+		n, ok := v.(int64)
+		if !ok || n < 0 || n > 100 {
+			return fmt.Errorf("%s: want a whole number from 0 to 100", strict.TypeName(v))
+		}
+		r := int(n)
+		c.LedgerReplicas = &r
 	case "enforcement.mode":
 		s, _ := v.(string)
 		switch Mode(s) {

@@ -32,6 +32,8 @@ func TestLoad(t *testing.T) {
 url = "redis://127.0.0.1:6379/2"
 prefix = "team:"
 ttl = "720h"
+timeout = "500ms"
+replicas = 1
 
 [enforcement]
 mode = "shadow"
@@ -97,6 +99,7 @@ mask = ["/arguments/password"]
 		t.Fatal(err)
 	}
 	if c.LedgerURL != "redis://127.0.0.1:6379/2" || c.LedgerPrefix != "team:" || c.LedgerTTL != 720*time.Hour ||
+		c.LedgerTimeout != 500*time.Millisecond || c.LedgerReplicas == nil || *c.LedgerReplicas != 1 ||
 		c.Mode != Shadow || c.DefaultRole != "reviewer" {
 		t.Errorf("config %+v", c)
 	}
@@ -140,7 +143,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Mode != Enforce || c.LedgerURL != "" || !slices.Equal(c.ShellTools, []string{"ctx_shell", "ctx_execute"}) ||
+	if c.Mode != Enforce || c.LedgerURL != "" || c.LedgerTimeout != 0 || c.LedgerReplicas != nil || !slices.Equal(c.ShellTools, []string{"ctx_shell", "ctx_execute"}) ||
 		!slices.Equal(c.ExemptTools, []string{"ctx_session"}) || c.DefaultRole != "coder" || len(c.Files) != 0 {
 		t.Errorf("defaults %+v", c)
 	}
@@ -157,6 +160,12 @@ func TestErrors(t *testing.T) {
 		{"unknown section", "[costs]\n", "", []string{`:1:1: unknown section [costs] (did you mean [cost]?)`}},
 		{"bad mode", "[enforcement]\nmode = \"lenient\"\n", "", []string{`:2:1: enforcement.mode: string "lenient": want "enforce" or "shadow"`}},
 		{"bad ttl", "[ledger]\nttl = \"soon\"\n", "", []string{`:2:1: ledger.ttl: "soon": want a duration`}},
+		{"bad ledger timeout", "[ledger]\ntimeout = \"1h\"\n", "", []string{`:2:1: ledger.timeout: "1h": want a duration from 10ms to 1m`}},
+		{"bad replicas", "[ledger]\nreplicas = -1\n", "", []string{`:2:1: ledger.replicas: integer -1: want a whole number from 0 to 100`}},
+		{"replicas in words", "[ledger]\nreplicas = \"one\"\n", "", []string{`:2:1: ledger.replicas: string "one": want a whole number`}},
+		{"project may not choose the replicas", "", "[ledger]\nreplicas = 0\ntimeout = \"1m\"\n", []string{
+			`:2:1: ledger.replicas may only be set in the user's harness.toml`,
+			`:3:1: ledger.timeout may only be set in the user's harness.toml`}},
 		{"pattern as shell tool", "[tools]\nshell = [\"ctx_*\"]\n", "", []string{`tools.shell: item 1: string "ctx_*" is not a tool name`}},
 		{"unpriced default model", "[cost]\ndefault_model = \"gpt-9\"\n", "", []string{`cost.default_model: no price for model "gpt-9"; priced models: default`}},
 		{"model missing a price", "[cost.models.x]\ninput_usd_per_mtok = 1\n", "", []string{`cost.models: model "x": output_usd_per_mtok is missing`}},

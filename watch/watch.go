@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -30,9 +31,20 @@ type Options struct {
 	OnError func(error)
 	// OnReload, if set, hears a successful rebuild.
 	OnReload func()
+	// Ready, if set, is called once the watches are in place: every
+	// change from then on is seen.
+	Ready func()
 }
 
 // Run watches until ctx ends.
+//
+// A directory that is removed and made again (a branch switch, a fresh
+// checkout) is a new directory to the kernel, whose watch went with the old
+// one: after every change Run watches each path again, the path itself if it
+// is a directory, the directory of a file, else the nearest existing
+// parent, before it rebuilds. So the rebuild reads what the new watches see,
+// and no edit falls between them. Of a parent watched for a path that does
+// not exist yet, only the changes on the way to that path count.
 func Run(ctx context.Context, o Options) error {
 	if o.Debounce <= 0 {
 		o.Debounce = 150 * time.Millisecond
@@ -40,23 +52,28 @@ func Run(ctx context.Context, o Options) error {
 	if o.OnError == nil {
 		o.OnError = func(error) {}
 	}
+	paths := make([]string, len(o.Paths))
+	for i, p := range o.Paths {
+		paths[i] = filepath.Clean(p)
+	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
 	defer w.Close()
-	watched := map[string]bool{}
-	addAll := func() {
-		for _, p := range o.Paths {
+	watching := map[string]bool{}
+	rewatch := func() {
+		want := map[string]bool{}
+		for _, p := range paths {
 			dir := p
 			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 				dir = filepath.Dir(p) // a file: editors replace it, so watch its directory
 			}
 			for { // the path, or its nearest existing parent
-				if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-					if !watched[dir] && w.Add(dir) == nil {
-						watched[dir] = true
-					}
+				// Add again even what is watched: the directory may be a
+				// new one under the same name (adding is idempotent).
+				if fi, err := os.Stat(dir); err == nil && fi.IsDir() && w.Add(dir) == nil {
+					want[dir] = true
 					break
 				}
 				parent := filepath.Dir(dir)
@@ -66,8 +83,17 @@ func Run(ctx context.Context, o Options) error {
 				dir = parent
 			}
 		}
+		for dir := range watching {
+			if !want[dir] {
+				w.Remove(dir) // a parent no longer needed, or a directory gone
+			}
+		}
+		watching = want
 	}
-	addAll()
+	rewatch()
+	if o.Ready != nil {
+		o.Ready()
+	}
 	var timer <-chan time.Time
 	for {
 		select {
@@ -78,14 +104,16 @@ func Run(ctx context.Context, o Options) error {
 				return nil
 			}
 			o.OnError(fmt.Errorf("watch: %w", err))
-		case _, ok := <-w.Events:
+		case ev, ok := <-w.Events:
 			if !ok {
 				return nil
 			}
-			timer = time.After(o.Debounce)
+			if relevant(paths, filepath.Clean(ev.Name)) {
+				timer = time.After(o.Debounce)
+			}
 		case <-timer:
 			timer = nil
-			addAll() // directories may have appeared
+			rewatch() // directories may have appeared, gone, or come back
 			if err := o.Rebuild(); err != nil {
 				o.OnError(err)
 			} else if o.OnReload != nil {
@@ -93,4 +121,15 @@ func Run(ctx context.Context, o Options) error {
 			}
 		}
 	}
+}
+
+// relevant says whether a change of name concerns a watched path: the path
+// itself, a file in it, or a directory on the way to it.
+func relevant(paths []string, name string) bool {
+	for _, p := range paths {
+		if name == p || filepath.Dir(name) == p || strings.HasPrefix(p, name+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }

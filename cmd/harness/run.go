@@ -72,7 +72,8 @@ Usage:
 
 Common flags:
   --project DIR   the project root (default: found by walking up from the working directory)
-  --ledger URL    the counters' store: memory:, sqlite:PATH or redis://host:port/db
+  --ledger URL    the counters' store: memory:, sqlite:PATH, redis://host:port/db,
+                  redis+cluster://host:port,... or redis+sentinel://host:port,.../master
                   (default: [ledger] url of harness.toml, else an SQLite file in the
                   user's state directory)
   --session S     the session (default: $HARNESS_SESSION); --agent A (default: $HARNESS_AGENT).

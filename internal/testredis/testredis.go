@@ -1,7 +1,10 @@
 // Package testredis gives tests a real Redis server: $HARNESS_TEST_REDIS
 // when set, else a private redis-server started on a free loopback port
 // without persistence, shared by one test binary's tests. Without either,
-// a test that asks for one fails: it never skips.
+// a test that asks for one fails: it never skips. For tests of replication
+// and failover it starts servers of a test's own ([StartServer]): a Redis
+// Cluster ([StartCluster]) and a master with a replica and Sentinels
+// ([StartSentinel]).
 package testredis
 
 import (
