@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/agentharness/harness/budget"
 	"text/tabwriter"
 	"time"
 
@@ -53,7 +54,7 @@ func (c *cli) sessions(args []string) int {
 		return exitOK
 	}
 	if len(rows) == 0 {
-		fmt.Fprintln(c.stderr, "harness: no sessions in the ledger", h.LedgerURL(*ledger))
+		fmt.Fprintln(c.stderr, "harness: no sessions in the ledger", budget.Redacted(h.LedgerURL(*ledger)))
 		return exitOK
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
