@@ -126,7 +126,7 @@ const AnyAgent = "*"
 
 // DefaultPolicyTimeout bounds one evaluation of the policy when [policy]
 // timeout is not set.
-const DefaultPolicyTimeout = 250 * time.Millisecond
+const DefaultPolicyTimeout = time.Second
 
 // AgentBudget is one [agents.NAME.budget]: limits across all the agent's
 // sessions in a period. A nil limit leaves that dimension unbounded.

@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"policy":             {"compiler", "contract", "internal/strict", "rego"},
 	"explain":            {"contract", "policy", "roles"},
 	"govern":             {"budget", "contract", "events", "policy", "pricing", "roles"},
-	"gateway":            {"budget", "contract", "explain", "govern"},
+	"gateway":            {"budget", "contract", "events", "explain", "govern"},
 	"hook":               {"budget", "contract", "govern"},
 	"app":                {"budget", "compiler", "config", "contract", "custom", "events", "gateway", "govern", "hook", "internal/strict", "policy", "roles", "watch"},
 	"hookd":              {"app", "hook"},
