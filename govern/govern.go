@@ -239,6 +239,21 @@ func (g *Governor) session(ctx context.Context, r *Rules, k budget.Key, role str
 	return c, nil
 }
 
+// view returns the session's counters as session does, without writing
+// anything: a session the ledger does not have (or has without a role) is
+// shown in the role it would start in, and is not created. What a session
+// may ask and what the operator's commands show read through it.
+func (g *Governor) view(ctx context.Context, r *Rules, k budget.Key, role string, period budget.Period) (budget.Counters, error) {
+	c, err := g.store.Get(ctx, k, period)
+	if err != nil {
+		return c, fmt.Errorf("ledger: %w", err)
+	}
+	if c.Role == "" {
+		c.Role = g.startRole(r, k.Agent, role)
+	}
+	return c, nil
+}
+
 // period is the ledger's name of the current period of agent's budget
 // ("day:2026-12-01", "week:2026-W49", "month:2026-12", "total"; in UTC),
 // "" when no agent budget applies.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agentharness/harness/app"
 	budgetpkg "github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/govern"
@@ -49,7 +50,7 @@ func (c *cli) record(args []string) int {
 		}
 	}
 	ctx := c.env.ctx
-	h, g, ok := c.open(*project, *ledger)
+	h, g, ok := c.open(*project, *ledger, false)
 	if !ok {
 		return exitError
 	}
@@ -109,7 +110,7 @@ func (c *cli) budget(args []string) int {
 			return c.fail("budget reset --agent-budget: name the agent with --agent A, and no session")
 		}
 		*agent = ag
-		h, g, ok := c.open(*project, *ledger)
+		h, g, ok := c.open(*project, *ledger, false)
 		if !ok {
 			return exitError
 		}
@@ -125,7 +126,9 @@ func (c *cli) budget(args []string) int {
 		return c.fail("budget reset: name the session with --session S (a reset is the operator's act)")
 	}
 	ctx := c.env.ctx
-	h, g, ok := c.open(*project, *ledger)
+	// The session is looked up on the ledger opened for reading: a reset
+	// of a session it does not have is an error that writes nothing.
+	h, g, ok := c.open(*project, *ledger, true)
 	if !ok {
 		return exitError
 	}
@@ -135,6 +138,11 @@ func (c *cli) budget(args []string) int {
 		return exitError
 	}
 	if reset {
+		h.Close()
+		var err error
+		if g, err = h.Open(ctx, app.OpenOptions{Ledger: *ledger, Warn: c.warn}); err != nil {
+			return c.fail("%v", err)
+		}
 		if err := g.Reset(ctx, k); err != nil {
 			return c.fail("budget reset: %v", err)
 		}

@@ -28,7 +28,7 @@ func (c *cli) role(args []string) int {
 		return c.fail("role %s: want one role name", verb)
 	}
 	ctx := c.env.ctx
-	h, g, ok := c.open(*project, *ledger)
+	h, g, ok := c.open(*project, *ledger, verb == "")
 	if !ok {
 		return exitError
 	}

@@ -232,13 +232,15 @@ func (c *cli) printErrors(err error) {
 
 // open loads the world and opens its governor on the ledger (--ledger,
 // else the configuration's): the common start of the commands that use
-// the ledger. The caller closes h when done.
-func (c *cli) open(project, ledger string) (*app.Harness, *govern.Governor, bool) {
+// the ledger. With readOnly, for the commands that only show what it
+// holds, the ledger is opened for reading and no log is opened: nothing
+// is created or written. The caller closes h when done.
+func (c *cli) open(project, ledger string, readOnly bool) (*app.Harness, *govern.Governor, bool) {
 	h, ok := c.load(c.params(project))
 	if !ok {
 		return nil, nil, false
 	}
-	g, err := h.Open(c.env.ctx, app.OpenOptions{Ledger: ledger, Warn: c.warn})
+	g, err := h.Open(c.env.ctx, app.OpenOptions{Ledger: ledger, Warn: c.warn, ReadOnly: readOnly})
 	if err != nil {
 		h.Close()
 		c.fail("%v", err)

@@ -19,7 +19,7 @@ func (c *cli) sessions(args []string) int {
 	if !c.parseNone(fs, args, "") {
 		return exitError
 	}
-	h, g, ok := c.open(*project, *ledger)
+	h, g, ok := c.open(*project, *ledger, true)
 	if !ok {
 		return exitError
 	}
