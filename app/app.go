@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/config"
 	"github.com/agentharness/harness/custom"
@@ -317,10 +318,16 @@ func (h *Harness) Warnings() []string {
 }
 
 // check holds the configuration and the environment to the roles there
-// are: every role they name exists, and every agent with a most privileged
-// role starts within it.
+// are (every role they name exists, and every agent with a most privileged
+// role starts within it) and to the stores there are: the ledger's URL is
+// one budget.Open accepts.
 func (h *Harness) check(doc *compiler.Document) strict.ErrorList {
 	var errs strict.ErrorList
+	if u := h.Config.LedgerURL; u != "" {
+		if err := budget.CheckURL(u); err != nil {
+			errs = append(errs, h.Config.Places["ledger.url"].Errorf("%v", err))
+		}
+	}
 	known := func(role string) bool { _, ok := doc.Roles[role]; return ok }
 	unknown := func(role string) string {
 		return fmt.Sprintf("unknown role %q; available roles: %s", role, strings.Join(h.Roles.Names(), ", "))
@@ -350,7 +357,7 @@ func (h *Harness) check(doc *compiler.Document) strict.ErrorList {
 		if len(starts) == 0 {
 			starts = slices.DeleteFunc(slices.Clone(cfg.RoleRefs), func(r config.RoleRef) bool { return r.Key != "enforcement.default_role" })
 			if len(starts) == 0 {
-				starts = []config.RoleRef{{Role: cfg.DefaultRole, Key: "the default role"}}
+				starts = []config.RoleRef{{Role: cfg.DefaultRole, Place: config.Place{Key: "the default role"}}}
 			}
 		}
 		for _, start := range starts {
