@@ -18,7 +18,7 @@ import (
 func (c *cli) events(args []string) int {
 	fs, project := c.flags("events")
 	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
-	typ := fs.String("type", "", "only events of this `TYPE`: BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged")
+	typ := fs.String("type", "", "only events of this `TYPE`: BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged, BudgetReset")
 	session := fs.String("session", "", "only this session's events")
 	agent := fs.String("agent", "", "only this agent's events")
 	asJSON := fs.Bool("json", false, "print the events as they are stored, one JSON object a line")
@@ -71,11 +71,18 @@ func (c *cli) events(args []string) int {
 func formatEvent(e events.Event) string {
 	p := contract.Printable
 	who := p(e.Session)
-	if e.Agent != "" {
+	if e.Agent != "" && e.Session != "" {
 		who = p(e.Agent) + "/" + who
+	} else if e.Agent != "" {
+		who = p(e.Agent)
 	}
 	var what string
 	switch {
+	case e.Reset != nil:
+		what = "usage of the " + resetWhat(e.Reset.Scope, e.Reset.Period) + " reset by the " + p(e.Reset.By)
+		if e.Role != "" {
+			what += " (role " + p(e.Role) + ")"
+		}
 	case e.Budget != nil && e.Percent != nil:
 		what = fmt.Sprintf("role %s: %s %s/%s (%d%%)", p(e.Role), p(e.Dimension), amount(e.Dimension, e.Used), amount(e.Dimension, e.Limit), *e.Percent)
 	case e.Budget != nil:
@@ -92,6 +99,16 @@ func formatEvent(e events.Event) string {
 		what += " [shadow: not enforced]"
 	}
 	return fmt.Sprintf("%s  %-16s %s  %s", e.Time.Format(time.RFC3339), p(string(e.Type)), who, what)
+}
+
+// resetWhat names what a reset of scope (and period) reset: "session", or
+// "agent in day:2026-12-01".
+func resetWhat(scope, period string) string {
+	what := contract.Printable(scope)
+	if period != "" {
+		what += " in " + contract.Printable(period)
+	}
+	return what
 }
 
 func amount(dim string, n int64) string {
@@ -121,10 +138,11 @@ func (c *cli) log(args []string) int {
 	}
 	type entry struct {
 		events.Entry
-		in  contract.Input
-		out contract.Decision
-		sw  contract.SwitchDecision
-		raw []byte
+		in    contract.Input
+		out   contract.Decision
+		sw    contract.SwitchDecision
+		reset contract.ResetInput
+		raw   []byte
 	}
 	var found []entry
 	err := events.ReadLines(path, h.Config.LogMaxFiles, func(line []byte) error {
@@ -133,8 +151,14 @@ func (c *cli) log(args []string) int {
 			return nil
 		}
 		result := any(&e.out)
-		if e.Path == "harness/switch" {
+		switch e.Path {
+		case "harness/switch":
 			result = &e.sw
+		case "harness/reset":
+			result = &contract.ResetResult{}
+			if json.Unmarshal(e.Input, &e.reset) != nil {
+				return nil
+			}
 		}
 		if json.Unmarshal(e.Result, result) != nil {
 			return nil
@@ -177,8 +201,10 @@ func (c *cli) log(args []string) int {
 			codes = append(codes, r.Code+"("+r.Rule+")")
 		}
 		who := p(e.in.Session)
-		if e.in.Agent != "" {
+		if e.in.Agent != "" && e.in.Session != "" {
 			who = p(e.in.Agent) + "/" + who
+		} else if e.in.Agent != "" {
+			who = p(e.in.Agent)
 		}
 		shadow := ""
 		if e.Shadow {
@@ -192,7 +218,13 @@ func (c *cli) log(args []string) int {
 			}
 			what = fmt.Sprintf("switch %s → %s by %s: %s", p(e.sw.From), p(e.sw.To), p(e.sw.By), verdict)
 		}
-		fmt.Fprintf(c.stdout, "%s  %s  %s  %s %s\n", e.Timestamp.Format(time.RFC3339), p(e.DecisionID), who, what, p(strings.Join(codes, ",")))
+		if e.Path == "harness/reset" {
+			what = fmt.Sprintf("reset: usage of the %s, by the %s", resetWhat(e.reset.Scope, e.reset.Period), p(e.reset.By))
+		}
+		if len(codes) > 0 {
+			what += " " + p(strings.Join(codes, ","))
+		}
+		fmt.Fprintf(c.stdout, "%s  %s  %s  %s\n", e.Timestamp.Format(time.RFC3339), p(e.DecisionID), who, what)
 	}
 	return exitOK
 }
