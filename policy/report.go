@@ -1,9 +1,11 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/jstemmer/go-junit-report/formatter"
@@ -13,15 +15,16 @@ import (
 
 // JUnitReporter writes Rego test results as JUnit XML, as conftest writes
 // its reports (with go-junit-report's formatter): one test suite per Rego
-// package, one test case per test, and for a test that fails or errs a
-// failure that says where and why, with what it printed.
+// package, one test case per test, in the order of the files, and for a
+// test that fails or errs a failure that says where and why, with what it
+// printed.
 type JUnitReporter struct{ Output io.Writer }
 
 // Report implements tester.Reporter.
 func (r JUnitReporter) Report(ch chan *tester.Result) error {
 	var report parser.Report
 	suite := map[string]int{} // package → index in report.Packages
-	for tr := range ch {
+	for _, tr := range sorted(ch) {
 		i, ok := suite[tr.Package]
 		if !ok {
 			i = len(report.Packages)
@@ -55,7 +58,7 @@ type GitHubReporter struct{ Output io.Writer }
 func (r GitHubReporter) Report(ch chan *tester.Result) error {
 	var files []string
 	byFile := map[string][]*tester.Result{}
-	for tr := range ch {
+	for _, tr := range sorted(ch) {
 		file := ""
 		if tr.Location != nil {
 			file = tr.Location.File
@@ -90,6 +93,28 @@ func (r GitHubReporter) Report(ch chan *tester.Result) error {
 	}
 	w.printf("%d tests, %d passed, %d failed, %d errors, %d skipped\n", pass+fail+errs+skip, pass, fail, errs, skip)
 	return w.err
+}
+
+// sorted are the results of ch in the order of their files and lines (the
+// tester runs tests in no fixed order), so that a report is the same from
+// one run to the next.
+func sorted(ch chan *tester.Result) []*tester.Result {
+	var all []*tester.Result
+	for tr := range ch {
+		all = append(all, tr)
+	}
+	where := func(tr *tester.Result) (string, int) {
+		if tr.Location == nil {
+			return "", 0
+		}
+		return tr.Location.File, tr.Location.Row
+	}
+	slices.SortStableFunc(all, func(a, b *tester.Result) int {
+		fa, ra := where(a)
+		fb, rb := where(b)
+		return cmp.Or(cmp.Compare(fa, fb), cmp.Compare(ra, rb), cmp.Compare(a.Package, b.Package), cmp.Compare(a.Name, b.Name))
+	})
+	return all
 }
 
 // failure says where a test failed or erred, and why.

@@ -249,7 +249,7 @@ func oneArg(what string) cobra.PositionalArgs {
 
 // group is the run of a command that only holds subcommands: without one,
 // or with one there is not, it says which there are.
-func (c *cli) group(want string) func(cmd *cobra.Command, args []string) error {
+func group(want string) func(cmd *cobra.Command, args []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return fmt.Errorf("want a subcommand: %s", want)

@@ -25,7 +25,7 @@ its MCP tools) through its PreToolUse and PostToolUse hooks: hook claude-code is
 hook, hook install puts it in Claude Code's settings.`,
 		Example: `  harness hook install --project --write
   harness hook install --user --write`,
-		RunE: c.group("claude-code (the hook itself), or install"),
+		RunE: group("claude-code (the hook itself), or install"),
 	}
 	cmd.AddCommand(c.hookClaudeCodeCmd(), c.hookInstallCmd(), c.hookDaemonCmd())
 	return cmd

@@ -22,7 +22,7 @@ func (c *cli) rolesCmd() *cobra.Command {
 resolved: each field with the file that set it, since inheritance is per key.`,
 		Example: `  harness roles list
   harness roles show reviewer --json`,
-		RunE: c.group("list, or show NAME"),
+		RunE: group("list, or show NAME"),
 	}
 	cmd.AddCommand(c.rolesListCmd(), c.rolesShowCmd())
 	return cmd
