@@ -1,5 +1,7 @@
-# Agent Harness: build, test, benchmark and lint.
+# Agent Harness: build, install, test, benchmark and lint.
 #
+#   make build   bin/harness
+#   make install the harness into $(PREFIX)/bin (PREFIX=~/.local by default)
 #   make test    the whole test suite (builds the opa CLI first if needed)
 #   make bench   the benchmarks, with allocations
 #   make lint    gofmt, go vet, opa fmt, opa check --strict, no binaries in git
@@ -14,17 +16,24 @@ OPA         := $(BIN)/opa
 HARNESS     := $(BIN)/harness
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
+# make install puts the harness in $(PREFIX)/bin: ~/.local/bin, which needs
+# no root (make install PREFIX=/usr/local for every user).
+PREFIX      ?= $(HOME)/.local
 
 export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build tools redis npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster bench bench-gateway bench-hook lint fuzz clean
+.PHONY: all build install tools redis npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster bench bench-gateway bench-hook lint fuzz clean
 
 all: build
 
 build:
 	go build -o $(HARNESS) ./cmd/harness
+
+install:
+	GOBIN=$(PREFIX)/bin go install ./cmd/harness
+	@echo "installed $(PREFIX)/bin/harness"
 
 # The real opa CLI, built from the Go module proxy at the pinned version, and
 # redis-server (Debian's package) for the ledger's Redis tests, which start
@@ -46,10 +55,19 @@ conformance-npm: e2e/conformance/node_modules/.package-lock.json
 e2e/conformance/node_modules/.package-lock.json: e2e/conformance/package.json e2e/conformance/package-lock.json
 	npm ci --prefix e2e/conformance --no-audit --no-fund
 
+# The Redis tests use $$HARNESS_TEST_REDIS when it is set, else start
+# redis-server; only when neither is there, and as root with apt-get, is
+# it installed from Debian's packages.
 redis:
-	@command -v redis-server >/dev/null || { \
+	@if [ -n "$$HARNESS_TEST_REDIS" ] || command -v redis-server >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing redis-server from Debian's packages"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	else \
+		echo "the ledger's tests need Redis: install redis-server (apt install redis-server, brew install redis)," >&2; \
+		echo "or set HARNESS_TEST_REDIS=redis://host:port/db to a server they may write to" >&2; \
+		exit 1; \
+	fi
 
 $(OPA):
 	GOBIN=$(BIN) go install github.com/open-policy-agent/opa@$(OPA_VERSION)
