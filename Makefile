@@ -6,6 +6,8 @@
 #   make fuzz    the fuzz tests, FUZZTIME each (slow; not part of test)
 #   make conformance  the official MCP conformance suite, straight and through
 #                the gateway (installs its npm packages, Node 22 among them)
+#   make durability   kill -9 of harness serve at random points of its calls,
+#                DURABILITY_RUNS times (slow; make test runs 10)
 
 OPA_VERSION ?= v1.22.3
 BIN         := $(CURDIR)/bin
@@ -13,12 +15,13 @@ OPA         := $(BIN)/opa
 HARNESS     := $(BIN)/harness
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
+DURABILITY_RUNS ?= 200
 
 export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build tools redis npm conformance-npm test go-test opa-test e2e conformance bench bench-gateway bench-hook lint fuzz clean
+.PHONY: all build tools redis npm conformance-npm test go-test opa-test e2e conformance durability bench bench-gateway bench-hook lint fuzz clean
 
 all: build
 
@@ -79,6 +82,12 @@ e2e: build npm
 conformance: build conformance-npm
 	go build -o $(UPSTREAM) ./testdata/upstream
 	HARNESS_BIN=$(HARNESS) UPSTREAM_BIN=$(UPSTREAM) e2e/conformance/run.sh
+
+# No result without its charge: harness serve over stdio, killed with SIGKILL
+# at a random point of its calls, DURABILITY_RUNS times; the ledger must hold
+# every received result's charge and no charge twice.
+durability:
+	HARNESS_DURABILITY_RUNS=$(DURABILITY_RUNS) go test -count=1 -timeout 60m -run '^TestKilledGatewayLosesNoCharge$$' -v ./cmd/harness
 
 bench: $(OPA) redis
 	go test -run '^$$' -bench . -skip 'GatewayLatency|HookCall' -benchmem -benchtime $(BENCHTIME) ./...
