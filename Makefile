@@ -8,6 +8,8 @@
 #                the gateway (installs its npm packages, Node 22 among them)
 #   make durability   kill -9 of harness serve at random points of its calls,
 #                DURABILITY_RUNS times (slow; make test runs 10)
+#   make soak    20 clients over HTTP for 60 s, on SQLite and on Redis
+#   make chaos   the same while upstreams, Redis and the SQLite file fail
 
 OPA_VERSION ?= v1.22.3
 BIN         := $(CURDIR)/bin
@@ -21,7 +23,7 @@ export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build tools redis npm conformance-npm test go-test opa-test e2e conformance durability bench bench-gateway bench-hook lint fuzz clean
+.PHONY: all build tools redis npm conformance-npm test go-test opa-test e2e conformance durability soak chaos bench bench-gateway bench-hook lint fuzz clean
 
 all: build
 
@@ -88,6 +90,18 @@ conformance: build conformance-npm
 # every received result's charge and no charge twice.
 durability:
 	HARNESS_DURABILITY_RUNS=$(DURABILITY_RUNS) go test -count=1 -timeout 60m -run '^TestKilledGatewayLosesNoCharge$$' -v ./cmd/harness
+
+# The gateway under load (internal/soak, build tag soak): SOAK_CLIENTS
+# clients (20) over HTTP for SOAK_DURATION (60s) with mixed calls, once on
+# the SQLite ledger and once on a Redis of its own; chaos kills the
+# upstreams meanwhile, restarts Redis and locks the SQLite file for 2 s.
+# Each run checks the ledger against what the clients were charged, and
+# reports calls, latency, memory and goroutines (also in bin/soak/).
+soak: redis
+	SOAK_OUT=$(BIN)/soak go test -tags soak -count=1 -timeout 20m -run '^TestSoak$$' -v ./internal/soak
+
+chaos: redis
+	SOAK_OUT=$(BIN)/soak go test -tags soak -count=1 -timeout 20m -run '^TestChaos$$' -v ./internal/soak
 
 bench: $(OPA) redis
 	go test -run '^$$' -bench . -skip 'GatewayLatency|HookCall' -benchmem -benchtime $(BENCHTIME) ./...
