@@ -70,6 +70,14 @@ func (c *cli) serve(command []string, httpAddr string, allowRemote bool, tlsCert
 		pprof.StartCPUProfile(f)
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
+	if addr := c.env.getenv("HARNESS_DEBUG_ADDR"); addr != "" { // for developers: goroutines, heap and profiles of a running gateway
+		at, stop, err := serveDebug(addr)
+		if err != nil {
+			return c.fail("serve: HARNESS_DEBUG_ADDR: %v", err)
+		}
+		defer stop()
+		fmt.Fprintf(c.stderr, "harness serve: runtime profiles on http://%s/debug/pprof/ (HARNESS_DEBUG_ADDR)\n", at)
+	}
 	// A long-running gateway trades memory for speed: decisions allocate
 	// about 55 KB each, and collecting less often makes them ~15% faster.
 	if c.env.getenv("GOGC") == "" {

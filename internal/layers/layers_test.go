@@ -39,6 +39,7 @@ var allowed = map[string][]string{
 	"internal/testredis": {},
 	"internal/testroles": {"roles"},
 	"internal/layers":    {},
+	"internal/soak":      {},
 	"testdata/upstream":  {},
 	"cmd/harness":        nil, // anything
 }
