@@ -14,7 +14,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
 )
 
 // Key names a session's counters: the session id the caller gives, and the
