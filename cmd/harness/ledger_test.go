@@ -238,9 +238,9 @@ func TestCheckAgentRoles(t *testing.T) {
 		{"unknown default role", "[enforcement]\ndefault_role = \"boss\"\n", `harness.toml:2:1: enforcement.default_role: unknown role "boss"`, nil, ""},
 		{"unknown LEAN_CTX_ROLE", "", `$LEAN_CTX_ROLE: unknown role "boss"`, map[string]string{"LEAN_CTX_ROLE": "boss"}, ""},
 		{"unknown ledger scheme", "[ledger]\nurl = \"postgres://x\"\n",
-			`harness.toml:2:1: ledger.url: ledger "postgres://x": unknown scheme (want memory:, sqlite:PATH or redis://host:port/db)`, nil, ""},
+			`harness.toml:2:1: ledger.url: ledger "postgres://x": unknown scheme (want memory:, sqlite:PATH, redis://host:port/db, redis+cluster://host:port,... or redis+sentinel://host:port,.../master)`, nil, ""},
 		{"malformed Redis URL", "[ledger]\nurl = \"redis://localhost:6379/zero\"\n",
-			`harness.toml:2:1: ledger.url: redis ledger: redis: invalid database number: "zero"`, nil, ""},
+			`harness.toml:2:1: ledger.url: redis: invalid database number: "zero"`, nil, ""},
 		{"role warns above its block", "", `tight.toml:4:1: limits.warn_at_percent 90 is above limits.block_at_percent 50`, nil,
 			"[role]\ninherits = \"coder\"\n[limits]\nwarn_at_percent = 90\nblock_at_percent = 50\n"},
 	} {
