@@ -28,7 +28,7 @@ func TestExplain(t *testing.T) {
 		{contract.Input{Role: "ops", Tool: "ctx_read"},
 			[]string{`allowed: pattern "ctx_read" of tools.allowed (builtin:ops.toml) matches`, "shell_policy compress (builtin:ops.toml)"}},
 		{contract.Input{Role: "reviewer", Tool: "ctx_write"},
-			[]string{"allowed: no pattern of tools.allowed matches (list: ctx_analyze", "→ tool_not_allowed"}},
+			[]string{"allowed: no pattern of tools.allowed matches (list: ctx_agent, ctx_analyze", "→ tool_not_allowed"}},
 		{contract.Input{Role: "coder", Tool: "ctx_shell", Budget: contract.Usage{Shell: 100}},
 			[]string{"shell admission: this would be call 101 of the 100 admitted (floor(100*100/100)) (rule 7)", "→ deny (budget_exhausted, shell_budget"}},
 		{contract.Input{Role: "nobody", Tool: "x"}, []string{`role "nobody" is not defined`}},

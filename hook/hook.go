@@ -21,20 +21,84 @@ import (
 // Agent is the agent name of Claude Code's sessions in the ledger.
 const Agent = "claude-code"
 
-// DefaultTools maps Claude Code's built-in tools to the harness's
-// vocabulary, so that roles written for ctx_* tools govern them: Bash is a
-// shell tool, the editing tools are ctx_edit, the reading ones ctx_read.
-// MCP tools (mcp__<server>__<tool>) and unmapped tools keep their names.
+// DefaultTools maps every tool of Claude Code's tools reference
+// (code.claude.com/docs/en/tools-reference), and the older names its
+// hooks still send, to the harness's vocabulary, so that roles written
+// for ctx_* tools govern them as they describe themselves:
+//
+//   - ctx_shell: the tools that run a command (Bash, PowerShell, and
+//     Monitor, which runs one in the background): the shell policy and
+//     the shell budget apply;
+//   - ctx_execute: the tools that run code another way: Skill (a skill
+//     may run shell commands as it loads, before the model sees it) and
+//     REPL;
+//   - ctx_edit: the tools that change files: Edit, Write, MultiEdit,
+//     NotebookEdit, EnterWorktree and ExitWorktree (they create and
+//     remove a work tree), and Artifact (it publishes a file);
+//   - ctx_read: the tools that read: files (Read, NotebookRead), their
+//     names and contents (Grep, Glob, LS, LSP), the web (WebFetch), MCP
+//     resources, and the output of background work (BashOutput,
+//     TaskOutput);
+//   - ctx_search: WebSearch, ToolSearch;
+//   - ctx_plan: planning and tracking the work, and asking the user
+//     (TodoWrite, the Task* tools, plan mode, Cron*, AskUserQuestion);
+//   - ctx_agent: delegating it (Agent, its older name Task, SendMessage,
+//     teams) and stopping background work (TaskStop, KillShell), which
+//     runs nothing: a subagent's own tool calls come through the hook.
+//
+// MCP tools (mcp__<server>__<tool>) and tools not listed keep their names.
 var DefaultTools = map[string]string{
-	"Bash":         "ctx_shell",
-	"Edit":         "ctx_edit",
-	"Write":        "ctx_edit",
-	"MultiEdit":    "ctx_edit",
-	"NotebookEdit": "ctx_edit",
-	"Read":         "ctx_read",
-	"Grep":         "ctx_read",
-	"Glob":         "ctx_read",
-	"LS":           "ctx_read",
+	"Bash":       "ctx_shell",
+	"PowerShell": "ctx_shell",
+	"Monitor":    "ctx_shell",
+
+	"Skill": "ctx_execute",
+	"REPL":  "ctx_execute",
+
+	"Edit":          "ctx_edit",
+	"Write":         "ctx_edit",
+	"MultiEdit":     "ctx_edit",
+	"NotebookEdit":  "ctx_edit",
+	"EnterWorktree": "ctx_edit",
+	"ExitWorktree":  "ctx_edit",
+	"Artifact":      "ctx_edit",
+
+	"Read":                 "ctx_read",
+	"NotebookRead":         "ctx_read",
+	"Grep":                 "ctx_read",
+	"Glob":                 "ctx_read",
+	"LS":                   "ctx_read",
+	"LSP":                  "ctx_read",
+	"WebFetch":             "ctx_read",
+	"ListMcpResourcesTool": "ctx_read",
+	"ReadMcpResourceTool":  "ctx_read",
+	"BashOutput":           "ctx_read",
+	"TaskOutput":           "ctx_read",
+
+	"WebSearch":  "ctx_search",
+	"ToolSearch": "ctx_search",
+
+	"TodoWrite":       "ctx_plan",
+	"TodoRead":        "ctx_plan",
+	"TaskCreate":      "ctx_plan",
+	"TaskGet":         "ctx_plan",
+	"TaskList":        "ctx_plan",
+	"TaskUpdate":      "ctx_plan",
+	"EnterPlanMode":   "ctx_plan",
+	"ExitPlanMode":    "ctx_plan",
+	"AskUserQuestion": "ctx_plan",
+	"CronCreate":      "ctx_plan",
+	"CronDelete":      "ctx_plan",
+	"CronList":        "ctx_plan",
+
+	"Agent":       "ctx_agent",
+	"Task":        "ctx_agent",
+	"SendMessage": "ctx_agent",
+	"TeamCreate":  "ctx_agent",
+	"TeamDelete":  "ctx_agent",
+	"TaskStop":    "ctx_agent",
+	"KillShell":   "ctx_agent",
+	"KillBash":    "ctx_agent",
 }
 
 // Options tune what the hook answers for calls the harness allows.

@@ -880,10 +880,12 @@ fixture := {
 			"allowed": {
 				"all": false,
 				"exact": {
+					"ctx_agent": true,
 					"ctx_cost": true,
 					"ctx_execute": true,
 					"ctx_metrics": true,
 					"ctx_overview": true,
+					"ctx_plan": true,
 					"ctx_read": true,
 					"ctx_search": true,
 					"ctx_session": true,
@@ -894,10 +896,12 @@ fixture := {
 				"suffixes": [],
 				"globs": [],
 				"patterns": [
+					"ctx_agent",
 					"ctx_cost",
 					"ctx_execute",
 					"ctx_metrics",
 					"ctx_overview",
+					"ctx_plan",
 					"ctx_read",
 					"ctx_search",
 					"ctx_session",
@@ -1019,6 +1023,7 @@ fixture := {
 			"allowed": {
 				"all": false,
 				"exact": {
+					"ctx_agent": true,
 					"ctx_analyze": true,
 					"ctx_architecture": true,
 					"ctx_cost": true,
@@ -1027,6 +1032,7 @@ fixture := {
 					"ctx_multi_read": true,
 					"ctx_outline": true,
 					"ctx_overview": true,
+					"ctx_plan": true,
 					"ctx_read": true,
 					"ctx_review": true,
 					"ctx_search": true,
@@ -1039,6 +1045,7 @@ fixture := {
 				"suffixes": [],
 				"globs": [],
 				"patterns": [
+					"ctx_agent",
 					"ctx_analyze",
 					"ctx_architecture",
 					"ctx_cost",
@@ -1047,6 +1054,7 @@ fixture := {
 					"ctx_multi_read",
 					"ctx_outline",
 					"ctx_overview",
+					"ctx_plan",
 					"ctx_read",
 					"ctx_review",
 					"ctx_search",

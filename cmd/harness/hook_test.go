@@ -667,3 +667,56 @@ func TestHookInstallTimeout(t *testing.T) {
 		}
 	}
 }
+
+// Every tool of Claude Code's tools reference (code.claude.com/docs/en/tools-reference,
+// and the older names its hooks still send) is governed as the built-in
+// roles describe themselves: a reviewer reads, searches, fetches, plans and
+// delegates, and never edits or runs a shell; ops runs shells but never
+// edits; a coder may do everything.
+func TestHookClaudeCodeTools(t *testing.T) {
+	t.Parallel()
+	const (
+		read    = "read"    // a reviewer and ops may
+		plan    = "plan"    // a reviewer and ops may
+		edit    = "edit"    // neither may
+		shell   = "shell"   // ops may, a reviewer may not
+		execute = "execute" // ops may, a reviewer may not
+	)
+	for _, tt := range []struct{ tool, kind string }{
+		{"Agent", plan}, {"Task", plan}, {"SendMessage", plan}, {"TeamCreate", plan}, {"TeamDelete", plan},
+		{"AskUserQuestion", plan}, {"TodoWrite", plan}, {"TodoRead", plan},
+		{"TaskCreate", plan}, {"TaskGet", plan}, {"TaskList", plan}, {"TaskUpdate", plan}, {"TaskStop", plan},
+		{"KillShell", plan}, {"KillBash", plan},
+		{"EnterPlanMode", plan}, {"ExitPlanMode", plan}, {"CronCreate", plan}, {"CronDelete", plan}, {"CronList", plan},
+		{"Read", read}, {"NotebookRead", read}, {"Grep", read}, {"Glob", read}, {"LS", read}, {"LSP", read},
+		{"WebFetch", read}, {"WebSearch", read}, {"ToolSearch", read},
+		{"ListMcpResourcesTool", read}, {"ReadMcpResourceTool", read}, {"BashOutput", read}, {"TaskOutput", read},
+		{"Edit", edit}, {"Write", edit}, {"MultiEdit", edit}, {"NotebookEdit", edit},
+		{"EnterWorktree", edit}, {"ExitWorktree", edit}, {"Artifact", edit},
+		{"Bash", shell}, {"PowerShell", shell}, {"Monitor", shell},
+		{"Skill", execute}, {"REPL", execute},
+	} {
+		for _, role := range []string{"reviewer", "ops", "coder"} {
+			t.Run(tt.tool+"/"+role, func(t *testing.T) {
+				t.Parallel()
+				home := t.TempDir()
+				out, errOut, code := runHook(t, home, map[string]string{"LEAN_CTX_ROLE": role},
+					preToolUse("tools-"+tt.tool+"-"+role, home, tt.tool, `{"description": "x"}`))
+				a := decodeAnswer(t, out).HookSpecificOutput
+				var wantDeny bool
+				switch role {
+				case "reviewer":
+					wantDeny = tt.kind == edit || tt.kind == shell || tt.kind == execute
+				case "ops":
+					wantDeny = tt.kind == edit
+				}
+				if code != 0 || (a.PermissionDecision == "deny") != wantDeny {
+					t.Errorf("%s as %s (%s): exit %d, %+v %s", tt.tool, role, tt.kind, code, a, errOut)
+				}
+				if wantDeny && strings.Contains(a.PermissionDecisionReason, "tool_not_allowed") {
+					t.Errorf("%s as %s is refused for not being mapped: %s", tt.tool, role, a.PermissionDecisionReason)
+				}
+			})
+		}
+	}
+}
