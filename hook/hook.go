@@ -1,7 +1,8 @@
 // Package hook governs the built-in tools of a coding agent through its hook
 // protocol, Claude Code's first: before a tool runs (PreToolUse) the call is
 // decided like any other, with the session's role and live counters, and
-// after it (PostToolUse) what the tool returned is charged. It is transport
+// after it (PostToolUse, or PostToolUseFailure when it failed) what reached
+// the model is charged: the content of the tool's response, or the error. It is transport
 // only: the orchestrator (govern) decides and charges.
 package hook
 
@@ -137,7 +138,7 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 	}
 	event := p.Get("hook_event_name").String()
 	switch event {
-	case "PreToolUse", "PostToolUse":
+	case "PreToolUse", "PostToolUse", "PostToolUseFailure":
 	case "":
 		return refuse("harness hook: the hook input has no hook_event_name; refusing the call")
 	default:
@@ -149,16 +150,20 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 		if event == "PreToolUse" {
 			return refuse("harness hook: the hook input lacks session_id or tool_name; refusing the call")
 		}
-		return Response{Stderr: "harness hook: the PostToolUse input lacks session_id or tool_name; nothing charged\n"}
+		return Response{Stderr: fmt.Sprintf("harness hook: the %s input lacks session_id or tool_name; nothing charged\n", event)}
 	}
 	k := budget.Key{Agent: Agent, Session: session}
 	call := govern.Call{Session: k, Tool: h.mapTool(tool), Reserve: true}
 	call.Upstream, call.UpstreamTool = Origin(tool)
 	input := p.Get("tool_input")
-	if event == "PreToolUse" {
+	switch event {
+	case "PreToolUse":
 		return h.pre(ctx, call, tool, input)
+	case "PostToolUseFailure":
+		// The failure's text reaches the model as the tool's result.
+		return h.post(ctx, event, k, call.Tool, input, p.Get("error").String())
 	}
-	return h.post(ctx, k, call.Tool, input, p.Get("tool_response"))
+	return h.post(ctx, event, k, call.Tool, input, Content(tool, p.Get("tool_response")))
 }
 
 // Pin pins the session of payload to the project root, when the session
@@ -276,42 +281,22 @@ func arguments(input gjson.Result) (any, error) {
 	return v, err
 }
 
-func (h *ClaudeCode) post(ctx context.Context, k budget.Key, harnessTool string, input, response gjson.Result) Response {
-	// What reaches the agent: the text of the tool's response.
-	ch, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: texts(response)})
+// post charges a finished call (event PostToolUse or PostToolUseFailure):
+// the tokens of output, what reached the model, and the cost of its input
+// and output.
+func (h *ClaudeCode) post(ctx context.Context, event string, k budget.Key, harnessTool string, input gjson.Result, output string) Response {
+	ch, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: output})
 	if err != nil {
 		return Response{Stderr: fmt.Sprintf("harness hook: charging %s: %v\n", harnessTool, err)}
 	}
 	if ch.Signal == contract.LevelOK || ch.Signal == "" {
-		return answer("PostToolUse", "", "", "") // the usual case: nothing to say
+		return answer(event, "", "", "") // the usual case: nothing to say
 	}
 	st, err := h.Gov.Status(ctx, k, "")
 	if err != nil {
-		return answer("PostToolUse", "", "", "")
+		return answer(event, "", "", "")
 	}
-	return answer("PostToolUse", "", "", "harness: "+st.StatusLine())
-}
-
-// texts gathers the strings of a tool response (Bash's stdout and stderr,
-// a file's content, ...): the text the agent reads.
-func texts(r gjson.Result) string {
-	switch {
-	case r.Type == gjson.String:
-		return r.Str
-	case r.IsObject() || r.IsArray():
-		var b strings.Builder
-		r.ForEach(func(_, v gjson.Result) bool {
-			if s := texts(v); s != "" {
-				if b.Len() > 0 {
-					b.WriteByte('\n')
-				}
-				b.WriteString(s)
-			}
-			return true
-		})
-		return b.String()
-	}
-	return ""
+	return answer(event, "", "", "harness: "+st.StatusLine())
 }
 
 // answer is Claude Code's JSON answer: hookSpecificOutput with the

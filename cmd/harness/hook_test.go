@@ -720,3 +720,52 @@ func TestHookClaudeCodeTools(t *testing.T) {
 		}
 	}
 }
+
+// After a tool runs, what reaches the model is charged (the file's content,
+// the command's output, the matches, the page's text, the error of a
+// failed call), not the envelope Claude Code wraps it in (the file's path,
+// "type": "text", line counts, a whole original file for an edit).
+func TestHookChargesWhatReachesTheModel(t *testing.T) {
+	t.Parallel()
+	tok := newTokenizer()
+	for _, tt := range []struct{ payload, content string }{
+		{"post-read-hello.json", "hello world"},
+		{"post-read.json", "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hi\")\n}\n"},
+		{"post-read-image.json", ""},
+		{"post-bash.json", "ok  \tdemo\t0.012s\n"},
+		{"post-bash-stderr.json", "building\n\nmain.go:3:2: \"os\" imported and not used\n"},
+		{"post-grep.json", "/home/user/demo/main.go:5:func main() {"},
+		{"post-grep-files.json", "/home/user/demo/main.go\n/home/user/demo/util.go"},
+		{"post-glob.json", "/home/user/demo/main.go\n/home/user/demo/util.go"},
+		{"post-webfetch.json", "The page is a placeholder for documentation examples."},
+		{"post-websearch.json", "Decision Logs | Open Policy Agent\nhttps://www.openpolicyagent.org/docs/management-decision-logs\nOPA can log every decision it makes."},
+		{"post-edit.json", " func main() {\n-\tfmt.Println(\"hi\")\n+\tfmt.Println(\"hello\")\n }"},
+		{"post-write.json", ""},
+		{"post-todowrite.json", ""},
+		{"post-agent.json", "The decision log is written by events/logs.go."},
+		{"post-mcp.json", "Issue 7: the test is flaky"},
+		{"post-failure-bash.json", "Exit code 1\ncat: /nonexistent: No such file or directory"},
+	} {
+		t.Run(tt.payload, func(t *testing.T) {
+			t.Parallel()
+			home, session := t.TempDir(), "charge-"+strings.TrimSuffix(tt.payload, ".json")
+			if _, errOut, code := runHook(t, home, nil, payload(t, tt.payload, session)); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			out, errOut, code := harnessIn(t, home, nil, "budget", "--session", session, "--agent", "claude-code", "--json")
+			var got struct {
+				Budget struct{ Tokens, Cost struct{ Used int64 } }
+			}
+			if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
+				t.Fatalf("budget: exit %d %s%s", code, out, errOut)
+			}
+			want, _ := tok.Count(tt.content)
+			if got.Budget.Tokens.Used != want {
+				t.Errorf("charged %d tokens, want %d (of %q)", got.Budget.Tokens.Used, want, tt.content)
+			}
+			if got.Budget.Cost.Used == 0 {
+				t.Errorf("no cost charged")
+			}
+		})
+	}
+}
