@@ -196,7 +196,8 @@ func TestHookInstall(t *testing.T) {
     "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
   }
 }`)
-	out, _, code := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write")
+	path := harnessOnPath(t)
+	out, _, code := harness(t, path, "hook", "install", "--project", "--dir", project, "--write")
 	if code != 0 || !strings.Contains(out, "installed the harness hook") {
 		t.Fatalf("install: %d %s", code, out)
 	}
@@ -234,15 +235,15 @@ func TestHookInstall(t *testing.T) {
 		t.Errorf("permissions.deny has a rule twice: %q", deny)
 	}
 	if got.Model != "opus" || got.Permissions["allow"][0] != "Bash(npm test)" || len(got.Hooks["Stop"]) != 1 ||
-		len(post) != 2 || post[0].Hooks[0].Command != "prettier --write" || !strings.HasSuffix(post[1].Hooks[0].Command, " hook claude-code") ||
+		len(post) != 2 || post[0].Hooks[0].Command != "prettier --write" || post[1].Hooks[0].Command != "harness hook claude-code" ||
 		len(got.Hooks["PreToolUse"]) != 1 || got.Hooks["PreToolUse"][0].Matcher != "*" {
 		t.Errorf("merged settings:\n%s", b)
 	}
-	if out, _, _ := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write"); !strings.Contains(out, "already runs the harness hook") {
+	if out, _, _ := harness(t, path, "hook", "install", "--project", "--dir", project, "--write"); !strings.Contains(out, "settings.json already has the harness hook") {
 		t.Errorf("second install: %s", out)
 	}
 	writeFile(t, settings, "{not json")
-	if _, errOut, code := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write"); code != exitError || !strings.Contains(errOut, "is not valid JSON") {
+	if _, errOut, code := harness(t, path, "hook", "install", "--project", "--dir", project, "--write"); code != exitError || !strings.Contains(errOut, "is not valid JSON") {
 		t.Errorf("broken settings: %d %s", code, errOut)
 	}
 	if b, _ := os.ReadFile(settings); string(b) != "{not json" {
@@ -645,7 +646,7 @@ func TestHookInstallTimeout(t *testing.T) {
 	project := t.TempDir()
 	settings := filepath.Join(project, ".claude", "settings.json")
 	writeFile(t, settings, `{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "/old/harness hook claude-code", "timeout": 5}]}]}}`)
-	if out, errOut, code := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write"); code != 0 {
+	if out, errOut, code := harness(t, harnessOnPath(t), "hook", "install", "--project", "--dir", project, "--write"); code != 0 {
 		t.Fatalf("install: %d %s%s", code, out, errOut)
 	}
 	var got struct {
@@ -660,7 +661,7 @@ func TestHookInstallTimeout(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	for _, event := range []string{"PreToolUse", "PostToolUse"} {
+	for _, event := range []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"} {
 		groups := got.Hooks[event]
 		if len(groups) != 1 || len(groups[0].Hooks) != 1 || groups[0].Hooks[0].Timeout != 30 || groups[0].Hooks[0].Command == "/old/harness hook claude-code" {
 			t.Errorf("%s: %+v", event, groups)
@@ -768,4 +769,76 @@ func TestHookChargesWhatReachesTheModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// harnessOnPath is a $PATH on which "harness" is this very binary (the
+// test binary, which runs the command in process).
+func harnessOnPath(t *testing.T) map[string]string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(dir, "harness")); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"PATH": dir}
+}
+
+// The project's .claude/settings.json is shared by everyone who works on
+// it: it gets a hook command that works on every machine (harness on the
+// PATH) and the rules that name no path of this one; what is this
+// machine's goes into .claude/settings.local.json, which is not committed.
+func TestHookInstallSharedSettings(t *testing.T) {
+	t.Parallel()
+	exe, _ := os.Executable()
+	read := func(t *testing.T, path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	t.Run("harness on the PATH is this binary", func(t *testing.T) {
+		t.Parallel()
+		project := t.TempDir()
+		out, errOut, code := harness(t, harnessOnPath(t), "hook", "install", "--project", "--dir", project, "--write")
+		shared, local := read(t, filepath.Join(project, ".claude", "settings.json")), read(t, filepath.Join(project, ".claude", "settings.local.json"))
+		if code != 0 || strings.Count(shared, `"command": "harness hook claude-code"`) != 3 || strings.Contains(shared, exe) || strings.Contains(shared, "Edit(//tmp") {
+			t.Errorf("exit %d %s%s\nshared:\n%s", code, out, errOut, shared)
+		}
+		if strings.Contains(local, "hook claude-code") || !strings.Contains(local, "Bash("+exe+" role set:*)") {
+			t.Errorf("local:\n%s", local)
+		}
+	})
+	t.Run("harness on the PATH is another binary", func(t *testing.T) {
+		t.Parallel()
+		project := t.TempDir()
+		out, errOut, code := harness(t, map[string]string{"PATH": t.TempDir()}, "hook", "install", "--project", "--dir", project, "--write")
+		shared, local := read(t, filepath.Join(project, ".claude", "settings.json")), read(t, filepath.Join(project, ".claude", "settings.local.json"))
+		if code != 0 || strings.Contains(shared, "hook claude-code") || strings.Contains(shared, exe) || !strings.Contains(shared, "Edit(~/.lean-ctx/**)") {
+			t.Errorf("exit %d %s%s\nshared:\n%s", code, out, errOut, shared)
+		}
+		if strings.Count(local, `"command": "`+exe+` hook claude-code"`) != 3 || !strings.Contains(out, "settings.local.json") || !strings.Contains(out, "not committed") {
+			t.Errorf("%s\nlocal:\n%s", out, local)
+		}
+	})
+	t.Run("the shared file already runs a harness hook", func(t *testing.T) {
+		t.Parallel()
+		project := t.TempDir()
+		writeFile(t, filepath.Join(project, ".claude", "settings.json"), `{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "harness hook claude-code", "timeout": 30}]}]}}`+"\n")
+		out, errOut, code := harness(t, map[string]string{"PATH": t.TempDir()}, "hook", "install", "--project", "--dir", project, "--write")
+		if local := read(t, filepath.Join(project, ".claude", "settings.local.json")); code != 0 || strings.Contains(local, "hook claude-code") || !strings.Contains(out, "charge every call twice") {
+			t.Errorf("exit %d %s%s\nlocal:\n%s", code, out, errOut, local)
+		}
+	})
+	t.Run("a --dir that does not exist", func(t *testing.T) {
+		t.Parallel()
+		dir := filepath.Join(t.TempDir(), "nowhere")
+		_, errOut, code := harness(t, harnessOnPath(t), "hook", "install", "--project", "--dir", dir, "--write")
+		if _, err := os.Stat(dir); code != exitError || !strings.Contains(errOut, "not an existing directory") || err == nil {
+			t.Errorf("exit %d %s; stat %v", code, errOut, err)
+		}
+	})
 }
