@@ -18,10 +18,13 @@ const (
 	BudgetExhausted Type = "BudgetExhausted"
 	PolicyViolation Type = "PolicyViolation"
 	RoleChanged     Type = "RoleChanged"
+	// ApprovalRequested is a call decided "ask": it waits for a person's
+	// approval (contract section 8). Its fields are a PolicyViolation's.
+	ApprovalRequested Type = "ApprovalRequested"
 )
 
 // Types are all event types, for validation and help.
-var Types = []Type{BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged}
+var Types = []Type{BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged, ApprovalRequested}
 
 // Event is one harness event. The fields of its type are flat in the JSON
 // object, as in the contract: BudgetWarning{role, dimension, used, limit,
@@ -57,7 +60,7 @@ type Budget struct {
 // ScopeAgent is the scope of a budget event of an agent's budget.
 const ScopeAgent = "agent"
 
-// Violation are the fields of PolicyViolation.
+// Violation are the fields of PolicyViolation and ApprovalRequested.
 type Violation struct {
 	Tool string `json:"tool"`
 	// Reason is the reasons' codes and messages in one line.

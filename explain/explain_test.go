@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/internal/testroles"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
@@ -45,6 +46,32 @@ func TestExplain(t *testing.T) {
 			if !strings.Contains(b.String(), w) {
 				t.Errorf("%s/%s: explanation lacks %q:\n%s", tt.in.Role, tt.in.Tool, w, b.String())
 			}
+		}
+	}
+}
+
+// A tool of the role's ask list is explained by its pattern and file.
+func TestExplainAsk(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set := testroles.Set(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\n"})
+	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tool, want := range map[string]string{
+		"ctx_shell": `ask: pattern "ctx_shell" of tools.ask (`,
+		"ctx_read":  "ask: no pattern of tools.ask matches (list: ctx_shell)",
+	} {
+		x, err := e.Explain(ctx, contract.Input{Role: "careful", Tool: tool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := set.Get("careful")
+		var b strings.Builder
+		Write(&b, x, r)
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s: explanation lacks %q:\n%s", tool, want, b.String())
 		}
 	}
 }

@@ -162,7 +162,9 @@ type Call struct {
 type Outcome struct {
 	Decision contract.Decision
 	// Allowed says whether the call may run: the decision's word, or always
-	// true in shadow mode.
+	// true in shadow mode. An ask is not allowed: a transport that can put
+	// the question to a person (the hook, as Claude Code's own "ask") does,
+	// and one that cannot refuses the call.
 	Allowed bool
 	// Shadowed is true when shadow mode let through a call the policy denied.
 	Shadowed bool

@@ -388,3 +388,53 @@ func TestFindAndSessions(t *testing.T) {
 		t.Errorf("a session whose role is gone: %+v", list)
 	}
 }
+
+// A call decided "ask" is not allowed (a transport that cannot ask a
+// person refuses it), takes no shell slot, is logged with its decision,
+// and is an ApprovalRequested event, not a PolicyViolation; in shadow mode
+// it runs, flagged.
+func TestAskIsNotAllowed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set := testroles.Set(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\n"})
+	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shadow := range []bool{false, true} {
+		t.Run(fmt.Sprint("shadow=", shadow), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "decisions.jsonl")
+			log, err := events.OpenDecisionLog(path, events.DecisionLogOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			s := budget.NewMemory()
+			g := New(Options{Rules: Rules{Engine: relaxed(e)}, Store: s, Sinks: []events.Sink{rec}, Decisions: log, Shadow: shadow})
+			k := budget.Key{Session: "s", Agent: "a"}
+			o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "careful", Reserve: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Decision.Decision != contract.Ask || o.Allowed != shadow || o.Shadowed != shadow || o.Reserved != shadow {
+				t.Errorf("%+v", o)
+			}
+			asked := rec.of(events.ApprovalRequested)
+			if len(asked) != 1 || len(rec.of(events.PolicyViolation)) != 0 || asked[0].Violation.Reasons[0].Code != contract.CodeApprovalRequired ||
+				asked[0].Violation.DecisionID != o.DecisionID || asked[0].Shadow != shadow {
+				t.Errorf("events: %+v", rec.events)
+			}
+			b, _ := os.ReadFile(path)
+			if !strings.Contains(string(b), `"decision":"ask"`) || !strings.Contains(string(b), o.DecisionID) {
+				t.Errorf("decision log: %s", b)
+			}
+			slots := int64(0)
+			if shadow {
+				slots = 1 // the call ran: it is counted
+			}
+			if c, _ := s.Get(ctx, k, ""); c.Shell != slots {
+				t.Errorf("shell slots taken: %d, want %d", c.Shell, slots)
+			}
+		})
+	}
+}

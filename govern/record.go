@@ -55,16 +55,21 @@ func (g *Governor) logEntry(id string, at time.Time, path string, red *events.Re
 }
 
 // recordDecision writes the decision log entry and, for a deny, the
-// PolicyViolation event (its reasons summarised), both masked; it returns
-// the decision's redaction, for the events that follow from it.
+// PolicyViolation event (for an ask, ApprovalRequested: the call waits for
+// a person, it broke no rule), its reasons summarised, both masked; it
+// returns the decision's redaction, for the events that follow from it.
 func (g *Governor) recordDecision(o Outcome, at time.Time, in contract.Input, elapsed time.Duration, client string) *events.Redaction {
 	d := o.Decision
 	red := g.redact(loggedInput{in, d.ShellPolicy})
 	g.logEntry(o.DecisionID, at, "harness/decision", red, d, elapsed, g.shadow, client)
 	if !d.Allowed {
+		typ := events.PolicyViolation
+		if d.Decision == contract.Ask {
+			typ = events.ApprovalRequested
+		}
 		reasons := events.SummariseReasons(d.Reasons)
 		g.emit(red, events.Event{
-			Type: events.PolicyViolation, Session: in.Session, Agent: in.Agent, Role: d.Role, Shadow: o.Shadowed,
+			Type: typ, Session: in.Session, Agent: in.Agent, Role: d.Role, Shadow: o.Shadowed,
 			Violation: &events.Violation{Tool: d.Tool, Reason: oneLine(reasons, false), Reasons: reasons, DecisionID: o.DecisionID},
 		})
 	}

@@ -231,17 +231,27 @@ func (h *ClaudeCode) pre(ctx context.Context, call govern.Call, tool string, inp
 		name = fmt.Sprintf("%s (%s)", tool, harnessTool)
 	}
 	if !o.Allowed {
+		// An ask is Claude Code's own: it asks the user, showing the
+		// reason; a deny is shown to the model.
+		decision, verb := "deny", "denied"
+		if d.Decision == contract.Ask {
+			decision, verb = "ask", "needs your approval"
+		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "harness: %s denied for role %s:", name, d.Role)
+		fmt.Fprintf(&b, "harness: %s %s for role %s:", name, verb, d.Role)
 		for _, r := range d.Reasons {
 			fmt.Fprintf(&b, " %s: %s;", r.Code, r.Message)
 		}
 		fmt.Fprintf(&b, " %s", d.StatusLine())
-		return answer("PreToolUse", "deny", b.String(), "")
+		return answer("PreToolUse", decision, b.String(), warnings(d))
 	}
 	var context strings.Builder
 	if o.Shadowed {
-		fmt.Fprintf(&context, "harness (shadow mode): %s would have been denied:", name)
+		verb := "been denied"
+		if d.Decision == contract.Ask {
+			verb = "asked for a person's approval"
+		}
+		fmt.Fprintf(&context, "harness (shadow mode): %s would have %s:", name, verb)
 		for _, r := range d.Reasons {
 			fmt.Fprintf(&context, " %s: %s;", r.Code, r.Message)
 		}
@@ -258,6 +268,19 @@ func (h *ClaudeCode) pre(ctx context.Context, call govern.Call, tool string, inp
 		reason = fmt.Sprintf("harness: %s allowed for role %s", name, d.Role)
 	}
 	return answer("PreToolUse", h.Opts.Allow, reason, context.String())
+}
+
+// warnings is the context an asked call's warnings give the agent, with
+// the status line; "" for none.
+func warnings(d contract.Decision) string {
+	if d.Decision != contract.Ask || len(d.Warnings) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, w := range d.Warnings {
+		fmt.Fprintf(&b, "harness warning: %s\n", w.Message)
+	}
+	return b.String() + d.StatusLine()
 }
 
 // arguments are the decision's arguments: the tool input as the agent sent

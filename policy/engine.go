@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -341,13 +342,16 @@ func decisionFrom(v any) (contract.Decision, error) {
 	if r.err != nil {
 		return contract.Decision{}, r.err
 	}
+	runs := d.Decision == contract.Allow || d.Decision == contract.Warn
 	switch {
-	case d.Decision != contract.Allow && d.Decision != contract.Warn && d.Decision != contract.Deny:
-		return contract.Decision{}, fmt.Errorf("decision %q is not allow, warn or deny", d.Decision)
-	case d.Allowed != (d.Decision != contract.Deny):
+	case !runs && d.Decision != contract.Deny && d.Decision != contract.Ask:
+		return contract.Decision{}, fmt.Errorf("decision %q is not allow, warn, ask or deny", d.Decision)
+	case d.Allowed != runs:
 		return contract.Decision{}, fmt.Errorf("allowed=%v contradicts decision %q", d.Allowed, d.Decision)
-	case d.Decision == contract.Deny && len(d.Reasons) == 0:
-		return contract.Decision{}, errors.New("a deny without reasons")
+	case !runs && len(d.Reasons) == 0:
+		return contract.Decision{}, fmt.Errorf("a decision %q without reasons", d.Decision)
+	case d.Decision == contract.Ask && slices.ContainsFunc(d.Reasons, func(r contract.Reason) bool { return r.Code != contract.CodeApprovalRequired }):
+		return contract.Decision{}, errors.New("an ask with reasons other than approval_required")
 	}
 	return d, nil
 }

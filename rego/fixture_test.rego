@@ -6,7 +6,7 @@
 package harness.tests
 
 fixture := {
-	"schema_version": 2,
+	"schema_version": 3,
 	"config": {
 		"shell_tools": {
 			"ctx_execute": true,
@@ -94,6 +94,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 500000,
 				"shell": 500,
@@ -125,6 +133,7 @@ fixture := {
 				"allow-none": true,
 				"anything-goes": true,
 				"block-90": true,
+				"careful": true,
 				"coder": true,
 				"ctx-but-edit": true,
 				"ctx-only": true,
@@ -166,6 +175,14 @@ fixture := {
 				"patterns": [
 					"zz_nonexistent_tool",
 				],
+			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
 			},
 			"limits": {
 				"tokens": 500000,
@@ -217,6 +234,14 @@ fixture := {
 				"patterns": [],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -276,6 +301,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 200000,
 				"shell": 100,
@@ -305,6 +338,7 @@ fixture := {
 				"allow-none": true,
 				"anything-goes": true,
 				"block-90": true,
+				"careful": true,
 				"coder": true,
 				"ctx-but-edit": true,
 				"ctx-only": true,
@@ -333,6 +367,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -370,6 +412,79 @@ fixture := {
 				"half": true,
 			},
 		},
+		"careful": {
+			"source": "user",
+			"description": "Asks before it runs a shell",
+			"shell_policy": "track",
+			"privileged": false,
+			"allowed": {
+				"all": true,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [
+					"*",
+				],
+			},
+			"denied": {
+				"all": false,
+				"exact": {
+					"ctx_edit": true,
+				},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [
+					"ctx_edit",
+				],
+			},
+			"ask": {
+				"all": false,
+				"exact": {
+					"ctx_shell": true,
+					"git_push": true,
+				},
+				"prefixes": [
+					"mcp__deploy__",
+				],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [
+					"ctx_shell",
+					"git_push",
+					"mcp__deploy__*",
+				],
+			},
+			"limits": {
+				"tokens": 1000,
+				"shell": 100,
+				"cost_micros": 5000000,
+				"warn_percent": 80,
+				"block_percent": 100,
+			},
+			"thresholds": {
+				"cost": {
+					"warn_at": 4000000,
+					"exhausted_at": 5000000,
+					"admits": 5000000,
+				},
+				"shell": {
+					"warn_at": 80,
+					"exhausted_at": 100,
+					"admits": 100,
+				},
+				"tokens": {
+					"warn_at": 800,
+					"exhausted_at": 1000,
+					"admits": 1000,
+				},
+			},
+			"io": {},
+			"covers": {
+				"careful": true,
+			},
+		},
 		"coder": {
 			"source": "built-in",
 			"description": "Full tool access for implementation",
@@ -386,6 +501,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -422,6 +545,7 @@ fixture := {
 				"allow-none": true,
 				"anything-goes": true,
 				"block-90": true,
+				"careful": true,
 				"coder": true,
 				"ctx-but-edit": true,
 				"ctx-only": true,
@@ -462,6 +586,14 @@ fixture := {
 				"patterns": [
 					"ctx_edit",
 				],
+			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
 			},
 			"limits": {
 				"tokens": 200000,
@@ -513,6 +645,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -576,6 +716,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 150000,
 				"shell": 200,
@@ -603,6 +751,7 @@ fixture := {
 			"io": {},
 			"covers": {
 				"block-90": true,
+				"careful": true,
 				"debugger": true,
 				"half": true,
 				"reviewer": true,
@@ -633,6 +782,14 @@ fixture := {
 				"patterns": [
 					"*",
 				],
+			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
 			},
 			"limits": {
 				"tokens": 200000,
@@ -682,6 +839,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -742,6 +907,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 1000,
 				"shell": 10,
@@ -794,6 +967,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 1000,
 				"shell": 10,
@@ -836,6 +1017,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -921,6 +1110,14 @@ fixture := {
 					"ctx_edit",
 				],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 100000,
 				"shell": 300,
@@ -973,6 +1170,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 200000,
 				"shell": 100,
@@ -1002,6 +1207,7 @@ fixture := {
 				"allow-none": true,
 				"anything-goes": true,
 				"block-90": true,
+				"careful": true,
 				"coder": true,
 				"ctx-but-edit": true,
 				"ctx-only": true,
@@ -1080,6 +1286,14 @@ fixture := {
 					"ctx_shell",
 				],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 150000,
 				"shell": 0,
@@ -1129,6 +1343,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -1194,6 +1416,14 @@ fixture := {
 					"zz_nonexistent_tool",
 				],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 200000,
 				"shell": 1000000,
@@ -1247,6 +1477,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 1000,
 				"shell": 0,
@@ -1288,6 +1526,7 @@ fixture := {
 			"allow-none": true,
 			"anything-goes": true,
 			"block-90": true,
+			"careful": true,
 			"coder": true,
 			"ctx-but-edit": true,
 			"ctx-only": true,

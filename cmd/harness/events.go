@@ -18,7 +18,7 @@ import (
 func (c *cli) events(args []string) int {
 	fs, project := c.flags("events")
 	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
-	typ := fs.String("type", "", "only events of this `TYPE`: BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged")
+	typ := fs.String("type", "", "only events of this `TYPE`: BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged, ApprovalRequested")
 	session := fs.String("session", "", "only this session's events")
 	agent := fs.String("agent", "", "only this agent's events")
 	asJSON := fs.Bool("json", false, "print the events as they are stored, one JSON object a line")

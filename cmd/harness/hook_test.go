@@ -842,3 +842,45 @@ func TestHookInstallSharedSettings(t *testing.T) {
 		}
 	})
 }
+
+// A call a role asks for is Claude Code's own "ask": the user is asked,
+// with the reason; a denied one is still denied; in the process and
+// through the real hook binary.
+func TestHookAsk(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	writeFile(t, filepath.Join(project, ".lean-ctx", "roles", "careful.toml"),
+		"[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\ndenied = [\"ctx_edit\"]\n")
+	home := t.TempDir()
+	for _, tt := range []struct {
+		payload, decision, reason string
+	}{
+		{"pre-bash.json", "ask", "harness: Bash (ctx_shell) needs your approval for role careful: approval_required: tool 'ctx_shell' needs a person's approval for role 'careful';"},
+		{"pre-edit.json", "deny", "harness: Edit (ctx_edit) denied for role careful: tool_denied"},
+		{"pre-read.json", "", ""},
+	} {
+		for _, binary := range []bool{false, true} {
+			session := fmt.Sprintf("ask-%s-%v", tt.payload, binary)
+			var out, errOut string
+			var code int
+			if binary {
+				out, errOut, code = hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON=off", "LEAN_CTX_ROLE=careful"}, payload(t, tt.payload, session), "--project", project)
+			} else {
+				out, errOut, code = runHook(t, home, map[string]string{"LEAN_CTX_ROLE": "careful"}, payload(t, tt.payload, session), "--project", project)
+			}
+			a := decodeAnswer(t, out).HookSpecificOutput
+			if code != 0 || a.PermissionDecision != tt.decision || !strings.HasPrefix(a.PermissionDecisionReason, tt.reason) {
+				t.Errorf("%s (binary %v): exit %d %+v %s", tt.payload, binary, code, a, errOut)
+			}
+		}
+	}
+	// The ask is logged with its decision, and is an ApprovalRequested event.
+	raw, _ := os.ReadFile(filepath.Join(home, ".local", "state", "lean-ctx", "harness", "decisions.jsonl"))
+	if n := strings.Count(string(raw), `"decision":"ask"`); n != 2 {
+		t.Errorf("%d asks in the decision log, want 2:\n%s", n, raw)
+	}
+	out, _, _ := harnessIn(t, home, nil, "events", "--type", "ApprovalRequested", "--project", project)
+	if strings.Count(out, "ApprovalRequested") != 2 || !strings.Contains(out, "approval_required") {
+		t.Errorf("events: %s", out)
+	}
+}
