@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/version"
+
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/config"
 	"github.com/agentharness/harness/events"
@@ -89,9 +91,17 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 		opts.Sinks = append(opts.Sinks, l)
 	}
 	if p := h.DecisionsPath(); p != "" {
+		id, err := InstallationID(StateDir(h.Params.Env))
+		if err != nil {
+			if o.Warn != nil {
+				o.Warn(fmt.Errorf("decision log: the installation's id: %w; this process logs under an id of its own", err))
+			}
+			id = events.NewID(time.Now())
+		}
 		l, err := events.OpenDecisionLog(p, events.DecisionLogOptions{
 			Rotation: rot,
-			Labels:   map[string]string{"app": "agent-harness", "version": Version, "id": instanceID},
+			// As OPA labels its own: the instance's id and OPA's version.
+			Labels: map[string]string{"app": "agent-harness", "id": id, "version": version.Version, "harness_version": Version},
 		})
 		if err != nil {
 			h.Close()
@@ -113,6 +123,3 @@ func (h *Harness) Close() error {
 	h.closers, h.gov = nil, nil
 	return errors.Join(errs...)
 }
-
-// instanceID names this process in decision-log labels, as OPA's do.
-var instanceID = events.NewID(time.Now())

@@ -145,6 +145,9 @@ type Call struct {
 	// "name/version"): recorded as a label of the decision-log entry,
 	// never used to decide who the agent is.
 	Client string
+	// CostSource says where the session's cost comes from ("transcript",
+	// "estimate"; "" when the caller does not know), for the decision log.
+	CostSource string
 	// Role is the role a new session starts in; "" for the default. A
 	// session that has a role keeps it.
 	Role string
@@ -338,7 +341,7 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 		at := g.now()
 		o.DecisionID = events.NewID(at)
 		record := func() {
-			red := g.recordDecision(o, at, in, elapsed, call.Client)
+			red := g.recordDecision(o, r, at, in, elapsed, call)
 			if o.Reserved {
 				before := o.Counters
 				before.Shell--

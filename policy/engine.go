@@ -220,6 +220,13 @@ func (e *Engine) Document() *compiler.Document { return e.cur.Load().doc }
 // writes it.
 func (e *Engine) Bundle() *compiler.Bundle { return e.cur.Load().bundle }
 
+// BundleName is the name of the harness's bundle, as decision logs name
+// the bundles a decision was made with.
+const BundleName = compiler.Root
+
+// Revision is the revision of the bundle in use (its manifest's).
+func (e *Engine) Revision() string { return e.cur.Load().bundle.Revision }
+
 func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Module) (*loaded, error) {
 	b, err := compiler.NewBundle(doc, modules)
 	if err != nil {

@@ -181,7 +181,7 @@ func (c *cli) log(args []string) int {
 			who = p(e.in.Agent) + "/" + who
 		}
 		shadow := ""
-		if e.Shadow {
+		if e.Custom != nil && e.Custom.Shadow {
 			shadow = " [shadow]"
 		}
 		what := fmt.Sprintf("%s %s → %s%s", p(e.out.Role), p(e.out.Tool), p(e.out.Decision), shadow)

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/version"
 )
 
 var hookSessions atomic.Int64
@@ -882,5 +884,46 @@ func TestHookAsk(t *testing.T) {
 	out, _, _ := harnessIn(t, home, nil, "events", "--type", "ApprovalRequested", "--project", project)
 	if strings.Count(out, "ApprovalRequested") != 2 || !strings.Contains(out, "approval_required") {
 		t.Errorf("events: %s", out)
+	}
+}
+
+// Every process of an installation (each hook call, each command) labels
+// its decisions with the installation's id, kept in the state directory,
+// and with OPA's version where OPA puts its own (the harness's is
+// harness_version).
+func TestDecisionLogLabels(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for i := range 2 {
+		in := preToolUse(fmt.Sprint("labels-", i), home, "Read", `{"file_path": "a.go"}`)
+		if out, errOut, code := hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON=off"}, in); code != 0 {
+			t.Fatalf("exit %d %s%s", code, out, errOut)
+		}
+	}
+	if _, errOut, code := harnessIn(t, home, nil, "decide", "--tool", "ctx_read", "--session", "labels-cli"); code != 0 {
+		t.Fatal(errOut)
+	}
+	state := filepath.Join(home, ".local", "state", "lean-ctx", "harness")
+	id, err := os.ReadFile(filepath.Join(state, "installation-id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(state, "installation-id")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("installation-id is %v", fi.Mode())
+	}
+	raw, _ := os.ReadFile(filepath.Join(state, "decisions.jsonl"))
+	n := 0
+	for line := range strings.Lines(string(raw)) {
+		var e struct{ Labels map[string]string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if e.Labels["id"] != strings.TrimSpace(string(id)) || e.Labels["version"] != version.Version || e.Labels["harness_version"] != "0.1.0" {
+			t.Errorf("labels %v; the installation's id is %s", e.Labels, id)
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d entries, want 3", n)
 	}
 }
