@@ -17,7 +17,9 @@ func TestInstallationID(t *testing.T) {
 		prepare func(t *testing.T, path string)
 	}{
 		{"none yet", func(*testing.T, string) {}},
-		{"not an id", func(t *testing.T, path string) { os.WriteFile(path, []byte("not an id, and a long line of it\n"), 0o600) }},
+		{"not an id", func(t *testing.T, path string) {
+			os.WriteFile(path, []byte("not an id, and a long line of it\n"), 0o600)
+		}},
 		{"a link", func(t *testing.T, path string) {
 			target := filepath.Join(t.TempDir(), "elsewhere")
 			os.WriteFile(target, []byte("0193a5f0-0000-7000-8000-000000000001\n"), 0o600)

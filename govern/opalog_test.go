@@ -131,7 +131,7 @@ func TestDecisionLogIsOPAs(t *testing.T) {
 			}
 			// The input, as the policy saw it.
 			want := map[string]any{"role": o.Decision.Role, "tool": call.Tool, "upstream": "", "upstream_tool": "", "shell_policy": o.Decision.ShellPolicy,
-				"budget": map[string]any{"tokens": json.Number("0"), "shell": json.Number("0"), "cost_micros": json.Number("0")},
+				"budget":  map[string]any{"tokens": json.Number("0"), "shell": json.Number("0"), "cost_micros": json.Number("0")},
 				"session": "s-1", "agent": "claude-code", "project": ""}
 			tt.input(want)
 			if ev.Input == nil || !reflect.DeepEqual(*ev.Input, any(want)) {
