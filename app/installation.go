@@ -36,27 +36,10 @@ func InstallationID(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
+	// The id is written whole into a file of its own, then linked into
+	// place: a process never reads a half-written id, and of processes
+	// that start at once, the first link wins and the others read it.
 	id := events.NewID(time.Now())
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	switch {
-	case err == nil:
-		_, werr := f.WriteString(id + "\n")
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return "", werr
-		}
-		return id, nil
-	case errors.Is(err, fs.ErrExist):
-		// Another process made it first; or what is there is no id.
-		if got, err := readID(path); err == nil {
-			return got, nil
-		}
-	default:
-		return "", err
-	}
-	// Replace what is there (not an id) atomically.
 	tmp, err := os.CreateTemp(dir, "."+InstallationFile+".tmp*")
 	if err != nil {
 		return "", err
@@ -69,6 +52,17 @@ func InstallationID(dir string) (string, error) {
 	if err := tmp.Close(); err != nil {
 		return "", err
 	}
+	err = os.Link(tmp.Name(), path)
+	switch {
+	case err == nil:
+		return id, nil
+	case !errors.Is(err, fs.ErrExist):
+		return "", err
+	}
+	if got, err := readID(path); err == nil {
+		return got, nil // another process made it first
+	}
+	// What is there is no id (or a link, a FIFO): replace it.
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return "", err
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -61,5 +62,28 @@ func TestInstallationID(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, InstallationFile), 0o700)
 	if _, err := InstallationID(dir); err == nil {
 		t.Error("a directory was taken for the id")
+	}
+}
+
+// Processes that start at once agree on one id.
+func TestInstallationIDAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state")
+	ids := make([]string, 16)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() {
+			id, err := InstallationID(dir)
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = id
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] || id == "" {
+			t.Fatalf("ids %v", ids)
+		}
 	}
 }
