@@ -48,6 +48,13 @@ default_model = "sonnet"
 input_usd_per_mtok = 3
 output_usd_per_mtok = 15.0
 
+[cost.models.claude-haiku-4-5]          # replaces the built-in price
+input_usd_per_mtok = 0.5
+output_usd_per_mtok = 2.5
+cache_write_usd_per_mtok = 0.625
+cache_write_1h_usd_per_mtok = 1
+cache_read_usd_per_mtok = 0.05
+
 [agents.claude-code]
 role = "reviewer"
 max_role = "coder"
@@ -106,6 +113,13 @@ mask = ["/arguments/password"]
 	if p, _ := c.Prices.Price(""); p != (pricing.Price{InputMicrosPerMTok: 3_000_000, OutputMicrosPerMTok: 15_000_000}) {
 		t.Errorf("default price %+v", p)
 	}
+	if p, _ := c.Prices.Price("claude-haiku-4-5-20251001"); p != (pricing.Price{InputMicrosPerMTok: 500_000, OutputMicrosPerMTok: 2_500_000,
+		CacheWriteMicrosPerMTok: 625_000, CacheWrite1hMicrosPerMTok: 1_000_000, CacheReadMicrosPerMTok: 50_000}) {
+		t.Errorf("an overridden built-in price: %+v", p)
+	}
+	if p, _ := c.Prices.Price("gpt-5.4"); p.OutputMicrosPerMTok != 15_000_000 {
+		t.Errorf("a built-in price: %+v", p)
+	}
 	if _, err := c.Prices.Price("default"); err != nil {
 		t.Errorf("the built-in price must stay available: %v", err)
 	}
@@ -158,7 +172,8 @@ func TestErrors(t *testing.T) {
 		{"bad mode", "[enforcement]\nmode = \"lenient\"\n", "", []string{`:2:1: enforcement.mode: string "lenient": want "enforce" or "shadow"`}},
 		{"bad ttl", "[ledger]\nttl = \"soon\"\n", "", []string{`:2:1: ledger.ttl: "soon": want a duration`}},
 		{"pattern as shell tool", "[tools]\nshell = [\"ctx_*\"]\n", "", []string{`tools.shell: item 1: string "ctx_*" is not a tool name`}},
-		{"unpriced default model", "[cost]\ndefault_model = \"gpt-9\"\n", "", []string{`cost.default_model: no price for model "gpt-9"; priced models: default`}},
+		{"unpriced default model", "[cost]\ndefault_model = \"gpt-9\"\n", "", []string{`cost.default_model: no price for model "gpt-9"`}},
+		{"a cache price's typo", "[cost.models.x]\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 1\ncache_reads_usd_per_mtok = 1\n", "", []string{`unknown key "cache_reads_usd_per_mtok" (did you mean "cache_read_usd_per_mtok"?)`}},
 		{"model missing a price", "[cost.models.x]\ninput_usd_per_mtok = 1\n", "", []string{`cost.models: model "x": output_usd_per_mtok is missing`}},
 		{"negative price", "[cost.models.x]\ninput_usd_per_mtok = -1\noutput_usd_per_mtok = 1\n", "", []string{`-1 is out of range`}},
 		{"project may not shadow", "", "[enforcement]\nmode = \"shadow\"\n", []string{

@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +67,7 @@ type Governor struct {
 	onError   func(error)
 	project   string
 	envRole   string
+	unpriced  sync.Map // models without a price, told of once
 }
 
 // Options are a Governor's parts.
@@ -410,7 +413,7 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	if err != nil {
 		return Charge{}, err
 	}
-	cost, err := g.prices.Cost(res.Model, in, out)
+	cost, err := g.price(res.Model).Of(pricing.Usage{Input: in, Output: out})
 	if err != nil {
 		return Charge{}, err
 	}
@@ -443,6 +446,30 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 		}
 	}
 	return Charge{InputTokens: in, OutputTokens: out, CostMicros: cost, Before: before, After: after, Signal: levels.Signal}, nil
+}
+
+// price is the price of model ("" for the configured default): the price
+// table's, else the default model's, saying so once per model (OnError).
+func (g *Governor) price(model string) pricing.Price {
+	p, name, known := g.prices.Lookup(model)
+	if !known {
+		if _, told := g.unpriced.LoadOrStore(model, true); !told {
+			d, _, _ := g.prices.Lookup("")
+			g.onError(fmt.Errorf("no price for model %q: charged at the price of %s ($%s in, $%s out per million tokens; [cost.models.NAME] in harness.toml sets one)",
+				model, name, dollars(d.InputMicrosPerMTok), dollars(d.OutputMicrosPerMTok)))
+		}
+	}
+	return p
+}
+
+// dollars formats micro-dollars as dollars, without trailing zeros past
+// the cents.
+func dollars(micros int64) string {
+	s := fmt.Sprintf("%d.%06d", micros/1_000_000, micros%1_000_000)
+	for strings.HasSuffix(s, "0") && len(s) > len(s[:strings.IndexByte(s, '.')])+3 {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // ResetAgent is the operator's reset of an agent's usage in the current

@@ -438,3 +438,28 @@ func TestAskIsNotAllowed(t *testing.T) {
 		})
 	}
 }
+
+// A model the price table does not know is charged the default price, and
+// said so once per model.
+func TestUnknownModelWarnedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var warnings []string
+	g := New(Options{Rules: Rules{Engine: engine(t)}, Store: budget.NewMemory(), OnError: func(err error) { warnings = append(warnings, err.Error()) }})
+	k := budget.Key{Session: "s", Agent: "a"}
+	var costs []int64
+	for _, model := range []string{"gpt-9", "gpt-9", "claude-opus-9", "", "claude-sonnet-4-5-20250929"} {
+		ch, err := g.Record(ctx, Result{Session: k, Tool: "ctx_read", Output: strings.Repeat("hello world ", 100), Model: model})
+		if err != nil {
+			t.Fatal(err)
+		}
+		costs = append(costs, ch.CostMicros)
+	}
+	if len(warnings) != 2 || !strings.Contains(warnings[0], `no price for model "gpt-9": charged at the price of default ($2.50 in, $10.00 out`) ||
+		!strings.Contains(warnings[1], `"claude-opus-9"`) {
+		t.Errorf("warnings %q", warnings)
+	}
+	if costs[0] != costs[3] || costs[2] != costs[3] || costs[4] == costs[3] {
+		t.Errorf("costs %v: unknown models at the default's price, a known one at its own", costs)
+	}
+}
