@@ -13,12 +13,17 @@ import (
 	"github.com/agentharness/harness/config"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/transcript"
 )
 
 // StateDir is the user's state directory of the harness, where the ledger,
 // the logs and the hook daemon's socket live by default:
 // $XDG_STATE_HOME/lean-ctx/harness (~/.local/state/lean-ctx/harness).
 func StateDir(e Env) string { return filepath.Dir(budget.DefaultPath(e.getenv, e.Home)) }
+
+// TranscriptsDir is where the state directory keeps what was read of the
+// transcripts in which agents record their model usage.
+func TranscriptsDir(e Env) string { return filepath.Join(StateDir(e), "transcripts") }
 
 // LedgerURL is the ledger a governor opens: the given URL (--ledger), else
 // the configuration's, else the SQLite file in the state directory.
@@ -79,6 +84,7 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	opts := govern.Options{
 		Rules: h.Rules(), Store: store, Prices: h.Config.Prices, Shadow: h.Config.Mode == config.Shadow,
 		Project: h.Project(), EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: o.Sinks, Mask: mask,
+		Transcripts: transcript.Open(TranscriptsDir(h.Params.Env), h.Params.Home, transcript.DefaultLimits),
 	}
 	rot := events.Rotation{MaxBytes: h.Config.LogMaxBytes, MaxFiles: h.Config.LogMaxFiles}
 	if p := h.EventsPath(); p != "" {

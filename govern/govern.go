@@ -24,6 +24,7 @@ import (
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/pricing"
 	"github.com/agentharness/harness/roles"
+	"github.com/agentharness/harness/transcript"
 )
 
 // maxAttempts bounds the retries of a shell reservation. Every failed
@@ -68,6 +69,8 @@ type Governor struct {
 	project   string
 	envRole   string
 	unpriced  sync.Map // models without a price, told of once
+	book      *transcript.Book
+	unread    sync.Map // transcripts that could not be read, told of once
 }
 
 // Options are a Governor's parts.
@@ -88,6 +91,9 @@ type Options struct {
 	Sinks []events.Sink
 	// Decisions, if set, records every decision.
 	Decisions *events.DecisionLog
+	// Transcripts keeps what was read of the transcripts in which agents
+	// record their model usage (nil: none are read; see Usage).
+	Transcripts *transcript.Book
 	// Mask keeps input paths ([log] mask) out of the decision log and the
 	// events: erased from the logged input, their values redacted from the
 	// messages of the decision and of its events. Nil masks nothing.
@@ -102,7 +108,8 @@ type Options struct {
 // New returns a Governor.
 func New(o Options) *Governor {
 	g := &Governor{store: o.Store, tokens: o.Tokenizer, prices: o.Prices, shadow: o.Shadow,
-		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project}
+		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project,
+		book: o.Transcripts}
 	g.Swap(o.Rules)
 	if g.now == nil {
 		g.now = time.Now
@@ -148,9 +155,10 @@ type Call struct {
 	// "name/version"): recorded as a label of the decision-log entry,
 	// never used to decide who the agent is.
 	Client string
-	// CostSource says where the session's cost comes from ("transcript",
-	// "estimate"; "" when the caller does not know), for the decision log.
-	CostSource string
+	// Transcript is where the session's agent records its model usage
+	// (Claude Code's transcript_path), "" for none: what is new in it is
+	// charged before the call is decided (see Usage).
+	Transcript string
 	// Role is the role a new session starts in; "" for the default. A
 	// session that has a role keeps it.
 	Role string
@@ -298,7 +306,9 @@ func usage(c budget.Counters) contract.Usage {
 	return contract.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros}
 }
 
-// Decide decides a call with the session's live counters. With Reserve, an
+// Decide decides a call with the session's live counters (for a session
+// whose agent records its model usage, after charging what is new in it:
+// see Call.Transcript). With Reserve, an
 // allowed shell call takes its slot by a compare-and-swap on the very
 // counters the decision was made on; if another call changed them first,
 // the call is decided again on the new counters. So under any concurrency,
@@ -309,6 +319,21 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 	cur, err := g.session(ctx, r, call.Session, call.Role, period)
 	if err != nil {
 		return Outcome{}, err
+	}
+	source := ""
+	if call.Transcript != "" && g.book != nil {
+		// What the agent's model used since its last call is charged
+		// first, so that the call is decided on the session's real cost.
+		ch, err := g.usage(ctx, r, call.Session, call.Tool, call.Transcript, 0, 0)
+		if err != nil {
+			return Outcome{}, err
+		}
+		source = ch.Source
+		if ch.CostMicros > 0 {
+			if cur, err = g.session(ctx, r, call.Session, call.Role, period); err != nil {
+				return Outcome{}, err
+			}
+		}
 	}
 	for range maxAttempts {
 		in := g.input(call.Session, cur, call, period)
@@ -344,7 +369,7 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 		at := g.now()
 		o.DecisionID = events.NewID(at)
 		record := func() {
-			red := g.recordDecision(o, r, at, in, elapsed, call)
+			red := g.recordDecision(o, r, at, in, elapsed, call, source)
 			if o.Reserved {
 				before := o.Counters
 				before.Shell--
@@ -383,6 +408,9 @@ type Result struct {
 	Output string
 	// Model prices the call; "" for the configured default.
 	Model string
+	// Transcript is where the session's agent records its model usage
+	// (Claude Code's transcript_path), "" for none: see Usage.
+	Transcript string
 }
 
 // Charge is what a result cost.
@@ -396,10 +424,15 @@ type Charge struct {
 	// Signal is the session's budget signal after the charge, as the
 	// policy measures it ("" when its role is not defined).
 	Signal string `json:"signal"`
+	// Source says where the session's cost comes from ("transcript",
+	// "estimate"), for a session whose agent records its usage.
+	Source string `json:"cost_source,omitempty"`
 }
 
 // Record charges a finished call: the o200k_base tokens of its output to the
-// context budget, and the cost of its input and output tokens.
+// context budget, and the cost of its input and output tokens. For a
+// session whose agent records its model usage (Result.Transcript), the
+// cost is that usage's: see Usage.
 func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	if res.Session.Session == "" {
 		return Charge{}, errors.New("record: a session id is required")
@@ -413,39 +446,52 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	if err != nil {
 		return Charge{}, err
 	}
-	cost, err := g.price(res.Model).Of(pricing.Usage{Input: in, Output: out})
+	est, err := g.price(res.Model).Of(pricing.Usage{Input: in, Output: out})
 	if err != nil {
 		return Charge{}, err
 	}
-	period := g.period(r, res.Session.Agent)
-	after, err := g.store.Charge(ctx, res.Session, period, out, cost)
+	if res.Transcript == "" || g.book == nil {
+		ch, err := g.charge(ctx, r, res.Session, res.Tool, out, est)
+		ch.InputTokens = in
+		return ch, err
+	}
+	ch, err := g.usage(ctx, r, res.Session, res.Tool, res.Transcript, out, est)
+	ch.InputTokens = in
+	return ch, err
+}
+
+// charge charges a session tokens and cost, gives a session charged before
+// any decision its role, and emits the budget events the charge crossed.
+func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, tool string, tokens, cost int64) (Charge, error) {
+	period := g.period(r, k.Agent)
+	after, err := g.store.Charge(ctx, k, period, tokens, cost)
 	if err != nil {
 		return Charge{}, fmt.Errorf("ledger: %w", err)
 	}
 	if after.Role == "" { // a session charged before any decision: give it its role
 		agent := after.AgentUsage
-		if after, err = g.store.InitRole(ctx, res.Session, g.startRole(r, res.Session.Agent, "")); err != nil {
+		if after, err = g.store.InitRole(ctx, k, g.startRole(r, k.Agent, "")); err != nil {
 			return Charge{}, fmt.Errorf("ledger: %w", err)
 		}
 		after.AgentUsage = agent
 	}
 	before := after
-	before.Tokens -= out
+	before.Tokens -= tokens
 	before.CostMicros -= cost
 	if period != "" {
-		before.AgentUsage.Tokens -= out
+		before.AgentUsage.Tokens -= tokens
 		before.AgentUsage.CostMicros -= cost
 	}
-	levels, crossed := g.crossings(ctx, r, res.Session, period, before, after)
+	levels, crossed := g.crossings(ctx, r, k, period, before, after)
 	if len(crossed) > 0 {
 		// A charge has no decision input; its events are masked as one
 		// of a call of the tool by the session would be.
-		red := g.redact(contract.Input{Role: after.Role, Tool: res.Tool, Session: res.Session.Session, Agent: res.Session.Agent, Project: g.project})
+		red := g.redact(contract.Input{Role: after.Role, Tool: tool, Session: k.Session, Agent: k.Agent, Project: g.project})
 		for _, e := range crossed {
 			g.emit(red, e)
 		}
 	}
-	return Charge{InputTokens: in, OutputTokens: out, CostMicros: cost, Before: before, After: after, Signal: levels.Signal}, nil
+	return Charge{OutputTokens: tokens, CostMicros: cost, Before: before, After: after, Signal: levels.Signal}, nil
 }
 
 // price is the price of model ("" for the configured default): the price

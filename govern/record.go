@@ -81,11 +81,11 @@ func (g *Governor) logEntry(e entry, red *events.Redaction, result any) {
 // PolicyViolation event (for an ask, ApprovalRequested: the call waits for
 // a person, it broke no rule), its reasons summarised, both masked; it
 // returns the decision's redaction, for the events that follow from it.
-func (g *Governor) recordDecision(o Outcome, r *Rules, at time.Time, in contract.Input, elapsed time.Duration, call Call) *events.Redaction {
+func (g *Governor) recordDecision(o Outcome, r *Rules, at time.Time, in contract.Input, elapsed time.Duration, call Call, costSource string) *events.Redaction {
 	d := o.Decision
 	red := g.redact(seen(in, d.ShellPolicy))
 	g.logEntry(entry{id: o.DecisionID, at: at, path: "harness/decision", elapsed: elapsed, revision: r.Engine.Revision(),
-		client: call.Client, custom: events.Custom{Shadow: g.shadow, CostSource: call.CostSource}}, red, d)
+		client: call.Client, custom: events.Custom{Shadow: g.shadow, CostSource: costSource}}, red, d)
 	if !d.Allowed {
 		typ := events.PolicyViolation
 		if d.Decision == contract.Ask {

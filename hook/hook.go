@@ -153,7 +153,10 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 		return Response{Stderr: fmt.Sprintf("harness hook: the %s input lacks session_id or tool_name; nothing charged\n", event)}
 	}
 	k := budget.Key{Agent: Agent, Session: session}
-	call := govern.Call{Session: k, Tool: h.mapTool(tool), Reserve: true}
+	// Where Claude Code records the model's usage: its cost is charged
+	// from there (govern.Call.Transcript).
+	transcriptPath := p.Get("transcript_path").String()
+	call := govern.Call{Session: k, Tool: h.mapTool(tool), Reserve: true, Transcript: transcriptPath}
 	call.Upstream, call.UpstreamTool = Origin(tool)
 	input := p.Get("tool_input")
 	switch event {
@@ -161,9 +164,9 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 		return h.pre(ctx, call, tool, input)
 	case "PostToolUseFailure":
 		// The failure's text reaches the model as the tool's result.
-		return h.post(ctx, event, k, call.Tool, input, p.Get("error").String())
+		return h.post(ctx, event, k, call.Tool, transcriptPath, input, p.Get("error").String())
 	}
-	return h.post(ctx, event, k, call.Tool, input, Content(tool, p.Get("tool_response")))
+	return h.post(ctx, event, k, call.Tool, transcriptPath, input, Content(tool, p.Get("tool_response")))
 }
 
 // Pin pins the session of payload to the project root, when the session
@@ -307,8 +310,8 @@ func arguments(input gjson.Result) (any, error) {
 // post charges a finished call (event PostToolUse or PostToolUseFailure):
 // the tokens of output, what reached the model, and the cost of its input
 // and output.
-func (h *ClaudeCode) post(ctx context.Context, event string, k budget.Key, harnessTool string, input gjson.Result, output string) Response {
-	ch, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: output})
+func (h *ClaudeCode) post(ctx context.Context, event string, k budget.Key, harnessTool, transcriptPath string, input gjson.Result, output string) Response {
+	ch, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: output, Transcript: transcriptPath})
 	if err != nil {
 		return Response{Stderr: fmt.Sprintf("harness hook: charging %s: %v\n", harnessTool, err)}
 	}

@@ -8,6 +8,7 @@ import (
 	budgetpkg "github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/transcript"
 )
 
 // record charges a finished call.
@@ -144,7 +145,18 @@ func (c *cli) budget(args []string) int {
 	if err != nil {
 		return c.fail("budget: session %s: %v", k, err)
 	}
+	tally, recorded, err := g.CostSource(k)
+	if err != nil {
+		c.warn(fmt.Errorf("the transcript's tally of session %s: %w", k, err))
+	}
 	if *asJSON {
+		type costSource struct {
+			Source         string `json:"source"`
+			RealMicros     int64  `json:"real_micros"`
+			EstimateMicros int64  `json:"estimate_micros"`
+			Requests       int64  `json:"requests"`
+			Transcript     string `json:"transcript,omitempty"`
+		}
 		out := struct {
 			Session     string                `json:"session"`
 			Agent       string                `json:"agent,omitempty"`
@@ -152,15 +164,32 @@ func (c *cli) budget(args []string) int {
 			Signal      string                `json:"signal"`
 			Budget      contract.Budget       `json:"budget"`
 			AgentBudget *contract.AgentBudget `json:"agent_budget,omitempty"`
+			CostSource  *costSource           `json:"cost_source,omitempty"`
 			StatusLine  string                `json:"status_line"`
-		}{k.Session, k.Agent, d.Role, d.Signal, d.Budget, d.AgentBudget, d.StatusLine()}
+		}{Session: k.Session, Agent: k.Agent, Role: d.Role, Signal: d.Signal, Budget: d.Budget, AgentBudget: d.AgentBudget, StatusLine: d.StatusLine()}
+		if recorded {
+			out.CostSource = &costSource{tally.Source(), tally.RealMicros, tally.EstimateMicros, tally.Requests, tally.Transcript}
+		}
 		if err := c.writeJSON(out); err != nil {
 			return c.fail("%v", err)
 		}
 		return exitOK
 	}
 	fmt.Fprintln(c.stdout, d.StatusLine())
+	if recorded {
+		fmt.Fprintln(c.stdout, costSourceLine(tally))
+	}
 	return exitOK
+}
+
+// costSourceLine says where a session's cost came from.
+func costSourceLine(t transcript.Tally) string {
+	if t.Source() == transcript.SourceTranscript {
+		return fmt.Sprintf("cost: from the agent's transcript, %s for %d model requests at the models' prices (the estimate of its tool calls, %s, is not charged on top)",
+			costText(t.RealMicros), t.Requests, costText(t.EstimateMicros))
+	}
+	return fmt.Sprintf("cost: the estimate of its tool calls, %s (its transcript records %s for %d model requests)",
+		costText(t.EstimateMicros), costText(t.RealMicros), t.Requests)
 }
 
 func newTokenizer() *budgetpkg.Tokenizer { return budgetpkg.NewTokenizer() }

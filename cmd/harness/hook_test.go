@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/version"
+
+	"github.com/agentharness/harness/pricing"
 )
 
 var hookSessions atomic.Int64
@@ -925,5 +927,69 @@ func TestDecisionLogLabels(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("%d entries, want 3", n)
+	}
+}
+
+// A Claude Code session's cost is what its transcript records, at the
+// models' prices: charged before each call is decided, the estimate of
+// its tool calls not on top; harness budget and the decision log say so.
+// A transcript the agent points outside the home is not read.
+func TestHookTranscriptCost(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	whole, err := os.ReadFile("../../transcript/testdata/session.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(home, ".claude", "projects", "-home-dev-app", "sess.jsonl")
+	writeFile(t, path, string(whole))
+	withTranscript := func(name, session, transcript string) string {
+		return strings.ReplaceAll(payload(t, name, session), "/home/user/.claude/projects/demo/00893aaf.jsonl", transcript)
+	}
+	for _, p := range []string{"pre-read.json", "post-read.json"} {
+		if out, errOut, code := runHook(t, home, nil, withTranscript(p, "tx", path)); code != 0 || strings.Contains(errOut, "warning") {
+			t.Fatalf("%s: exit %d %s%s", p, code, out, errOut)
+		}
+	}
+	// Through the real hook binary, a call later.
+	if out, errOut, code := hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON=off"}, withTranscript("pre-read.json", "tx", path)); code != 0 {
+		t.Fatalf("binary: exit %d %s%s", code, out, errOut)
+	}
+	prices := pricing.Default()
+	sonnet, _ := prices.Price("claude-sonnet-4-5")
+	opus, _ := prices.Price("claude-opus-4-5")
+	c1, _ := sonnet.Of(pricing.Usage{Input: 3, CacheWrite: 4000, CacheRead: 20000, Output: 310})
+	c2, _ := opus.Of(pricing.Usage{Input: 5, CacheWrite1h: 500, CacheRead: 24000, Output: 80})
+	out, _, _ := harnessIn(t, home, nil, "budget", "--session", "tx", "--agent", "claude-code", "--json")
+	var got struct {
+		Budget     struct{ Tokens, Cost struct{ Used int64 } }
+		CostSource struct {
+			Source         string
+			Requests       int64
+			RealMicros     int64 `json:"real_micros"`
+			EstimateMicros int64 `json:"estimate_micros"`
+		} `json:"cost_source"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Budget.Cost.Used != c1+c2 || got.Budget.Tokens.Used == 0 || got.CostSource.Source != "transcript" || got.CostSource.Requests != 2 ||
+		got.CostSource.RealMicros != c1+c2 || got.CostSource.EstimateMicros == 0 {
+		t.Errorf("budget %+v, want cost %d\n%s", got, c1+c2, out)
+	}
+	if out, _, _ := harnessIn(t, home, nil, "budget", "--session", "tx", "--agent", "claude-code"); !strings.Contains(out, "cost: from the agent's transcript") {
+		t.Errorf("budget: %s", out)
+	}
+	raw, _ := os.ReadFile(filepath.Join(home, ".local", "state", "lean-ctx", "harness", "decisions.jsonl"))
+	if n := strings.Count(string(raw), `"custom":{"cost_source":"transcript"}`); n != 2 {
+		t.Errorf("%d decisions say their cost is the transcript's:\n%s", n, raw)
+	}
+	// Outside the home: not read, said, and the estimate charged.
+	outside := filepath.Join(t.TempDir(), "x.jsonl")
+	writeFile(t, outside, string(whole))
+	_, errOut, _ := runHook(t, home, nil, withTranscript("post-read.json", "away", outside))
+	out, _, _ = harnessIn(t, home, nil, "budget", "--session", "away", "--agent", "claude-code", "--json")
+	if !strings.Contains(errOut, "outside the home directory") || !strings.Contains(out, `"source": "estimate"`) {
+		t.Errorf("outside the home: %s\n%s", errOut, out)
 	}
 }
