@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
@@ -59,6 +60,7 @@ func TestExplainAsk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.SetBounds(policy.Bounds{Timeout: time.Minute}) // a busy machine is not what this is about
 	for tool, want := range map[string]string{
 		"ctx_shell": `ask: pattern "ctx_shell" of tools.ask (`,
 		"ctx_read":  "ask: no pattern of tools.ask matches (list: ctx_shell)",

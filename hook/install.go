@@ -62,7 +62,7 @@ func install(path, command string, deny []string, add bool) (bool, error) {
 	if err := mergeDeny(d, deny); err != nil {
 		return false, fmt.Errorf("%s: %v; it is left as it is", path, err)
 	}
-	if err == nil && string(d.src) == string(src) {
+	if string(d.src) == string(src) {
 		return false, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -64,7 +64,7 @@ const maxFiles = 64
 
 // maxIDs bounds the ids a session remembers (8 bytes each): past it, a
 // request of a replaced file may be counted twice (never less).
-const maxIDs = 1 << 19
+const maxIDs = 1 << 16
 
 // Book keeps, in a directory of its own (in the state directory), what
 // has been read of each session's transcripts and its tally. Each session
