@@ -1,0 +1,332 @@
+package gateway
+
+// The test bench of the gateway's attack tests: a gateway in this process
+// (so that -race sees all of it) in front of the fixture upstream
+// (testdata/upstream) or of a raw upstream that answers whatever its
+// caller asks it to (this test binary, see rawUpstream), and an agent
+// that speaks raw JSON-RPC to it, as a hostile client would.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/internal/testroles"
+	"github.com/agentharness/harness/policy"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("GATEWAY_RAW_UPSTREAM") == "1" {
+		rawUpstream(os.Stdin, os.Stdout)
+		os.Exit(0)
+	}
+	code := m.Run()
+	if fixture.dir != "" {
+		os.RemoveAll(fixture.dir)
+	}
+	os.Exit(code)
+}
+
+// fixture is the fixture upstream, built once.
+var fixture struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// fixtureUpstream is the fixture upstream over stdio, named name.
+func fixtureUpstream(t *testing.T, name string) UpstreamConfig {
+	t.Helper()
+	fixture.once.Do(func() {
+		if fixture.dir, fixture.err = os.MkdirTemp("", "gateway-fixture"); fixture.err != nil {
+			return
+		}
+		fixture.bin = filepath.Join(fixture.dir, "upstream")
+		if out, err := exec.Command("go", "build", "-o", fixture.bin, "../testdata/upstream").CombinedOutput(); err != nil {
+			fixture.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if fixture.err != nil {
+		t.Fatal(fixture.err)
+	}
+	return UpstreamConfig{Name: name, Command: fixture.bin}
+}
+
+// rawUpstreamConfig is this test binary as a raw upstream, named name.
+func rawUpstreamConfig(t *testing.T, name string) UpstreamConfig {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return UpstreamConfig{Name: name, Command: exe, Env: []string{"GATEWAY_RAW_UPSTREAM=1"}}
+}
+
+// rawUpstream is an MCP server of one tool, raw, that answers a call with
+// what its arguments say: first the notifications of "notify" (raw
+// JSON-RPC messages), then the result "result" as it is, or the JSON-RPC
+// error "error". Reading the resource raw://R answers the result R (JSON).
+// So a test can make it send anything an upstream could.
+func rawUpstream(in io.Reader, out io.Writer) {
+	r := bufio.NewReaderSize(in, 1<<20)
+	w := &lineWriter{w: out}
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			return
+		}
+		m, err := parseMessage(line)
+		if err != nil || !m.isRequest() {
+			continue
+		}
+		var result json.RawMessage
+		var rerr *rpcError
+		switch m.Method {
+		case "initialize":
+			result = json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"resources":{},"logging":{}},"serverInfo":{"name":"raw","version":"1"}}`)
+		case "tools/list":
+			result = json.RawMessage(`{"tools":[{"name":"raw","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			var p struct {
+				Arguments struct {
+					Notify []json.RawMessage `json:"notify"`
+					Result json.RawMessage   `json:"result"`
+					Error  *rpcError         `json:"error"`
+				} `json:"arguments"`
+			}
+			json.Unmarshal(m.Params, &p)
+			for _, n := range p.Arguments.Notify {
+				w.send(n)
+			}
+			result, rerr = p.Arguments.Result, p.Arguments.Error
+		case "resources/read":
+			var p struct {
+				URI string `json:"uri"`
+			}
+			json.Unmarshal(m.Params, &p)
+			result = json.RawMessage(p.URI[len("raw://"):])
+		default:
+			result = json.RawMessage(`{}`)
+		}
+		if rerr != nil {
+			w.send(errorMessage(m.ID, rerr))
+		} else {
+			w.send(resultMessage(m.ID, result))
+		}
+	}
+}
+
+// bench is a governor with its ledger, and roles of the test's own.
+type bench struct {
+	gov   *govern.Governor
+	store *budget.Memory
+}
+
+// newBench compiles the built-in roles and files (name → TOML).
+func newBench(t *testing.T, files map[string]string) *bench {
+	t.Helper()
+	set := testroles.Set(t, files)
+	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetBounds(policy.Bounds{Timeout: time.Minute}) // a busy machine under -race is no slow policy
+	store := budget.NewMemory()
+	return &bench{gov: govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: store}), store: store}
+}
+
+// gateway is a gateway of the bench's governor in front of ups.
+func (b *bench) gateway(t *testing.T, prefix string, ups ...UpstreamConfig) *Gateway {
+	t.Helper()
+	g, err := New(context.Background(), Options{Governor: b.gov, Upstreams: ups, Prefix: prefix, Version: "test",
+		Logf: func(format string, args ...any) { t.Logf(format, args...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
+
+// counters are a session's counters in the ledger.
+func (b *bench) counters(t *testing.T, agent, session string) budget.Counters {
+	t.Helper()
+	c, err := b.store.Get(context.Background(), budget.Key{Agent: agent, Session: session}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// agent is a client of the gateway speaking raw JSON-RPC: it sends what
+// it likes, and sorts what comes back into responses (by id),
+// notifications and requests of the gateway.
+type agent struct {
+	t    *testing.T
+	send func(msg []byte)
+
+	mu      sync.Mutex
+	next    int
+	waiting map[string]chan *message
+
+	notes    chan *message // notifications, as they come
+	requests chan *message // the gateway's requests (sampling, ...)
+	strays   []string      // what came that the agent did not expect
+}
+
+func newAgent(t *testing.T, send func([]byte)) *agent {
+	return &agent{t: t, send: send, waiting: map[string]chan *message{},
+		notes: make(chan *message, 4096), requests: make(chan *message, 64)}
+}
+
+// read sorts the messages of r, a message a line, until it ends.
+func (a *agent) read(r io.Reader) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return
+		}
+		a.take(line)
+	}
+}
+
+// take sorts one message.
+func (a *agent) take(line []byte) {
+	m, err := parseMessage(line)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case err != nil:
+		a.strays = append(a.strays, string(line))
+	case m.isResponse():
+		select {
+		case a.waiting[idKey(m.ID)] <- m: // a nil channel (no such request) is never ready
+		default:
+			a.strays = append(a.strays, string(line))
+		}
+	case m.isNotification():
+		select {
+		case a.notes <- m:
+		default:
+			a.strays = append(a.strays, "a notification beyond the agent's buffer")
+		}
+	default:
+		select {
+		case a.requests <- m:
+		default:
+			a.strays = append(a.strays, string(line))
+		}
+	}
+}
+
+// request sends a request and returns its id, whose response await gives.
+func (a *agent) request(method string, params any) string {
+	a.mu.Lock()
+	a.next++
+	id := strconv.Itoa(a.next)
+	a.waiting[id] = make(chan *message, 1)
+	a.mu.Unlock()
+	p, _ := asRaw(params)
+	a.send(requestMessage(int64(a.next), method, p))
+	return id
+}
+
+// await is the response to request id.
+func (a *agent) await(id string) *message {
+	a.t.Helper()
+	a.mu.Lock()
+	ch := a.waiting[id]
+	a.mu.Unlock()
+	if ch == nil {
+		a.t.Fatalf("request %s was awaited already, or never made", id)
+	}
+	select {
+	case m := <-ch:
+		a.mu.Lock()
+		delete(a.waiting, id)
+		a.mu.Unlock()
+		return m
+	case <-time.After(30 * time.Second):
+		a.t.Fatalf("no response to request %s", id)
+		return nil
+	}
+}
+
+// call sends a request and waits for its result, failing on an error.
+func (a *agent) call(method string, params any) json.RawMessage {
+	a.t.Helper()
+	m := a.await(a.request(method, params))
+	if m.Error != nil {
+		a.t.Fatalf("%s: %d %s", method, m.Error.Code, m.Error.Message)
+	}
+	return m.Result
+}
+
+// notify sends a notification.
+func (a *agent) notify(method string, params any) { a.send(notificationMessage(method, params)) }
+
+// initialize makes the handshake, declaring caps.
+func (a *agent) initialize(caps map[string]any) {
+	a.t.Helper()
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	a.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": caps,
+		"clientInfo": map[string]string{"name": "attacker", "version": "1"}})
+	a.notify("notifications/initialized", nil)
+}
+
+// tool calls a tool and returns its result.
+func (a *agent) tool(name string, args any) toolAnswer {
+	a.t.Helper()
+	var r toolAnswer
+	raw := a.call("tools/call", map[string]any{"name": name, "arguments": args})
+	if err := json.Unmarshal(raw, &r); err != nil {
+		a.t.Fatalf("%s: %v: %s", name, err, raw)
+	}
+	r.raw = raw
+	return r
+}
+
+// toolAnswer is a tool result as the agent reads it.
+type toolAnswer struct {
+	Content []json.RawMessage `json:"content"`
+	IsError bool              `json:"isError"`
+	raw     json.RawMessage
+}
+
+// stdioAgent serves an agent over stdio as id, until the test ends.
+func stdioAgent(t *testing.T, g *Gateway, id Identity) *agent {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	a := newAgent(t, func(msg []byte) { inW.Write(append(msg, '\n')) })
+	served, read := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(served)
+		g.ServeStdio(context.Background(), id, inR, outW)
+		outW.Close()
+	}()
+	go func() {
+		defer close(read)
+		a.read(outR)
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		<-served
+		<-read
+	})
+	return a
+}
