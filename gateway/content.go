@@ -235,13 +235,10 @@ func (r *toolResult) apply(s govern.Settlement, why string) {
 	for i, raw := range r.raw {
 		k := s.Parts[i]
 		switch {
-		case k.Dropped:
+		case k.Dropped || k.Cut && r.blocks[i].Type == "resource_link":
 			content = append(content, withheld("this "+r.blocks[i].kind()))
 		case k.Cut:
-			var b map[string]json.RawMessage
-			json.Unmarshal(raw, &b)
-			b["text"] = mustJSON(k.Text + "\n[harness] the rest of this text withheld: " + why)
-			content = append(content, mustJSON(b))
+			content = append(content, r.blocks[i].withText(raw, k.Text+"\n[harness] the rest of this text withheld: "+why))
 		default:
 			content = append(content, raw)
 		}
@@ -256,6 +253,22 @@ func (r *toolResult) apply(s govern.Settlement, why string) {
 			r.fields["isError"] = json.RawMessage("true")
 		}
 	}
+}
+
+// withText is raw, the block b, with its text replaced: where the agent's
+// client reads it (an embedded resource's is in its resource).
+func (b block) withText(raw json.RawMessage, text string) json.RawMessage {
+	var fields map[string]json.RawMessage
+	json.Unmarshal(raw, &fields)
+	if b.Type == "resource" && b.Resource != nil {
+		var res map[string]json.RawMessage
+		json.Unmarshal(fields["resource"], &res)
+		res["text"] = mustJSON(text)
+		fields["resource"] = mustJSON(res)
+	} else {
+		fields["text"] = mustJSON(text)
+	}
+	return mustJSON(fields)
 }
 
 func (b block) kind() string {
@@ -391,13 +404,10 @@ func (r *promptResult) apply(s govern.Settlement, why string) {
 	for i, m := range r.messages {
 		k := s.Parts[i+1]
 		switch {
-		case k.Dropped:
+		case k.Dropped || k.Cut && r.blocks[i].Type == "resource_link":
 			m["content"] = mustJSON(map[string]string{"type": "text", "text": "[harness] this message's " + r.blocks[i].kind() + " withheld: " + why})
 		case k.Cut:
-			var b map[string]json.RawMessage
-			json.Unmarshal(m["content"], &b)
-			b["text"] = mustJSON(k.Text + "\n[harness] the rest of this message withheld: " + why)
-			m["content"] = mustJSON(b)
+			m["content"] = r.blocks[i].withText(m["content"], k.Text+"\n[harness] the rest of this message withheld: "+why)
 		}
 	}
 }

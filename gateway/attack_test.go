@@ -1,0 +1,88 @@
+package gateway
+
+// Attacks on the gateway by a hostile agent (and, where noted, by an
+// upstream that passes on what an agent wrote): each test does what such
+// an agent would, and checks that it gets no more than its role and
+// budget allow.
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentharness/harness/budget"
+)
+
+// smallRole is a coder with a budget of a few tokens.
+func smallRole(tokens int) map[string]string {
+	return map[string]string{"small": "[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = " + itoa(tokens) + "\n"}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// reachedTokens are the tokens of the texts of a result that reach the
+// agent's context (every "text" at any depth), without what the harness
+// says of them (from "[harness]", and a newline before it, on).
+func reachedTokens(t *testing.T, raw json.RawMessage) int64 {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	tk := budget.NewTokenizer()
+	var n int64
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if s, ok := e.(string); ok && k == "text" {
+					if i := strings.Index(s, "[harness]"); i >= 0 {
+						s = strings.TrimSuffix(s[:i], "\n") // the newline before the note is the harness's
+					}
+					c, err := tk.Count(s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					n += c
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return n
+}
+
+// An embedded resource past the budget is cut where its text is: in the
+// resource, not beside it (the agent's client reads resource.text, so a
+// cut put anywhere else lets all of it through uncharged).
+func TestAttackEmbeddedResourcePastTheBudget(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		tokens int
+		method string
+		params map[string]any
+	}{
+		{"tool result", 1000, "tools/call", map[string]any{"name": "ctx_read", "arguments": map[string]any{"bytes": 40000, "resource": true}}},
+		{"prompt", 3, "prompts/get", map[string]any{"name": "test_prompt_with_embedded_resource", "arguments": map[string]any{"resourceUri": "test://x"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBench(t, smallRole(tt.tokens))
+			a := stdioAgent(t, b.gateway(t, PrefixNever, fixtureUpstream(t, "lean")), Identity{Agent: "a", Session: "s", StartRole: "small"})
+			a.initialize(nil)
+			raw := a.call(tt.method, tt.params)
+			charged := b.counters(t, "a", "s").Tokens
+			if reached := reachedTokens(t, raw); reached > charged {
+				t.Errorf("%d tokens reached the agent, %d were charged: %.400s", reached, charged, raw)
+			}
+		})
+	}
+}
