@@ -86,3 +86,27 @@ func TestAttackEmbeddedResourcePastTheBudget(t *testing.T) {
 		})
 	}
 }
+
+// Calls under way while an upstream sends notifications about them: the
+// gateway notes which upstream each call went to as the notifications
+// look for it, and no goroutine reads what another writes unlocked
+// (run with -race).
+func TestAttackNotificationsDuringParallelCalls(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, nil)
+	a := stdioAgent(t, b.gateway(t, PrefixNever, fixtureUpstream(t, "lean")), Identity{Agent: "a", Session: "s"})
+	a.initialize(nil)
+	a.call("logging/setLevel", map[string]string{"level": "debug"})
+	var ids []string
+	for range 4 {
+		ids = append(ids, a.request("tools/call", map[string]any{"name": "test_tool_with_logging"}))
+		for range 10 {
+			ids = append(ids, a.request("tools/call", map[string]any{"name": "ctx_read", "arguments": map[string]any{"path": "x"}}))
+		}
+	}
+	for _, id := range ids {
+		if m := a.await(id); m.Error != nil {
+			t.Errorf("call %s: %s", id, m.Error.Message)
+		}
+	}
+}

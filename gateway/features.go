@@ -195,9 +195,7 @@ func subscribes(capability json.RawMessage) bool {
 // forward sends a request on to an upstream and gives back its answer as
 // it came.
 func (s *session) forward(ctx context.Context, u *upstream, method string, params json.RawMessage) (json.RawMessage, *rpcError) {
-	if f := inflightOf(ctx); f != nil {
-		f.up = u
-	}
+	s.goesTo(ctx, u)
 	resp, err := u.call(ctx, method, params)
 	if err != nil {
 		return nil, &rpcError{Code: codeInternal, Message: err.Error()}

@@ -57,7 +57,7 @@ type clientState struct {
 type inflight struct {
 	cancel  context.CancelFunc
 	related peer
-	up      *upstream // the upstream it went to, when it went to one
+	up      *upstream // the upstream it went to, when it went to one (the session's lock)
 }
 
 func newSession(g *Gateway, id Identity, out peer) *session {
@@ -363,6 +363,16 @@ func (s *session) fromUpstream(u *upstream, method string, params json.RawMessag
 		return
 	}
 	s.send(msg)
+}
+
+// goesTo notes that the request of ctx goes to u, under the session's
+// lock, which underway reads it under.
+func (s *session) goesTo(ctx context.Context, u *upstream) {
+	if f := inflightOf(ctx); f != nil {
+		s.mu.Lock()
+		f.up = u
+		s.mu.Unlock()
+	}
 }
 
 // underway is the agent's latest request that went to u and is under

@@ -299,9 +299,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	if !o.Allowed {
 		return refusal(d, c.verb), nil
 	}
-	if f := inflightOf(ctx); f != nil {
-		f.up = c.up
-	}
+	s.goesTo(ctx, c.up)
 	resp, err := c.up.call(ctx, c.method, c.params)
 	if err != nil {
 		var ns notSent
