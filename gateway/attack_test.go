@@ -110,3 +110,26 @@ func TestAttackNotificationsDuringParallelCalls(t *testing.T) {
 		}
 	}
 }
+
+// A call the agent cancels once it is sent has run upstream, with its
+// arguments: their cost is charged as that of any call (else an agent
+// cancels every call as it goes out and is never charged for what it
+// sends).
+func TestAttackCancelledCallIsCharged(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, nil)
+	a := stdioAgent(t, b.gateway(t, PrefixNever, fixtureUpstream(t, "lean")), Identity{Agent: "a", Session: "s"})
+	a.initialize(map[string]any{"sampling": map[string]any{}})
+	id := a.request("tools/call", map[string]any{"name": "test_sampling", "arguments": map[string]any{"prompt": strings.Repeat("many words ", 20000)}})
+	// The upstream asks the agent's model, so the call is under way
+	// upstream: then the agent gives it up.
+	ask := <-a.requests
+	if ask.Method != "sampling/createMessage" {
+		t.Fatalf("the gateway asked %s", ask.Method)
+	}
+	a.notify("notifications/cancelled", map[string]any{"requestId": json.RawMessage(id)})
+	a.await(id)
+	if c := b.counters(t, "a", "s"); c.CostMicros == 0 {
+		t.Errorf("a call of 20000 words, cancelled once sent, cost nothing: %+v", c)
+	}
+}
