@@ -9,6 +9,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,7 +79,8 @@ func rawUpstreamConfig(t *testing.T, name string) UpstreamConfig {
 // rawUpstream is an MCP server of one tool, raw, that answers a call with
 // what its arguments say: first the notifications of "notify" (raw
 // JSON-RPC messages), then the result "result" as it is, or the JSON-RPC
-// error "error". Reading the resource raw://R answers the result R (JSON).
+// error "error". Reading the resource raw://R answers the result R (JSON,
+// in unpadded URL-safe base64: see rawURI).
 // So a test can make it send anything an upstream could.
 func rawUpstream(in io.Reader, out io.Writer) {
 	r := bufio.NewReaderSize(in, 1<<20)
@@ -116,7 +119,7 @@ func rawUpstream(in io.Reader, out io.Writer) {
 				URI string `json:"uri"`
 			}
 			json.Unmarshal(m.Params, &p)
-			result = json.RawMessage(p.URI[len("raw://"):])
+			result, _ = base64.RawURLEncoding.DecodeString(strings.TrimPrefix(p.URI, "raw://"))
 		default:
 			result = json.RawMessage(`{}`)
 		}
@@ -126,6 +129,11 @@ func rawUpstream(in io.Reader, out io.Writer) {
 			w.send(resultMessage(m.ID, result))
 		}
 	}
+}
+
+// rawURI is the URI of a resource the raw upstream reads as result.
+func rawURI(result any) string {
+	return "raw://" + base64.RawURLEncoding.EncodeToString(mustJSON(result))
 }
 
 // bench is a governor with its ledger, and roles of the test's own.

@@ -133,3 +133,31 @@ func TestAttackCancelledCallIsCharged(t *testing.T) {
 		t.Errorf("a call of 20000 words, cancelled once sent, cost nothing: %+v", c)
 	}
 }
+
+// A result the gateway cannot read (an upstream's, shaped as no MCP
+// result is) reaches the agent only as far as it was charged: it is
+// withheld when the budget does not cover it.
+func TestAttackUnreadableResultPastTheBudget(t *testing.T) {
+	t.Parallel()
+	words := strings.Repeat("words of a result ", 2000)
+	for _, tt := range []struct {
+		name, method string
+		params       map[string]any
+	}{
+		{"tool result that is a string", "tools/call", map[string]any{"name": "raw", "arguments": map[string]any{"result": words}}},
+		{"tool result whose content is no list", "tools/call", map[string]any{"name": "raw", "arguments": map[string]any{"result": map[string]any{"content": words}}}},
+		{"resource whose contents are no list", "resources/read", map[string]any{"uri": rawURI(map[string]any{"contents": words})}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBench(t, smallRole(100))
+			a := stdioAgent(t, b.gateway(t, PrefixNever, rawUpstreamConfig(t, "raw")), Identity{Agent: "a", Session: "s", StartRole: "small"})
+			a.initialize(nil)
+			m := a.await(a.request(tt.method, tt.params))
+			charged := b.counters(t, "a", "s").Tokens
+			if got, _ := json.Marshal(m); strings.Contains(string(got), words) {
+				t.Errorf("all of a result of about 8000 tokens reached the agent, %d were charged: %.300s", charged, got)
+			}
+		})
+	}
+}

@@ -328,9 +328,13 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		read = func(raw json.RawMessage) (charged, error) { return readToolResult(raw) }
 	}
 	r, err := read(resp.Result)
-	if err != nil { // not a result the gateway can read: charged as text, passed on
-		if _, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: []govern.Part{{Text: string(resp.Result)}}}); err != nil {
-			s.g.o.Logf("charging %s: %v", c.tool, err)
+	if err != nil { // not a result the gateway can read: charged as text, passed on whole or not at all
+		st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: []govern.Part{{Text: string(resp.Result)}}})
+		switch {
+		case err != nil:
+			return nil, &rpcError{Code: codeInternal, Message: fmt.Sprintf("[harness] the result of %s was withheld: it could not be charged (%v)", c.tool, err)}
+		case st.Withheld > 0:
+			return nil, &rpcError{Code: codeInternal, Message: fmt.Sprintf("[harness] the result of %s, which the gateway cannot read, was withheld: %s", c.tool, s.withheldWhy(ctx, st))}
 		}
 		return resp.Result, nil
 	}
