@@ -8,11 +8,13 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/internal/testroles"
 	"github.com/agentharness/harness/policy"
@@ -140,6 +143,7 @@ func rawURI(result any) string {
 type bench struct {
 	gov   *govern.Governor
 	store *budget.Memory
+	bus   *events.Bus // the governor's events, which the gateway forwards
 }
 
 // newBench compiles the built-in roles and files (name → TOML).
@@ -151,14 +155,14 @@ func newBench(t *testing.T, files map[string]string) *bench {
 		t.Fatal(err)
 	}
 	e.SetBounds(policy.Bounds{Timeout: time.Minute}) // a busy machine under -race is no slow policy
-	store := budget.NewMemory()
-	return &bench{gov: govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: store}), store: store}
+	store, bus := budget.NewMemory(), events.NewBus()
+	return &bench{gov: govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: store, Sinks: []events.Sink{bus}}), store: store, bus: bus}
 }
 
 // gateway is a gateway of the bench's governor in front of ups.
 func (b *bench) gateway(t *testing.T, prefix string, ups ...UpstreamConfig) *Gateway {
 	t.Helper()
-	g, err := New(context.Background(), Options{Governor: b.gov, Upstreams: ups, Prefix: prefix, Version: "test",
+	g, err := New(context.Background(), Options{Governor: b.gov, Upstreams: ups, Prefix: prefix, Version: "test", Events: b.bus,
 		Logf: func(format string, args ...any) { t.Logf(format, args...) }})
 	if err != nil {
 		t.Fatal(err)
@@ -337,4 +341,93 @@ func stdioAgent(t *testing.T, g *Gateway, id Identity) *agent {
 		<-read
 	})
 	return a
+}
+
+// httpAgent is an agent over streamable HTTP with a bearer token: each
+// message a POST (its answer, JSON or an event stream, sorted as it
+// comes), the session's id as the gateway issued it.
+type httpAgent struct {
+	*agent
+	url, token string
+
+	mu  sync.Mutex
+	sid string
+	wg  sync.WaitGroup
+}
+
+func newHTTPAgent(t *testing.T, url, token string) *httpAgent {
+	h := &httpAgent{url: url, token: token}
+	h.agent = newAgent(t, h.post)
+	t.Cleanup(h.wg.Wait)
+	return h
+}
+
+// header sets the token and the session on r.
+func (h *httpAgent) header(r *http.Request) {
+	r.Header.Set("Authorization", "Bearer "+h.token)
+	h.mu.Lock()
+	if h.sid != "" {
+		r.Header.Set("Mcp-Session-Id", h.sid)
+	}
+	h.mu.Unlock()
+}
+
+// post sends msg; what comes back is sorted as it comes.
+func (h *httpAgent) post(msg []byte) {
+	h.wg.Go(func() {
+		req, _ := http.NewRequest(http.MethodPost, h.url, bytes.NewReader(msg))
+		h.header(req)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			h.mu.Lock()
+			h.sid = sid
+			h.mu.Unlock()
+		}
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			h.events(resp.Body)
+			return
+		}
+		if body, _ := io.ReadAll(resp.Body); len(bytes.TrimSpace(body)) > 0 {
+			h.take(body)
+		}
+	})
+}
+
+// events sorts the messages of an event stream until it ends.
+func (h *httpAgent) events(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			h.take([]byte(data))
+		}
+	}
+}
+
+// stream opens the session's stream of messages outside requests, and
+// sorts what comes on it until the test ends.
+func (h *httpAgent) stream() {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.url, nil)
+	h.header(req)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		h.t.Fatalf("GET: %s", resp.Status)
+	}
+	h.wg.Go(func() {
+		defer resp.Body.Close()
+		h.events(resp.Body)
+	})
 }

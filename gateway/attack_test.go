@@ -7,8 +7,12 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentharness/harness/budget"
 )
@@ -159,5 +163,73 @@ func TestAttackUnreadableResultPastTheBudget(t *testing.T) {
 				t.Errorf("all of a result of about 8000 tokens reached the agent, %d were charged: %.300s", charged, got)
 			}
 		})
+	}
+}
+
+// httpBench serves g over HTTP to the tokens' agents (token → agent, role
+// reviewer).
+func httpBench(t *testing.T, g *Gateway, tokens ...string) string {
+	t.Helper()
+	var list []Token
+	for _, tok := range tokens {
+		list = append(list, Token{Token: tok, Agent: "agent-" + tok[:4], Role: "reviewer"})
+	}
+	srv := httptest.NewUnstartedServer(g.HTTPHandler(HTTPOptions{Tokens: list, Loopback: true}))
+	srv.Listener = smallBuffers{srv.Listener}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+// smallBuffers gives the connections it accepts small send buffers, so
+// that a client that does not read fills them soon.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(16 << 10)
+	}
+	return c, err
+}
+
+// An agent whose client opens its session's stream and never reads it
+// holds up no other agent's messages: the harness's events of every
+// other session still reach their clients.
+func TestAttackStalledStreamHoldsUpNoOtherSession(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, nil)
+	url := httpBench(t, b.gateway(t, PrefixNever, fixtureUpstream(t, "lean")), "evil-token-0123456789", "good-token-0123456789")
+	evil := newHTTPAgent(t, url, "evil-token-0123456789")
+	evil.initialize(nil)
+	evil.call("logging/setLevel", map[string]string{"level": "debug"})
+	// The stream, opened and never read.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(url, "/mcp"), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(16 << 10)
+	fmt.Fprintf(conn, "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer evil-token-0123456789\r\nMcp-Session-Id: %s\r\nAccept: text/event-stream\r\n\r\n", evil.sid)
+	// Denied calls, each a PolicyViolation of 200 KB sent on that stream:
+	// 2 MB, more than the connection's buffers hold.
+	long := strings.Repeat("x", 64<<10)
+	for range 10 {
+		evil.await(evil.request("tools/call", map[string]any{"name": long}))
+	}
+	good := newHTTPAgent(t, url, "good-token-0123456789")
+	good.initialize(nil)
+	good.call("logging/setLevel", map[string]string{"level": "debug"})
+	good.stream()
+	good.tool("ctx_edit", map[string]any{"path": "x"}) // denied to a reviewer: an event
+	for {
+		select {
+		case m := <-good.notes:
+			if m.Method == "notifications/message" && strings.Contains(string(m.Params), "PolicyViolation") {
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the other agent's event never came: the stalled stream held it up")
+		}
 	}
 }
