@@ -6,10 +6,16 @@ package gateway
 // budget allow.
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +237,61 @@ func TestAttackStalledStreamHoldsUpNoOtherSession(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("the other agent's event never came: the stalled stream held it up")
 		}
+	}
+}
+
+// fixtureHTTP runs the fixture upstream over HTTP and returns it with
+// its URL.
+func fixtureHTTP(t *testing.T) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(fixtureUpstream(t, "x").Command, "--http", "127.0.0.1:0")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if _, url, ok := strings.Cut(sc.Text(), "listening on "); ok {
+			go io.Copy(io.Discard, stderr)
+			return cmd, url
+		}
+	}
+	t.Fatal("the fixture upstream never listened")
+	return nil, ""
+}
+
+// A shell call whose upstream cannot be reached gets its slot back,
+// whatever the transport: the call never ran. (The upstream is behind a
+// proxy that keeps no connection for a next request, so that each one
+// connects anew: a request on a kept connection that the upstream closed
+// may have reached it.)
+func TestAttackShellSlotOfAnUpstreamThatIsGone(t *testing.T) {
+	t.Parallel()
+	_, upstreamURL := fixtureHTTP(t)
+	target, err := url.Parse(upstreamURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		r.Host = target.Host // the fixture refuses requests for other hosts
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	b := newBench(t, nil)
+	a := stdioAgent(t, b.gateway(t, PrefixNever, UpstreamConfig{Name: "lean", URL: proxy.URL + target.Path}), Identity{Agent: "a", Session: "s"})
+	a.initialize(nil)
+	if r := a.tool("ctx_shell", map[string]any{"command": "ls"}); r.IsError {
+		t.Fatalf("ctx_shell: %s", r.raw)
+	}
+	proxy.Listener.Close()
+	proxy.CloseClientConnections()
+	if r := a.tool("ctx_shell", map[string]any{"command": "ls"}); !r.IsError {
+		t.Fatalf("ctx_shell of an upstream that is gone: %s", r.raw)
+	}
+	if c := b.counters(t, "a", "s"); c.Shell != 1 {
+		t.Errorf("one shell call ran, %d were counted", c.Shell)
 	}
 }
