@@ -295,3 +295,24 @@ func TestAttackShellSlotOfAnUpstreamThatIsGone(t *testing.T) {
 		t.Errorf("one shell call ran, %d were counted", c.Shell)
 	}
 }
+
+// A request of a session that ended between its lookup and its handling
+// (a DELETE, or the expiry, racing a POST of a session whose client never
+// made the handshake) starts no upstream: nobody would stop it.
+func TestAttackRequestOfASessionThatEnded(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, nil)
+	g := b.gateway(t, PrefixNever, fixtureUpstream(t, "lean"))
+	s, err := g.session(Identity{Agent: "a", Session: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.release(s)
+	s.handle(t.Context(), &message{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: "tools/list"}, nil)
+	if ups := s.upstreams(); len(ups) > 0 {
+		t.Errorf("a session that ended started %d upstreams", len(ups))
+		for _, u := range ups {
+			u.close()
+		}
+	}
+}

@@ -92,12 +92,15 @@ func (s *session) send(msg []byte) {
 }
 
 // start connects the session's upstreams, once, waiting for their first
-// attempts (an upstream that cannot start is reported and retried).
+// attempts (an upstream that cannot start is reported and retried). A
+// session that has ended starts none: nobody would stop them.
 func (s *session) start(ctx context.Context) {
 	s.startOnce.Do(func() {
 		s.mu.Lock()
 		for _, c := range s.g.o.Upstreams {
-			s.ups = append(s.ups, newUpstream(c, s))
+			if !s.closed {
+				s.ups = append(s.ups, newUpstream(c, s))
+			}
 		}
 		ups := slices.Clone(s.ups)
 		s.mu.Unlock()
