@@ -316,3 +316,41 @@ func TestAttackRequestOfASessionThatEnded(t *testing.T) {
 		}
 	}
 }
+
+// An upstream that sends null where an object belongs crashes nothing: a
+// panic in a goroutine of the gateway ends every session it serves.
+func TestAttackNullsFromAnUpstream(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, nil)
+	g := b.gateway(t, PrefixNever, rawUpstreamConfig(t, "raw"))
+	s, err := g.session(Identity{Agent: "a", Session: "s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.release(s)
+	u := newUpstream(g.o.Upstreams[0], s)
+	noted := func(r charged, err error) {
+		if err == nil {
+			r.note("[harness] warning: tokens at 85%")
+			r.encode()
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		f    func()
+	}{
+		{"resources/updated of params null", func() { s.fromUpstream(u, "notifications/resources/updated", json.RawMessage("null")) }},
+		{"a tool result null, with a warning", func() { noted(readToolResult(json.RawMessage("null"))) }},
+		{"contents whose _meta is null, with a warning", func() { noted(readContents(json.RawMessage(`{"contents":[],"_meta":null}`))) }},
+		{"a prompt whose _meta is null, with a warning", func() { noted(readPrompt(json.RawMessage(`{"messages":[],"_meta":null}`))) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("panic: %v", p)
+				}
+			}()
+			tt.f()
+		})
+	}
+}

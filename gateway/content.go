@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	_ "image/gif" // image.DecodeConfig reads GIF, JPEG and PNG headers
@@ -174,8 +175,8 @@ type toolResult struct {
 
 func readToolResult(result json.RawMessage) (*toolResult, error) {
 	r := &toolResult{}
-	if err := json.Unmarshal(result, &r.fields); err != nil {
-		return nil, fmt.Errorf("a tool result that is not an object: %w", err)
+	if err := json.Unmarshal(result, &r.fields); err != nil || r.fields == nil {
+		return nil, errors.New("a tool result that is not an object")
 	}
 	if c, ok := r.fields["content"]; ok {
 		if err := json.Unmarshal(c, &r.raw); err != nil {
@@ -298,7 +299,9 @@ const noteMeta = "agentharness/notes"
 func addNote(fields map[string]json.RawMessage, text string) {
 	meta := map[string]json.RawMessage{}
 	if m, ok := fields["_meta"]; ok {
-		json.Unmarshal(m, &meta)
+		if json.Unmarshal(m, &meta) != nil || meta == nil { // not an object, or null
+			meta = map[string]json.RawMessage{}
+		}
 	}
 	var notes []string
 	json.Unmarshal(meta[noteMeta], &notes)

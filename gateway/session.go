@@ -350,7 +350,7 @@ func (s *session) fromUpstream(u *upstream, method string, params json.RawMessag
 	switch method {
 	case "notifications/resources/updated":
 		var p map[string]json.RawMessage
-		if json.Unmarshal(params, &p) == nil {
+		if json.Unmarshal(params, &p) == nil && p != nil {
 			var uri string
 			json.Unmarshal(p["uri"], &uri)
 			p["uri"] = mustJSON(s.g.exposeURI(u, uri))
