@@ -83,7 +83,8 @@ func rawUpstreamConfig(t *testing.T, name string) UpstreamConfig {
 // what its arguments say: first the notifications of "notify" (raw
 // JSON-RPC messages), then the result "result" as it is, or the JSON-RPC
 // error "error". Reading the resource raw://R answers the result R (JSON,
-// in unpadded URL-safe base64: see rawURI).
+// in unpadded URL-safe base64: see rawURI); any other URI U, the text
+// "read U".
 // So a test can make it send anything an upstream could.
 func rawUpstream(in io.Reader, out io.Writer) {
 	r := bufio.NewReaderSize(in, 1<<20)
@@ -122,7 +123,11 @@ func rawUpstream(in io.Reader, out io.Writer) {
 				URI string `json:"uri"`
 			}
 			json.Unmarshal(m.Params, &p)
-			result, _ = base64.RawURLEncoding.DecodeString(strings.TrimPrefix(p.URI, "raw://"))
+			if raw, ok := strings.CutPrefix(p.URI, "raw://"); ok {
+				result, _ = base64.RawURLEncoding.DecodeString(raw)
+			} else {
+				result = mustJSON(map[string]any{"contents": []any{map[string]string{"uri": p.URI, "text": "read " + p.URI}}})
+			}
 		default:
 			result = json.RawMessage(`{}`)
 		}

@@ -354,3 +354,37 @@ func TestAttackNullsFromAnUpstream(t *testing.T) {
 		})
 	}
 }
+
+// A resource is read under the name the policy decided: a URI whose path
+// climbs out of what a role's pattern allows ("resource:file:///repo/*")
+// with dot segments, as they are or percent-encoded, is not read (what
+// the upstream makes of such a URI is its own: it may well climb).
+func TestAttackResourceURIsThatClimbOut(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, map[string]string{"repo": "[tools]\nallowed = [\"resource:file:///repo/*\"]\n"})
+	a := stdioAgent(t, b.gateway(t, PrefixNever, rawUpstreamConfig(t, "raw")), Identity{Agent: "a", Session: "s", StartRole: "repo"})
+	a.initialize(nil)
+	read := func(uri string) string {
+		m := a.await(a.request("resources/read", map[string]string{"uri": uri}))
+		out, _ := json.Marshal(m)
+		return string(out)
+	}
+	if got := read("file:///repo/main.go"); !strings.Contains(got, "read file:///repo/main.go") {
+		t.Fatalf("a file of the repository: %s", got)
+	}
+	for _, uri := range []string{
+		"file:///repo/../home/u/.lean-ctx/harness.toml",
+		"file:///repo/%2e%2e/home/u/.lean-ctx/harness.toml",
+		"file:///repo/%2E%2e/home/u/.lean-ctx/harness.toml",
+		"file:///repo/sub/./../../etc/passwd",
+		"file:///repo/..",
+		"file:///repo/..?x",
+		"file:///repo/..#x",
+		"file:///repo/..%2fetc/passwd",
+		`file:///repo/..\etc\passwd`,
+	} {
+		if got := read(uri); strings.Contains(got, "read file:") {
+			t.Errorf("%s was read: %.200s", uri, got)
+		}
+	}
+}
