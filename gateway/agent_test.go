@@ -82,7 +82,8 @@ func rawUpstreamConfig(t *testing.T, name string) UpstreamConfig {
 // rawUpstream is an MCP server of one tool, raw, that answers a call with
 // what its arguments say: first the notifications of "notify" (raw
 // JSON-RPC messages), then the result "result" as it is, or the JSON-RPC
-// error "error". Reading the resource raw://R answers the result R (JSON,
+// error "error"; or, with "ask" (a method and params), it makes that
+// request of its client and answers the response it got as text. Reading the resource raw://R answers the result R (JSON,
 // in unpadded URL-safe base64: see rawURI); any other URI U, the text
 // "read U".
 // So a test can make it send anything an upstream could.
@@ -109,6 +110,7 @@ func rawUpstream(in io.Reader, out io.Writer) {
 			var p struct {
 				Arguments struct {
 					Notify []json.RawMessage `json:"notify"`
+					Ask    *message          `json:"ask"`
 					Result json.RawMessage   `json:"result"`
 					Error  *rpcError         `json:"error"`
 				} `json:"arguments"`
@@ -118,6 +120,10 @@ func rawUpstream(in io.Reader, out io.Writer) {
 				w.send(n)
 			}
 			result, rerr = p.Arguments.Result, p.Arguments.Error
+			if ask := p.Arguments.Ask; ask != nil {
+				answer := askClient(r, w, ask.Method, ask.Params)
+				result = mustJSON(map[string]any{"content": []any{map[string]string{"type": "text", "text": string(answer)}}})
+			}
 		case "resources/read":
 			var p struct {
 				URI string `json:"uri"`
@@ -139,6 +145,24 @@ func rawUpstream(in io.Reader, out io.Writer) {
 	}
 }
 
+// askClient makes a request of the client (the gateway) and returns its
+// answer, the whole response, reading nothing else meanwhile.
+func askClient(r *bufio.Reader, w *lineWriter, method string, params json.RawMessage) []byte {
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	w.send([]byte(`{"jsonrpc":"2.0","id":"up-1","method":` + string(mustJSON(method)) + `,"params":` + string(params) + `}`))
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			return nil
+		}
+		if m, err := parseMessage(line); err == nil && m.isResponse() && idKey(m.ID) == `"up-1"` {
+			return line
+		}
+	}
+}
+
 // rawURI is the URI of a resource the raw upstream reads as result.
 func rawURI(result any) string {
 	return "raw://" + base64.RawURLEncoding.EncodeToString(mustJSON(result))
@@ -154,6 +178,12 @@ type bench struct {
 // newBench compiles the built-in roles and files (name → TOML).
 func newBench(t *testing.T, files map[string]string) *bench {
 	t.Helper()
+	return newBenchIn(t, "", files)
+}
+
+// newBenchIn is newBench for the project whose root is project.
+func newBenchIn(t *testing.T, project string, files map[string]string) *bench {
+	t.Helper()
 	set := testroles.Set(t, files)
 	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
 	if err != nil {
@@ -161,7 +191,7 @@ func newBench(t *testing.T, files map[string]string) *bench {
 	}
 	e.SetBounds(policy.Bounds{Timeout: time.Minute}) // a busy machine under -race is no slow policy
 	store, bus := budget.NewMemory(), events.NewBus()
-	return &bench{gov: govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: store, Sinks: []events.Sink{bus}}), store: store, bus: bus}
+	return &bench{gov: govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: store, Sinks: []events.Sink{bus}, Project: project}), store: store, bus: bus}
 }
 
 // gateway is a gateway of the bench's governor in front of ups.

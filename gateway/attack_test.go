@@ -15,7 +15,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -386,5 +388,54 @@ func TestAttackResourceURIsThatClimbOut(t *testing.T) {
 		if got := read(uri); strings.Contains(got, "read file:") {
 			t.Errorf("%s was read: %.200s", uri, got)
 		}
+	}
+}
+
+// The roots an upstream is told are within the project: the agent's
+// client answers roots/list, and an upstream that takes its roots as the
+// directories it may touch (as the reference filesystem server does,
+// over the ones it was started with) must not be widened by it to the
+// whole machine.
+func TestAttackRootsBeyondTheProject(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	if err := os.Mkdir(filepath.Join(project, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/", filepath.Join(project, "link")); err != nil { // the agent writes its repository
+		t.Fatal(err)
+	}
+	b := newBenchIn(t, project, nil)
+	a := stdioAgent(t, b.gateway(t, PrefixNever, rawUpstreamConfig(t, "raw")), Identity{Agent: "a", Session: "s"})
+	a.initialize(map[string]any{"roots": map[string]any{}})
+	id := a.request("tools/call", map[string]any{"name": "raw", "arguments": map[string]any{"ask": map[string]any{"method": "roots/list"}}})
+	ask := <-a.requests
+	a.send(resultMessage(ask.ID, mustJSON(map[string]any{"roots": []any{
+		map[string]string{"uri": "file:///", "name": "everything"},
+		map[string]string{"uri": "file://" + project + "/../..", "name": "above"},
+		map[string]string{"uri": "file://" + filepath.Dir(project), "name": "parent"},
+		map[string]string{"uri": "file://" + project + "-other", "name": "sibling"},
+		map[string]string{"uri": "file://" + project + "/link", "name": "a link out"},
+		map[string]string{"uri": "file://" + project + "/sub", "name": "inside"},
+	}})))
+	var r struct {
+		Content []struct{ Text string }
+	}
+	m := a.await(id)
+	if err := json.Unmarshal(m.Result, &r); err != nil || len(r.Content) != 1 {
+		t.Fatalf("the call: %v %s", err, m.Result)
+	}
+	var got struct {
+		Result struct {
+			Roots []struct{ URI, Name string }
+		}
+	}
+	json.Unmarshal([]byte(r.Content[0].Text), &got)
+	var names []string
+	for _, root := range got.Result.Roots {
+		names = append(names, root.Name)
+	}
+	if fmt.Sprint(names) != "[inside]" {
+		t.Errorf("the upstream was told the roots %v: %s", names, r.Content[0].Text)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -415,7 +417,55 @@ func (s *session) relay(ctx context.Context, u *upstream, method string, params 
 	if rerr == nil && method == "sampling/createMessage" {
 		s.chargeSampling(ctx, params, result)
 	}
+	if rerr == nil && method == "roots/list" {
+		result = s.projectRoots(result)
+	}
 	return result, rerr
+}
+
+// projectRoots keeps of the roots the agent's client answered those
+// within the project (when the gateway has one): an upstream may take its
+// roots as the directories it may touch, over those it was started with,
+// and what the agent's client says is the agent's.
+func (s *session) projectRoots(result json.RawMessage) json.RawMessage {
+	project := s.g.o.Governor.Project()
+	if project == "" {
+		return result
+	}
+	var r map[string]json.RawMessage
+	var roots []json.RawMessage
+	if json.Unmarshal(result, &r) != nil || r == nil || json.Unmarshal(r["roots"], &roots) != nil {
+		return json.RawMessage(`{"roots":[]}`)
+	}
+	kept := []json.RawMessage{}
+	for _, raw := range roots {
+		var root struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(raw, &root) == nil && within(root.URI, project) {
+			kept = append(kept, raw)
+		}
+	}
+	r["roots"] = mustJSON(kept)
+	return mustJSON(r)
+}
+
+// within reports whether a file URI names the directory dir or one below
+// it, its links followed.
+func within(uri, dir string) bool {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" || u.Host != "" && u.Host != "localhost" || climbs(uri) {
+		return false
+	}
+	path, err := filepath.EvalSymlinks(u.Path)
+	if err != nil {
+		return false
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // ask sends the agent a request and waits for its answer: on the stream
