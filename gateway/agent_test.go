@@ -230,6 +230,11 @@ type agent struct {
 	notes    chan *message // notifications, as they come
 	requests chan *message // the gateway's requests (sampling, ...)
 	strays   []string      // what came that the agent did not expect
+
+	// Over stdio: hang up (close the gateway's stdin), and served,
+	// closed once the gateway has stopped serving the agent.
+	hangUp func()
+	served chan struct{}
 }
 
 func newAgent(t *testing.T, send func([]byte)) *agent {
@@ -361,6 +366,7 @@ func stdioAgent(t *testing.T, g *Gateway, id Identity) *agent {
 	outR, outW := io.Pipe()
 	a := newAgent(t, func(msg []byte) { inW.Write(append(msg, '\n')) })
 	served, read := make(chan struct{}), make(chan struct{})
+	a.hangUp, a.served = func() { inW.Close() }, served
 	go func() {
 		defer close(served)
 		g.ServeStdio(context.Background(), id, inR, outW)
@@ -372,8 +378,12 @@ func stdioAgent(t *testing.T, g *Gateway, id Identity) *agent {
 	}()
 	t.Cleanup(func() {
 		inW.Close()
-		<-served
-		<-read
+		select {
+		case <-served:
+			<-read
+		case <-time.After(30 * time.Second):
+			t.Error("the gateway did not stop serving the agent after it hung up")
+		}
 	})
 	return a
 }

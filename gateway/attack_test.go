@@ -439,3 +439,22 @@ func TestAttackRootsBeyondTheProject(t *testing.T) {
 		t.Errorf("the upstream was told the roots %v: %s", names, r.Content[0].Text)
 	}
 }
+
+// An agent that hangs up (closes the gateway's stdin) while an upstream
+// waits for its answer to a request (sampling) leaves no gateway behind:
+// its calls are answered, the request it cannot answer any more fails,
+// and the gateway stops.
+func TestAttackHangUpDuringARelayedRequest(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, nil)
+	a := stdioAgent(t, b.gateway(t, PrefixNever, fixtureUpstream(t, "lean")), Identity{Agent: "a", Session: "s"})
+	a.initialize(map[string]any{"sampling": map[string]any{}})
+	a.request("tools/call", map[string]any{"name": "test_sampling", "arguments": map[string]any{"prompt": "hello"}})
+	<-a.requests
+	a.hangUp()
+	select {
+	case <-a.served:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the gateway still serves an agent that hung up, waiting for its answer")
+	}
+}

@@ -30,6 +30,10 @@ type session struct {
 	g    *Gateway
 	id   Identity
 	done chan struct{}
+	// hungUp is closed once the agent's client can answer no request of
+	// the gateway's (it closed the gateway's stdin).
+	hungUp     chan struct{}
+	hangUpOnce sync.Once
 
 	mu        sync.Mutex
 	out       peer
@@ -63,7 +67,7 @@ type inflight struct {
 }
 
 func newSession(g *Gateway, id Identity, out peer) *session {
-	return &session{g: g, id: id, out: out, done: make(chan struct{}), ready: make(chan struct{}),
+	return &session{g: g, id: id, out: out, done: make(chan struct{}), hungUp: make(chan struct{}), ready: make(chan struct{}),
 		inflight: map[string]*inflight{}, relays: map[string]chan *message{}, lastSeen: time.Now()}
 }
 
@@ -144,6 +148,9 @@ func (s *session) close() {
 		u.close()
 	}
 }
+
+// hangUp notes that the agent's client answers nothing more.
+func (s *session) hangUp() { s.hangUpOnce.Do(func() { close(s.hungUp) }) }
 
 // touch notes that the session was used now.
 func (s *session) touch() {
@@ -504,6 +511,8 @@ func (s *session) ask(ctx context.Context, about *inflight, method string, param
 		return nil, &rpcError{Code: codeInternal, Message: "the request was cancelled"}
 	case <-s.done:
 		return nil, &rpcError{Code: codeInternal, Message: "the agent's session ended"}
+	case <-s.hungUp:
+		return nil, &rpcError{Code: codeInternal, Message: "the agent's client hung up"}
 	}
 }
 
