@@ -257,12 +257,19 @@ func (a *agent) read(r io.Reader) {
 // take sorts one message.
 func (a *agent) take(line []byte) {
 	m, err := parseMessage(line)
+	if err != nil { // an error of no request (its id null)
+		var e message
+		if json.Unmarshal(line, &e) == nil && e.Error != nil && !e.hasID() {
+			m, err = &e, nil
+			m.ID = json.RawMessage("null")
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
 	case err != nil:
 		a.strays = append(a.strays, string(line))
-	case m.isResponse():
+	case m.isResponse() || m.Error != nil:
 		select {
 		case a.waiting[idKey(m.ID)] <- m: // a nil channel (no such request) is never ready
 		default:

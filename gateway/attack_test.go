@@ -458,3 +458,77 @@ func TestAttackHangUpDuringARelayedRequest(t *testing.T) {
 		t.Fatal("the gateway still serves an agent that hung up, waiting for its answer")
 	}
 }
+
+// What a hostile client may send instead of MCP, each followed by a ping
+// that must be answered: the gateway stays up, and answers what has an id.
+func TestAttackOddMessages(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, nil)
+	a := stdioAgent(t, b.gateway(t, PrefixNever, fixtureUpstream(t, "lean")), Identity{Agent: "a", Session: "s"})
+	a.initialize(nil)
+	deep := strings.Repeat(`{"a":`, 9000) + "1" + strings.Repeat("}", 9000)
+	tooDeep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	for _, tt := range []struct {
+		name, line string
+		answered   bool // a response comes (with the id, or null)
+	}{
+		{"a batch", `[{"jsonrpc":"2.0","id":"odd","method":"ping"}]`, true},
+		{"no JSON", `{"jsonrpc":`, true},
+		{"null", `null`, true},
+		{"a number", `1`, true},
+		{"an empty object", `{}`, true},
+		{"no jsonrpc", `{"id":"odd","method":"ping"}`, true},
+		{"a response to a request never made", `{"jsonrpc":"2.0","id":"harness-1","result":{}}`, false},
+		{"an error response to a request never made", `{"jsonrpc":"2.0","id":"harness-2","error":{"code":1,"message":"x"}}`, false},
+		{"an id and nothing else", `{"jsonrpc":"2.0","id":"odd"}`, false},
+		{"cancelling what is not under way", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nothing"}}`, false},
+		{"cancelling with params null", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":null}`, false},
+		{"cancelling without params", `{"jsonrpc":"2.0","method":"notifications/cancelled"}`, false},
+		{"roots changed, of a client without roots", `{"jsonrpc":"2.0","method":"notifications/roots/list_changed","params":null}`, false},
+		{"an unknown notification", `{"jsonrpc":"2.0","method":"notifications/whatever","params":[1]}`, false},
+		{"an id that is an object", `{"jsonrpc":"2.0","id":{"a":[1,2]},"method":"ping"}`, true},
+		{"an id of a megabyte", `{"jsonrpc":"2.0","id":"` + strings.Repeat("i", 1<<20) + `","method":"ping"}`, true},
+		{"params that are a string", `{"jsonrpc":"2.0","id":"odd","method":"tools/call","params":"ctx_read"}`, true},
+		{"params null", `{"jsonrpc":"2.0","id":"odd","method":"tools/call","params":null}`, true},
+		{"arguments null", `{"jsonrpc":"2.0","id":"odd","method":"tools/call","params":{"name":"ctx_read","arguments":null}}`, true},
+		{"arguments nested 9000 deep", `{"jsonrpc":"2.0","id":"odd","method":"tools/call","params":{"name":"ctx_read","arguments":` + deep + `}}`, true},
+		{"JSON nested 20000 deep", `{"jsonrpc":"2.0","id":"odd","method":"tools/call","params":` + tooDeep + `}`, true},
+		{"a handshake again, of params null", `{"jsonrpc":"2.0","id":"odd","method":"initialize","params":null}`, true},
+		{"a level of null", `{"jsonrpc":"2.0","id":"odd","method":"logging/setLevel","params":{"level":null}}`, true},
+		{"a completion of no ref", `{"jsonrpc":"2.0","id":"odd","method":"completion/complete","params":{"ref":null}}`, true},
+		{"a completion of a ref without a name", `{"jsonrpc":"2.0","id":"odd","method":"completion/complete","params":{"ref":{"type":"ref/prompt"}}}`, true},
+		{"a subscription of no uri", `{"jsonrpc":"2.0","id":"odd","method":"resources/subscribe","params":{}}`, true},
+		{"a prompt of arguments that are a list", `{"jsonrpc":"2.0","id":"odd","method":"prompts/get","params":{"name":"test_simple_prompt","arguments":[1]}}`, true},
+		{"ctx_session of arguments that are a list", `{"jsonrpc":"2.0","id":"odd","method":"tools/call","params":{"name":"ctx_session","arguments":[1]}}`, true},
+		{"a method of a server", `{"jsonrpc":"2.0","id":"odd","method":"sampling/createMessage","params":{}}`, true},
+		{"a line of spaces", strings.Repeat(" ", 1<<20), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) { // one after the other, on one session
+			ch := make(chan *message, 1)
+			a.mu.Lock()
+			a.waiting["null"], a.waiting[`"odd"`] = ch, ch
+			if strings.Contains(tt.line, `"id":{"a"`) {
+				a.waiting[`{"a":[1,2]}`] = ch
+			}
+			if strings.Contains(tt.line, `"iii`) {
+				a.waiting[`"`+strings.Repeat("i", 1<<20)+`"`] = ch
+			}
+			a.mu.Unlock()
+			a.send([]byte(tt.line))
+			a.call("ping", nil)
+			if tt.answered {
+				select {
+				case <-ch:
+				case <-time.After(30 * time.Second):
+					t.Error("no answer")
+				}
+			}
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if len(a.strays) > 0 {
+				t.Errorf("unexpected messages: %.300q", a.strays)
+				a.strays = nil
+			}
+		})
+	}
+}
