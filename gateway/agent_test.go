@@ -178,20 +178,29 @@ type bench struct {
 // newBench compiles the built-in roles and files (name → TOML).
 func newBench(t *testing.T, files map[string]string) *bench {
 	t.Helper()
-	return newBenchIn(t, "", files)
+	return newBenchOf(t, benchOptions{files: files})
 }
 
-// newBenchIn is newBench for the project whose root is project.
-func newBenchIn(t *testing.T, project string, files map[string]string) *bench {
+// benchOptions are a bench's roles (name → TOML), project and agents'
+// budgets.
+type benchOptions struct {
+	files   map[string]string
+	project string
+	agents  map[string]compiler.AgentBudget
+}
+
+func newBenchOf(t *testing.T, o benchOptions) *bench {
 	t.Helper()
-	set := testroles.Set(t, files)
-	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
+	set := testroles.Set(t, o.files)
+	cfg := compiler.DefaultConfig()
+	cfg.AgentBudgets = o.agents
+	e, err := policy.New(context.Background(), compiler.Compile(set, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.SetBounds(policy.Bounds{Timeout: time.Minute}) // a busy machine under -race is no slow policy
 	store, bus := budget.NewMemory(), events.NewBus()
-	return &bench{gov: govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: store, Sinks: []events.Sink{bus}, Project: project}), store: store, bus: bus}
+	return &bench{gov: govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: store, Sinks: []events.Sink{bus}, Project: o.project}), store: store, bus: bus}
 }
 
 // gateway is a gateway of the bench's governor in front of ups.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/compiler"
 )
 
 // smallRole is a coder with a budget of a few tokens.
@@ -174,13 +175,13 @@ func TestAttackUnreadableResultPastTheBudget(t *testing.T) {
 	}
 }
 
-// httpBench serves g over HTTP to the tokens' agents (token → agent, role
-// reviewer).
-func httpBench(t *testing.T, g *Gateway, tokens ...string) string {
+// httpBench serves g over HTTP to the tokens' agents (token T: agent
+// agent-T[:4], new sessions in role).
+func httpBench(t *testing.T, g *Gateway, role string, tokens ...string) string {
 	t.Helper()
 	var list []Token
 	for _, tok := range tokens {
-		list = append(list, Token{Token: tok, Agent: "agent-" + tok[:4], Role: "reviewer"})
+		list = append(list, Token{Token: tok, Agent: "agent-" + tok[:4], Role: role})
 	}
 	srv := httptest.NewUnstartedServer(g.HTTPHandler(HTTPOptions{Tokens: list, Loopback: true}))
 	srv.Listener = smallBuffers{srv.Listener}
@@ -207,7 +208,7 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 func TestAttackStalledStreamHoldsUpNoOtherSession(t *testing.T) {
 	t.Parallel()
 	b := newBench(t, nil)
-	url := httpBench(t, b.gateway(t, PrefixNever, fixtureUpstream(t, "lean")), "evil-token-0123456789", "good-token-0123456789")
+	url := httpBench(t, b.gateway(t, PrefixNever, fixtureUpstream(t, "lean")), "reviewer", "evil-token-0123456789", "good-token-0123456789")
 	evil := newHTTPAgent(t, url, "evil-token-0123456789")
 	evil.initialize(nil)
 	evil.call("logging/setLevel", map[string]string{"level": "debug"})
@@ -405,7 +406,7 @@ func TestAttackRootsBeyondTheProject(t *testing.T) {
 	if err := os.Symlink("/", filepath.Join(project, "link")); err != nil { // the agent writes its repository
 		t.Fatal(err)
 	}
-	b := newBenchIn(t, project, nil)
+	b := newBenchOf(t, benchOptions{project: project})
 	a := stdioAgent(t, b.gateway(t, PrefixNever, rawUpstreamConfig(t, "raw")), Identity{Agent: "a", Session: "s"})
 	a.initialize(map[string]any{"roots": map[string]any{}})
 	id := a.request("tools/call", map[string]any{"name": "raw", "arguments": map[string]any{"ask": map[string]any{"method": "roots/list"}}})
@@ -532,3 +533,67 @@ func TestAttackOddMessages(t *testing.T) {
 		})
 	}
 }
+
+// Calls at once, on one session or on many sessions of one token, get no
+// more than the budget: the tokens that reach the agents are at most its
+// limit, and no more shell calls run than it has slots (fewer when the
+// tokens run out first), each counted.
+func TestAttackParallelCallsStayInTheBudget(t *testing.T) {
+	t.Parallel()
+	limit := int64(2000)
+	roles := map[string]string{"small": "[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 2000\nmax_shell_invocations = 5\n"}
+	read := map[string]any{"name": "ctx_read", "arguments": map[string]any{"bytes": 3000}}
+	shell := map[string]any{"name": "ctx_shell", "arguments": map[string]any{"command": "ls"}}
+	// race sends each agent's calls at once, and returns what reached the
+	// agents (in tokens) and how many shell calls ran.
+	race := func(t *testing.T, agents []*agent, calls int) (reached, shells int64) {
+		var ids [][]string
+		for _, a := range agents {
+			var mine []string
+			for i := range calls {
+				mine = append(mine, a.request("tools/call", []map[string]any{read, shell}[i%2]))
+			}
+			ids = append(ids, mine)
+		}
+		for i, a := range agents {
+			for j, id := range ids[i] {
+				m := a.await(id)
+				if m.Error != nil {
+					t.Fatalf("a call: %s", m.Error.Message)
+				}
+				reached += reachedTokens(t, m.Result)
+				if j%2 == 1 && !strings.Contains(string(m.Result), "[harness] denied") { // it ran (its output may be withheld)
+					shells++
+				}
+			}
+		}
+		return reached, shells
+	}
+	t.Run("one session", func(t *testing.T) {
+		t.Parallel()
+		b := newBench(t, roles)
+		a := stdioAgent(t, b.gateway(t, PrefixNever, fixtureUpstream(t, "lean")), Identity{Agent: "a", Session: "s", StartRole: "small"})
+		a.initialize(nil)
+		reached, shells := race(t, []*agent{a}, 64)
+		if c := b.counters(t, "a", "s"); reached > limit || c.Tokens > limit || shells > 5 || c.Shell != shells {
+			t.Errorf("64 calls at once: %d tokens reached the agent (%d charged) of %d; %d shell calls ran (%d counted) of 5", reached, c.Tokens, limit, shells, c.Shell)
+		}
+	})
+	t.Run("sessions of one token", func(t *testing.T) {
+		t.Parallel()
+		b := newBenchOf(t, benchOptions{agents: map[string]compiler.AgentBudget{"agent-many": {Period: "total", Tokens: &limit, Shell: ptr(int64(5)), BlockPercent: 100, WarnPercent: 80}}})
+		url := httpBench(t, b.gateway(t, PrefixNever, fixtureUpstream(t, "lean")), "coder", "many-token-0123456789")
+		var agents []*agent
+		for range 8 {
+			h := newHTTPAgent(t, url, "many-token-0123456789")
+			h.initialize(nil)
+			agents = append(agents, h.agent)
+		}
+		reached, shells := race(t, agents, 8)
+		if reached > limit || shells > 5 {
+			t.Errorf("8 sessions of 8 calls at once: %d tokens reached the agent of %d; %d shell calls ran of 5", reached, limit, shells)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
