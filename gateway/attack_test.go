@@ -597,3 +597,116 @@ func TestAttackParallelCallsStayInTheBudget(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// What a role hides stays hidden whatever the name it is asked by: not
+// listed, or listed under other names, prefixed or not, a call, read, get,
+// subscription or completion of it is refused, and no shell runs.
+func TestAttackWhatTheRoleHides(t *testing.T) {
+	t.Parallel()
+	roles := map[string]string{
+		"hider": "[tools]\nallowed = [\"ctx_read\", \"resource:test://static-*\", \"prompt:test_prompt_with_arguments\"]\n" +
+			"denied = [\"ctx_shell\", \"resource:test://static-binary\"]\n",
+		"prefixed": "[tools]\nallowed = [\"*__*\", \"resource:*\", \"prompt:*\"]\ndenied = [\"ctx_shell\", \"resource:other:*\", \"prompt:other__*\"]\n",
+	}
+	tool := func(name string) map[string]any {
+		return map[string]any{"name": name, "arguments": map[string]any{"command": "ls", "path": "x"}}
+	}
+	type ask struct {
+		method  string
+		params  map[string]any
+		allowed bool
+	}
+	completion := func(ref map[string]string) map[string]any {
+		return map[string]any{"ref": ref, "argument": map[string]string{"name": "id", "value": "1"}}
+	}
+	for _, tt := range []struct {
+		role, prefix string
+		ups          []string
+		asks         []ask
+	}{
+		{"hider", PrefixNever, []string{"lean"}, []ask{
+			{"tools/call", tool("ctx_read"), true},
+			{"tools/call", tool("ctx_shell"), false},
+			{"tools/call", tool("ctx_edit"), false},
+			{"tools/call", tool("CTX_SHELL"), false},
+			{"tools/call", tool("ctx_shell "), false},
+			{"tools/call", tool("lean__ctx_shell"), false},
+			{"resources/read", map[string]any{"uri": "test://static-text"}, true},
+			{"resources/read", map[string]any{"uri": "test://static-binary"}, false},
+			{"resources/read", map[string]any{"uri": "test://template/1/data"}, false},
+			{"resources/subscribe", map[string]any{"uri": "test://watched-resource"}, false},
+			{"prompts/get", map[string]any{"name": "test_prompt_with_arguments", "arguments": map[string]string{"arg1": "a", "arg2": "b"}}, true},
+			{"prompts/get", map[string]any{"name": "test_simple_prompt"}, false},
+			{"completion/complete", completion(map[string]string{"type": "ref/prompt", "name": "test_simple_prompt"}), false},
+			{"completion/complete", completion(map[string]string{"type": "ref/resource", "uri": "test://template/{id}/data"}), false},
+		}},
+		{"prefixed", PrefixAuto, []string{"lean", "other"}, []ask{
+			{"tools/call", tool("lean__ctx_read"), true},
+			{"tools/call", tool("lean__ctx_shell"), false},
+			{"tools/call", tool("other__ctx_shell"), false},
+			{"tools/call", tool("ctx_shell"), false},
+			{"tools/call", tool("lean__lean__ctx_shell"), false},
+			{"tools/call", tool("lean__ctx_shell\u0000"), false},
+			{"resources/read", map[string]any{"uri": "lean:test://static-text"}, true},
+			{"resources/read", map[string]any{"uri": "other:test://static-text"}, false},
+			{"resources/read", map[string]any{"uri": "test://static-text"}, false},
+			{"resources/subscribe", map[string]any{"uri": "other:test://watched-resource"}, false},
+			{"prompts/get", map[string]any{"name": "other__test_simple_prompt"}, false},
+			{"prompts/get", map[string]any{"name": "lean__test_simple_prompt"}, true},
+			{"completion/complete", completion(map[string]string{"type": "ref/prompt", "name": "other__test_prompt_with_arguments"}), false},
+			{"completion/complete", completion(map[string]string{"type": "ref/resource", "uri": "other:test://template/{id}/data"}), false},
+		}},
+	} {
+		t.Run(tt.role, func(t *testing.T) {
+			t.Parallel()
+			b := newBench(t, roles)
+			var ups []UpstreamConfig
+			for _, name := range tt.ups {
+				ups = append(ups, fixtureUpstream(t, name))
+			}
+			a := stdioAgent(t, b.gateway(t, tt.prefix, ups...), Identity{Agent: "a", Session: "s", StartRole: tt.role})
+			a.initialize(nil)
+			if tt.role == "hider" {
+				for method, want := range map[string]string{
+					"tools/list": "ctx_session ctx_read", "resources/list": "test://static-text",
+					"resources/templates/list": "", "prompts/list": "test_prompt_with_arguments",
+				} {
+					if got := listedNames(t, a.call(method, nil)); got != want {
+						t.Errorf("%s: %q, want %q", method, got, want)
+					}
+				}
+			}
+			for _, q := range tt.asks {
+				m := a.await(a.request(q.method, q.params))
+				out, _ := json.Marshal(m)
+				refused := m.Error != nil || strings.Contains(string(m.Result), "[harness] denied")
+				if refused == q.allowed || strings.Contains(string(out), "ran: ls") {
+					t.Errorf("%s %v: %.300s", q.method, q.params, out)
+				}
+			}
+		})
+	}
+}
+
+// listedNames are the names (or URIs) of a list's items, in order.
+func listedNames(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var r map[string][]map[string]any
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, items := range r {
+		for _, it := range items {
+			for _, k := range []string{"name", "uri", "uriTemplate"} {
+				if k == "name" && (it["uri"] != nil || it["uriTemplate"] != nil) {
+					continue
+				}
+				if v, ok := it[k].(string); ok {
+					names = append(names, v)
+				}
+			}
+		}
+	}
+	return strings.Join(names, " ")
+}
