@@ -7,6 +7,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -709,4 +710,101 @@ func listedNames(t *testing.T, raw json.RawMessage) string {
 		}
 	}
 	return strings.Join(names, " ")
+}
+
+// The HTTP transport's limits, each met as a hostile client would meet
+// it: what it answers, and that the sessions it ends are gone.
+func TestAttackHTTPLimits(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, nil)
+	g := b.gateway(t, PrefixNever, fixtureUpstream(t, "lean"))
+	handler := g.HTTPHandler(HTTPOptions{Loopback: true, MaxBody: 4 << 10, BodyTimeout: 300 * time.Millisecond, MaxSessions: 2,
+		Tokens: []Token{{Token: "one-token-0123456789", Agent: "one"}, {Token: "two-token-0123456789", Agent: "two"}}})
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	url := srv.URL + "/mcp"
+	one, two := newHTTPAgent(t, url, "one-token-0123456789"), newHTTPAgent(t, url, "two-token-0123456789")
+	one.initialize(nil)
+	two.initialize(nil)
+	do := func(method, token, sid string, headers map[string]string, body string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		if host := headers["Host"]; host != "" {
+			req.Host = host
+		}
+		if method == http.MethodGet {
+			req.Header.Set("Accept", "text/event-stream")
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel() // a GET that is answered 200 is a stream: it ends here
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for _, tt := range []struct {
+		name, method, token, sid string
+		headers                  map[string]string
+		body                     string
+		want                     int
+	}{
+		{"its own session", "POST", "one-token-0123456789", one.sid, nil, ping, 200},
+		{"another token's session: POST", "POST", "one-token-0123456789", two.sid, nil, ping, 404},
+		{"another token's session: GET", "GET", "one-token-0123456789", two.sid, nil, "", 404},
+		{"another token's session: DELETE", "DELETE", "one-token-0123456789", two.sid, nil, "", 404},
+		{"no session", "POST", "one-token-0123456789", "", nil, ping, 400},
+		{"a session it named", "POST", "one-token-0123456789", "", map[string]string{"X-Harness-Session": "mine"}, initialize, 400},
+		{"a body past the limit", "POST", "one-token-0123456789", one.sid, nil, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("x", 8<<10) + `"}}`, 413},
+		{"a page's origin", "POST", "one-token-0123456789", one.sid, map[string]string{"Origin": "https://evil.example"}, ping, 403},
+		{"a rebound name", "POST", "one-token-0123456789", one.sid, map[string]string{"Host": "evil.example"}, ping, 403},
+		{"a protocol version of nobody's", "POST", "one-token-0123456789", one.sid, map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, ping, 400},
+		{"no JSON", "POST", "one-token-0123456789", one.sid, map[string]string{"Content-Type": "text/plain"}, ping, 415},
+		{"a batch", "POST", "one-token-0123456789", one.sid, nil, "[" + ping + "]", 400},
+		{"no token", "POST", "", one.sid, nil, ping, 401},
+		{"a method of no one", "PUT", "one-token-0123456789", one.sid, nil, ping, 405},
+		{"a GET of no stream", "GET", "one-token-0123456789", one.sid, map[string]string{"Accept": "application/json"}, "", 200}, // Accept is set to event-stream for GETs
+		{"a second session", "POST", "one-token-0123456789", "", nil, initialize, 200},
+		{"a third session, past the cap", "POST", "one-token-0123456789", "", nil, initialize, 429},
+	} {
+		if tt.token == "" {
+			tt.token = "no-token"
+		}
+		if got := do(tt.method, tt.token, tt.sid, tt.headers, tt.body); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	t.Run("ended sessions are gone", func(t *testing.T) {
+		if got := do("DELETE", "two-token-0123456789", two.sid, nil, ""); got != 204 {
+			t.Fatalf("DELETE: %d", got)
+		}
+		if got := do("POST", "two-token-0123456789", two.sid, nil, ping); got != 404 {
+			t.Errorf("a POST of a session that was deleted: %d", got)
+		}
+		// The idle ones expire: their upstreams stop, their ids are 404.
+		if n := handler.(*httpServer).expire(time.Now().Add(time.Hour)); n != 2 {
+			t.Errorf("%d sessions expired, want one's 2", n)
+		}
+		if n := g.Sessions(); n != 0 {
+			t.Errorf("%d sessions live after all ended", n)
+		}
+		if got := do("POST", "one-token-0123456789", one.sid, nil, ping); got != 404 {
+			t.Errorf("a POST of a session that expired: %d", got)
+		}
+		if got := do("POST", "one-token-0123456789", "", nil, initialize); got != 200 {
+			t.Errorf("a new session once the others ended: %d", got)
+		}
+	})
 }
