@@ -808,3 +808,30 @@ func TestAttackHTTPLimits(t *testing.T) {
 		}
 	})
 }
+
+// A body that never ends holds nothing: past the body's deadline the
+// client is answered 408 and its connection closed (the server would
+// otherwise read on, without a deadline, for the rest of the body to
+// keep the connection: a goroutine and a descriptor held for ever, per
+// connection).
+func TestAttackBodyThatNeverEnds(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, nil)
+	g := b.gateway(t, PrefixNever)
+	srv := httptest.NewServer(g.HTTPHandler(HTTPOptions{Loopback: true, Anonymous: "anon", BodyTimeout: 300 * time.Millisecond}))
+	t.Cleanup(srv.Close)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":")
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	r := bufio.NewReader(conn)
+	if status, err := r.ReadString('\n'); err != nil || !strings.Contains(status, " 408 ") {
+		t.Fatalf("the answer: %q %v", status, err)
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		t.Errorf("the connection was not closed after the answer: %v", err)
+	}
+}

@@ -249,12 +249,19 @@ func (h *httpServer) authenticate(r *http.Request) (Identity, int, bool, bool) {
 	return Identity{}, 0, false, false
 }
 
-// readBody reads a request's body within its size and time.
+// readBody reads a request's body within its size and time. A body
+// that could not be read keeps its deadline and ends its connection
+// after the answer: the server would otherwise read on for the rest of
+// it (to keep the connection), without a deadline.
 func (h *httpServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(h.o.BodyTimeout))
-	defer rc.SetReadDeadline(time.Time{})
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBody))
+	if err == nil {
+		rc.SetReadDeadline(time.Time{})
+	} else {
+		w.Header().Set("Connection", "close")
+	}
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
