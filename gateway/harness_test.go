@@ -31,6 +31,10 @@ import (
 var upstreamBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv("GATEWAY_RAW_UPSTREAM") == "1" { // this binary as the attack tests' raw upstream
+		rawUpstream(os.Stdin, os.Stdout)
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "gateway-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

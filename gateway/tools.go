@@ -325,9 +325,16 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	resp, err := c.up.call(ctx, c.method, c.params)
 	if err != nil {
 		var ns notSent
-		if errors.As(err, &ns) && o.Reserved {
+		switch {
+		case errors.As(err, &ns) && o.Reserved:
 			if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k); rerr != nil {
 				s.g.o.Logf("giving back the shell slot of %s: %v", c.tool, rerr)
+			}
+		case !errors.As(err, &ns):
+			// Sent, and cancelled or lost on the way back: the upstream
+			// had the arguments, whose cost is the call's.
+			if _, serr := g.Settle(context.WithoutCancel(ctx), govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments)}); serr != nil {
+				s.g.o.Logf("charging the arguments of %s: %v", c.tool, serr)
 			}
 		}
 		if errors.Is(err, ErrUpstreamDown) {
