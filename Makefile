@@ -176,6 +176,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzPieces -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzBPE -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzMaskAndBound -fuzztime $(FUZZTIME) ./events
+	go test -run '^$$' -fuzz FuzzRawJSON -fuzztime $(FUZZTIME) ./gateway
 
 clean:
 	rm -rf $(BIN)

@@ -80,15 +80,15 @@ type resourceBlock struct {
 // alone, so that an upstream could have the gateway charge one text while
 // the agent reads another.
 func readBlock(raw json.RawMessage) block {
-	var m map[string]json.RawMessage
 	var b block
-	if json.Unmarshal(raw, &m) != nil {
+	m, err := objectMembers(raw)
+	if err != nil {
 		return b
 	}
 	for key, dst := range map[string]*string{"type": &b.Type, "text": &b.Text, "data": &b.Data, "mimeType": &b.MimeType,
 		"uri": &b.URI, "name": &b.Name, "description": &b.Description} {
 		if v, ok := m[key]; ok {
-			json.Unmarshal(v, dst)
+			*dst = stringValue(v)
 		}
 	}
 	if v, ok := m["resource"]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
@@ -101,14 +101,14 @@ func readBlock(raw json.RawMessage) block {
 // readResource reads a resource's contents by their keys as they are
 // spelled (see readBlock).
 func readResource(raw json.RawMessage) resourceBlock {
-	var m map[string]json.RawMessage
 	var r resourceBlock
-	if json.Unmarshal(raw, &m) != nil {
+	m, err := objectMembers(raw)
+	if err != nil {
 		return r
 	}
 	for key, dst := range map[string]*string{"uri": &r.URI, "mimeType": &r.MimeType, "text": &r.Text, "blob": &r.Blob} {
 		if v, ok := m[key]; ok {
-			json.Unmarshal(v, dst)
+			*dst = stringValue(v)
 		}
 	}
 	return r
@@ -215,11 +215,12 @@ type toolResult struct {
 
 func readToolResult(result json.RawMessage) (*toolResult, error) {
 	r := &toolResult{}
-	if err := json.Unmarshal(result, &r.fields); err != nil || r.fields == nil {
+	var err error
+	if r.fields, err = objectMembers(result); err != nil || r.fields == nil {
 		return nil, errors.New("a tool result that is not an object")
 	}
 	if c, ok := r.fields["content"]; ok {
-		if err := json.Unmarshal(c, &r.raw); err != nil {
+		if r.raw, err = arrayElements(c); err != nil {
 			return nil, fmt.Errorf("content: %w", err)
 		}
 	}
@@ -358,10 +359,11 @@ type contents struct {
 
 func readContents(result json.RawMessage) (*contents, error) {
 	r := &contents{}
-	if err := json.Unmarshal(result, &r.fields); err != nil {
+	var err error
+	if r.fields, err = objectMembers(result); err != nil {
 		return nil, fmt.Errorf("a resource's contents that are not an object: %w", err)
 	}
-	if err := json.Unmarshal(r.fields["contents"], &r.raw); err != nil {
+	if r.raw, err = arrayElements(r.fields["contents"]); err != nil {
 		return nil, fmt.Errorf("contents: %w", err)
 	}
 	r.items = make([]resourceBlock, len(r.raw))
