@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,7 +23,10 @@ import (
 // peak (VmHWM) and the RSS before the first session, from
 // /proc/PID/status; the upstreams, one process per session, are not the
 // gateway's and are not counted. Run it once (-benchtime 1x; make
-// bench-memory).
+// bench-memory). It reports the Go heap's share too: in use, and held
+// from the system (the rest of the RSS is stacks, the runtime's own and
+// the binary). With HARNESS_BENCH_HEAP set, the gateway's heap profile
+// then is written to the file it names (go tool pprof reads it).
 func BenchmarkGatewayMemory(b *testing.B) {
 	const sessions, calls = 100, 100
 	t := &testing.T{}
@@ -34,8 +39,8 @@ func BenchmarkGatewayMemory(b *testing.B) {
 	writeFileB(b, filepath.Join(project, ".lean-ctx", "roles", "bench.toml"),
 		"[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 1000000000000\nmax_cost_usd = 1000000.0\n")
 	for b.Loop() {
-		addr := freeAddrB(b)
-		gw := startBenchProcess(b, harnessBin, cleanEnv(home), home, "serve", "--http", addr, "--project", project, "--role", "bench", "--", upstreamBin)
+		addr, debug := freeAddrB(b), freeAddrB(b)
+		gw := startBenchProcess(b, harnessBin, append(cleanEnv(home), "HARNESS_DEBUG_ADDR="+debug), home, "serve", "--http", addr, "--project", project, "--role", "bench", "--", upstreamBin)
 		url := "http://" + addr + "/mcp"
 		waitListeningB(b, url)
 		idle := procStatus(b, gw.Process.Pid)
@@ -56,6 +61,20 @@ func BenchmarkGatewayMemory(b *testing.B) {
 			}
 		}
 		st := procStatus(b, gw.Process.Pid)
+		if path := os.Getenv("HARNESS_BENCH_HEAP"); path != "" {
+			os.WriteFile(path, get(b, "http://"+debug+"/debug/pprof/heap"), 0o644)
+		}
+		// The runtime's own figures, at the end of the heap profile's
+		// text: what the Go heap holds, and what of it is in use.
+		mem := map[string]float64{}
+		for _, line := range strings.Split(string(get(b, "http://"+debug+"/debug/pprof/heap?debug=1")), "\n") {
+			if k, v, ok := strings.Cut(strings.TrimPrefix(line, "# "), " = "); ok {
+				n, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
+				mem[k] = n
+			}
+		}
+		b.ReportMetric(mem["HeapInuse"]/(1<<20), "heap-in-use-MiB")
+		b.ReportMetric((mem["HeapSys"]-mem["HeapReleased"])/(1<<20), "heap-held-MiB")
 		b.ReportMetric(float64(idle["VmRSS"])/1024, "idle-RSS-MiB")
 		b.ReportMetric(float64(st["VmRSS"])/1024, "RSS-MiB")
 		b.ReportMetric(float64(st["VmHWM"])/1024, "peak-RSS-MiB")
@@ -89,6 +108,20 @@ func memoryClient(url string, i, calls int) error {
 	return nil
 }
 
+// get is the body at url.
+func get(b *testing.B, url string) []byte {
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return raw
+}
+
 // procStatus is a process's /proc/PID/status, the figures in kB.
 func procStatus(b *testing.B, pid int) map[string]int64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -106,4 +139,3 @@ func procStatus(b *testing.B, pid int) map[string]int64 {
 	}
 	return out
 }
-
