@@ -53,6 +53,10 @@ type Entry struct {
 	// Shadow is true when the enforcement mode is shadow: the decision was
 	// recorded but not enforced.
 	Shadow bool `json:"shadow,omitempty"`
+	// Custom holds what the harness adds of its own, as OPA's decision
+	// logs do under the same key: CustomShell on a decision that took a
+	// shell slot.
+	Custom map[string]any `json:"custom,omitempty"`
 }
 
 // DecisionLog appends decision-log entries.

@@ -420,6 +420,9 @@ type Result struct {
 	// context: what the agent's model read and wrote for someone else
 	// (an upstream's sampling request), which its context does not keep.
 	CostOnly bool
+	// DecisionID is the decision of the call, when known: the charge's
+	// log entry names it.
+	DecisionID string
 }
 
 // Charge is what a result cost.
@@ -477,6 +480,8 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 		before.AgentUsage.Tokens -= held
 		before.AgentUsage.CostMicros -= cost
 	}
+	g.logCharge(res.Session, res.Tool, g.now(), events.ChargeResult{DecisionID: res.DecisionID, Tokens: held, CostMicros: cost,
+		InputTokens: in, CostOnly: res.CostOnly}, after)
 	levels, crossed := g.crossings(ctx, r, res.Session, period, before, after)
 	if len(crossed) > 0 {
 		// A charge has no decision input; its events are masked as one

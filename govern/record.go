@@ -33,20 +33,26 @@ func (g *Governor) redact(input any) *events.Redaction {
 
 // logEntry writes the decision-log entry of the decision id, made at, its
 // input as red masked it, for a client (its name and version as it says
-// them, "" when unknown).
-func (g *Governor) logEntry(id string, at time.Time, path string, red *events.Redaction, result any, elapsed time.Duration, shadow bool, client string) {
+// them, "" when unknown), with the harness's own fields (custom, nil for
+// none).
+func (g *Governor) logEntry(id string, at time.Time, path string, red *events.Redaction, result any, elapsed time.Duration, shadow bool, client string, custom map[string]any) {
 	if g.decisions != nil {
 		var labels map[string]string
 		if client != "" {
 			labels = map[string]string{"client": client}
 		}
+		var metrics map[string]int64
+		if path != events.PathCharge {
+			metrics = map[string]int64{"timer_rego_query_eval_ns": elapsed.Nanoseconds()}
+		}
 		err := g.decisions.Log(events.Entry{
 			DecisionID: id,
 			Path:       path,
 			Timestamp:  at.UTC(),
-			Metrics:    map[string]int64{"timer_rego_query_eval_ns": elapsed.Nanoseconds()},
+			Metrics:    metrics,
 			Labels:     labels,
 			Shadow:     shadow,
+			Custom:     custom,
 		}, red, result)
 		if err != nil {
 			g.onError(fmt.Errorf("decision log: %w", err))
@@ -60,7 +66,11 @@ func (g *Governor) logEntry(id string, at time.Time, path string, red *events.Re
 func (g *Governor) recordDecision(o Outcome, at time.Time, in contract.Input, elapsed time.Duration, client string) *events.Redaction {
 	d := o.Decision
 	red := g.redact(loggedInput{in, d.ShellPolicy})
-	g.logEntry(o.DecisionID, at, "harness/decision", red, d, elapsed, g.shadow, client)
+	var custom map[string]any
+	if o.Reserved {
+		custom = map[string]any{events.CustomShell: 1}
+	}
+	g.logEntry(o.DecisionID, at, events.PathDecision, red, d, elapsed, g.shadow, client, custom)
 	if !d.Allowed {
 		reasons := events.SummariseReasons(d.Reasons)
 		g.emit(red, events.Event{
@@ -187,3 +197,14 @@ func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, period
 
 // dimOrder orders the dimensions as the status line does.
 var dimOrder = map[string]int{"tokens": 0, "shell": 1, "cost": 2}
+
+// logCharge writes the decision-log entry of a charge of session k (one
+// atomic change of its counters, to after), made at, for tool.
+func (g *Governor) logCharge(k budget.Key, tool string, at time.Time, c events.ChargeResult, after budget.Counters) {
+	if g.decisions == nil {
+		return
+	}
+	c.After = events.ChargeCounters{Tokens: after.Tokens, Shell: after.Shell, CostMicros: after.CostMicros}
+	red := g.redact(events.ChargeInput{Role: after.Role, Tool: tool, Session: k.Session, Agent: k.Agent, Project: g.project})
+	g.logEntry(events.NewID(at), at, events.PathCharge, red, c, 0, false, "", nil)
+}

@@ -67,7 +67,7 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 		at := g.now()
 		o.DecisionID = events.NewID(at)
 		red := g.redact(in)
-		g.logEntry(o.DecisionID, at, "harness/switch", red, d, elapsed, false, "")
+		g.logEntry(o.DecisionID, at, events.PathSwitch, red, d, elapsed, false, "", nil)
 		if !o.Switched {
 			o.Status, _ = r.Engine.Status(ctx, statusInput(k, cur, period))
 			reasons := events.SummariseReasons(d.Reasons)

@@ -93,7 +93,8 @@ func TestAgentCannotEscalate(t *testing.T) {
 	ctx := context.Background()
 	g, rec, s, logPath := switchGovernor(t)
 	k := budget.Key{Agent: "a", Session: "s"}
-	for to, rule := range map[string]string{"admin": "privileged", "ops": "privileged", "anything": "ceiling"} {
+	for _, tt := range []struct{ to, rule string }{{"admin", "privileged"}, {"ops", "privileged"}, {"anything", "ceiling"}} {
+		to, rule := tt.to, tt.rule
 		o, err := g.Switch(ctx, k, to, contract.ByAgent)
 		if err != nil || o.Switched || o.Decision.Allowed || o.Decision.Reasons[0].Rule != rule {
 			t.Errorf("agent switch to %s: %+v, %v", to, o, err)

@@ -124,6 +124,7 @@ func (c *cli) log(args []string) int {
 		in  contract.Input
 		out contract.Decision
 		sw  contract.SwitchDecision
+		ch  events.ChargeResult
 		raw []byte
 	}
 	var found []entry
@@ -133,8 +134,11 @@ func (c *cli) log(args []string) int {
 			return nil
 		}
 		result := any(&e.out)
-		if e.Path == "harness/switch" {
+		switch e.Path {
+		case events.PathSwitch:
 			result = &e.sw
+		case events.PathCharge:
+			result = &e.ch
 		}
 		if json.Unmarshal(e.Result, result) != nil {
 			return nil
@@ -185,7 +189,13 @@ func (c *cli) log(args []string) int {
 			shadow = " [shadow]"
 		}
 		what := fmt.Sprintf("%s %s → %s%s", p(e.out.Role), p(e.out.Tool), p(e.out.Decision), shadow)
-		if e.Path == "harness/switch" {
+		switch e.Path {
+		case events.PathCharge:
+			what = fmt.Sprintf("%s %s charged: tokens +%d, shell %+d, cost +%s", p(e.in.Role), p(e.in.Tool), e.ch.Tokens, e.ch.Shell, contract.FormatUSD(e.ch.CostMicros))
+			if e.ch.Withheld > 0 {
+				what += fmt.Sprintf(" (%d tokens withheld)", e.ch.Withheld)
+			}
+		case events.PathSwitch:
 			verdict := "switched"
 			if !e.sw.Allowed {
 				verdict = "refused"
