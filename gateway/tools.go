@@ -326,7 +326,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	if err != nil {
 		var ns notSent
 		if errors.As(err, &ns) && o.Reserved {
-			if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k); rerr != nil {
+			if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k, c.tool); rerr != nil {
 				s.g.o.Logf("giving back the shell slot of %s: %v", c.tool, rerr)
 			}
 		}

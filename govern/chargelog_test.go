@@ -55,7 +55,7 @@ func TestChargesAreLogged(t *testing.T) {
 			if _, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Reserve: true}); err != nil {
 				return err
 			}
-			return g.ReleaseShell(ctx, k)
+			return g.ReleaseShell(ctx, k, "ctx_shell")
 		}},
 	}
 	for _, s := range steps {

@@ -214,10 +214,10 @@ func (g *Governor) keep(parts []Part, counts []int64, grant int64) ([]Kept, erro
 	return out, nil
 }
 
-// ReleaseShell gives back the shell slot a call took and never used: it
-// failed before it reached its tool (the upstream was down, the route had
-// gone).
-func (g *Governor) ReleaseShell(ctx context.Context, k budget.Key) error {
+// ReleaseShell gives back the shell slot a call of tool took and never
+// used: it failed before it reached its tool (the upstream was down, the
+// route had gone).
+func (g *Governor) ReleaseShell(ctx context.Context, k budget.Key, tool string) error {
 	before, err := g.store.Get(ctx, k, "")
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
@@ -227,7 +227,7 @@ func (g *Governor) ReleaseShell(ctx context.Context, k budget.Key) error {
 		return fmt.Errorf("ledger: %w", err)
 	}
 	if before.Shell > 0 {
-		g.logCharge(k, "", g.now(), events.ChargeResult{Shell: -1}, after)
+		g.logCharge(k, tool, g.now(), events.ChargeResult{Shell: -1}, after)
 	}
 	return nil
 }
