@@ -484,7 +484,9 @@ func (a *aggregate) report() *Report {
 		for _, h := range s.hits {
 			s.Hits = append(s.Hits, h)
 		}
-		slices.SortFunc(s.Hits, func(x, y Hit) int { return cmp.Or(x.At.Compare(y.At), cmp.Compare(x.Limit, y.Limit), cmp.Compare(x.How, y.How)) })
+		slices.SortFunc(s.Hits, func(x, y Hit) int {
+			return cmp.Or(x.At.Compare(y.At), cmp.Compare(x.Limit, y.Limit), cmp.Compare(x.How, y.How))
+		})
 		if s.Hits == nil {
 			s.Hits = []Hit{}
 		}
@@ -504,7 +506,9 @@ func (a *aggregate) report() *Report {
 		r.Accounted = r.Accounted && s.Accounted
 		r.Sessions = append(r.Sessions, s.Session)
 	}
-	slices.SortFunc(r.Sessions, func(x, y Session) int { return cmp.Or(cmp.Compare(x.Agent, y.Agent), cmp.Compare(x.Session, y.Session)) })
+	slices.SortFunc(r.Sessions, func(x, y Session) int {
+		return cmp.Or(cmp.Compare(x.Agent, y.Agent), cmp.Compare(x.Session, y.Session))
+	})
 	all := map[budget.Key]struct{}{}
 	for _, g := range a.groups {
 		g.Sessions = len(g.sessions)
