@@ -381,10 +381,15 @@ func (s *sessionAgg) hit(limit, how string, at time.Time) {
 	if s.hits == nil {
 		s.hits = map[string]Hit{}
 	}
-	key := limit + "/" + how
-	if h, ok := s.hits[key]; !ok || at.Before(h.At) {
-		s.hits[key] = Hit{Limit: limit, How: how, At: at}
+	h, ok := s.hits[limit]
+	if !ok || at.Before(h.At) {
+		h.Limit, h.At = limit, at
 	}
+	if !slices.Contains(h.How, how) {
+		h.How = append(h.How, how)
+		slices.Sort(h.How)
+	}
+	s.hits[limit] = h
 }
 
 func (a *aggregate) seen(t time.Time) {
@@ -485,7 +490,7 @@ func (a *aggregate) report() *Report {
 			s.Hits = append(s.Hits, h)
 		}
 		slices.SortFunc(s.Hits, func(x, y Hit) int {
-			return cmp.Or(x.At.Compare(y.At), cmp.Compare(x.Limit, y.Limit), cmp.Compare(x.How, y.How))
+			return cmp.Or(x.At.Compare(y.At), cmp.Compare(x.Limit, y.Limit))
 		})
 		if s.Hits == nil {
 			s.Hits = []Hit{}

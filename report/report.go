@@ -128,11 +128,12 @@ type LedgerSession struct {
 }
 
 // Hit is a limit a session hit: the dimension ("tokens", "shell", "cost";
-// "agent tokens" and so on for its agent's budget across sessions), how
-// (an exhausted budget, a refusal, an output cut to fit), and when first.
+// "agent tokens" and so on for its agent's budget across sessions;
+// "budget" for an output cut to fit whatever was left), how (an exhausted
+// budget, refusals, outputs cut), and when first.
 type Hit struct {
 	Limit string    `json:"limit"`
-	How   string    `json:"how"`
+	How   []string  `json:"how"`
 	At    time.Time `json:"at"`
 }
 
