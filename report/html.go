@@ -6,6 +6,8 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -369,4 +371,26 @@ func costLabel(micros float64) string {
 		return "$" + strconv.FormatFloat(micros/1e6, 'f', 3, 64)
 	}
 	return contract.FormatUSD(int64(micros))
+}
+
+// WriteHTMLFile writes the page (see WriteHTML) to the file at path, whole
+// or not at all: into a temporary file beside it, renamed over it once
+// written.
+func (r *Report) WriteHTMLFile(path string, now time.Time) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := r.WriteHTML(tmp, now); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

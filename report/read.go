@@ -1,7 +1,7 @@
 package report
 
 import (
-	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -9,7 +9,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -82,11 +84,17 @@ func Build(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	for i, f := range files {
-		line := a.decision
+		parse, apply := parseDecision, a.applyDecision
 		if i >= nDecisions {
-			line = a.event
+			parse, apply = parseEvent, a.applyEvent
 		}
-		if err := readLines(ctx, f, tick, line); err != nil {
+		err := readParsed(ctx, f, tick, parse, func(b *batch) {
+			a.skipped += b.skipped
+			for i := range b.lines {
+				apply(&b.lines[i])
+			}
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -96,9 +104,23 @@ func Build(ctx context.Context, o Options) (*Report, error) {
 	return a.report(), nil
 }
 
-// readLines calls f for every whole line of the file at path (a file
-// rotated away meanwhile is none), and tick with the bytes of each.
-func readLines(ctx context.Context, path string, tick func(int), f func([]byte)) error {
+// blockSize is how much of a log one worker parses at a time.
+const blockSize = 1 << 20
+
+// batch is what a worker made of a block: its lines parsed, and how many
+// were skipped.
+type batch struct {
+	lines   []line
+	skipped int64
+	bytes   int
+}
+
+// readParsed reads the file at path (a file rotated away meanwhile is
+// none) in blocks of whole lines, parses their lines on every core, and
+// gives each block's lines to apply, in this goroutine (in no particular
+// order: what is added up does not depend on it); tick hears the bytes
+// read. A last line without its newline is still being written, and left.
+func readParsed(ctx context.Context, path string, tick func(int), parse func([]byte) (line, bool, bool), apply func(*batch)) error {
 	file, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -107,29 +129,73 @@ func readLines(ctx context.Context, path string, tick func(int), f func([]byte))
 		return err
 	}
 	defer file.Close()
-	r := bufio.NewReaderSize(file, 256<<10)
-	var long []byte // a line longer than the buffer, in pieces
-	for n := 0; ; n++ {
-		if n%4096 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	blocks := make(chan []byte, 2)
+	batches := make(chan *batch, 2)
+	var readErr error
+	go func() { // the reader: blocks that end at a newline
+		defer close(blocks)
+		var carry []byte
+		for {
+			buf := make([]byte, len(carry), max(blockSize, 2*len(carry)))
+			copy(buf, carry)
+			n, err := io.ReadFull(file, buf[len(carry):cap(buf)])
+			buf = buf[:len(carry)+n]
+			end := bytes.LastIndexByte(buf, '\n') + 1
+			carry = buf[end:] // a line longer than a block grows the next one
+			if end > 0 {
+				select {
+				case blocks <- buf[:end]:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+				return
+			}
+			if err != nil {
+				readErr = fmt.Errorf("%s: %w", path, err)
+				return
+			}
 		}
-		chunk, err := r.ReadSlice('\n')
-		tick(len(chunk))
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			long = append(long, chunk...)
-			continue
-		case err == io.EOF:
-			return nil // a last line without its newline is still being written
-		case err != nil:
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if long != nil {
-			chunk = append(long, chunk...)
-			long = nil
-		}
-		f(chunk[:len(chunk)-1])
+	}()
+	var workers sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		workers.Go(func() {
+			for block := range blocks {
+				b := &batch{lines: make([]line, 0, len(block)/512), bytes: len(block)}
+				for len(block) > 0 {
+					i := bytes.IndexByte(block, '\n')
+					l, ok, skip := parse(block[:i])
+					switch {
+					case ok:
+						b.lines = append(b.lines, l)
+					case skip:
+						b.skipped++
+					}
+					block = block[i+1:]
+				}
+				select {
+				case batches <- b:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
 	}
+	go func() {
+		workers.Wait()
+		close(batches)
+	}()
+	for b := range batches {
+		apply(b)
+		tick(b.bytes)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return readErr
 }
 
 // aggregate adds entries up as they are read.
@@ -174,7 +240,8 @@ type line struct {
 	reasons                          []string
 	custom                           int64
 	tokens, cost, shell, withheld    int64
-	result                           gjson.Result
+	// exhausted are the limits a denied call met.
+	exhausted []string
 	// events
 	typ, dimension, scope string
 }
@@ -193,10 +260,12 @@ func (a *aggregate) session(l *line) *sessionAgg {
 	return s
 }
 
-// decision reads one line of the decision log.
-func (a *aggregate) decision(raw []byte) {
-	var l line
-	ok := true
+// parseDecision reads one line of the decision log; ok is false for a
+// line that is not an entry of a call or a charge (skip: it is not a
+// switch either, which the report leaves alone).
+func parseDecision(raw []byte) (l line, ok, skip bool) {
+	ok = true
+	var result gjson.Result
 	gjson.ParseBytes(raw).ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "path":
@@ -227,7 +296,7 @@ func (a *aggregate) decision(raw []byte) {
 				return true
 			})
 		case "result":
-			l.result = v
+			result = v
 			v.ForEach(func(k, v gjson.Result) bool {
 				switch k.Str {
 				case "decision":
@@ -252,12 +321,17 @@ func (a *aggregate) decision(raw []byte) {
 		return true
 	})
 	if !ok || l.at.IsZero() || l.session == "" || (l.path != events.PathDecision && l.path != events.PathCharge) {
-		if l.path != events.PathSwitch {
-			a.skipped++
-		}
-		return
+		return l, false, l.path != events.PathSwitch
 	}
-	s := a.session(&l)
+	if l.decision == contract.Deny {
+		l.exhausted = exhaustedBy(l.reasons, result)
+	}
+	return l, true, false
+}
+
+// applyDecision adds up one entry of the decision log.
+func (a *aggregate) applyDecision(l *line) {
+	s := a.session(l)
 	// What the ledger should hold, whatever the range.
 	if l.path == events.PathDecision {
 		s.Logged.Shell += l.custom
@@ -281,7 +355,7 @@ func (a *aggregate) decision(raw []byte) {
 		}
 	}
 	s.inRange = true
-	g := a.group(&l)
+	g := a.group(l)
 	g.sessions[budget.Key{Agent: l.agent, Session: l.session}] = struct{}{}
 	t := a.tools[l.tool]
 	if t == nil {
@@ -291,18 +365,20 @@ func (a *aggregate) decision(raw []byte) {
 	if l.path == events.PathDecision {
 		t.Calls++
 		for _, c := range []*Counts{&g.Counts, &s.Counts} {
-			c.add(&l)
+			c.add(l)
 		}
 		if l.decision == contract.Deny {
 			for _, r := range l.reasons {
 				a.reasons[r]++
 			}
-			a.refusalHits(s, &l)
+			for _, limit := range l.exhausted {
+				s.hit(limit, HitRefused, l.at)
+			}
 		}
 		return
 	}
 	for _, c := range []*Counts{&g.Counts, &s.Counts} {
-		c.add(&l)
+		c.add(l)
 	}
 	t.Tokens += l.tokens
 	t.CostMicros += l.cost
@@ -354,27 +430,29 @@ func (c *Counts) add(l *line) {
 	}
 }
 
-// refusalHits notes the limits a denied call met: the budget's exhausted
-// dimensions, the shell budget, the agent's.
-func (a *aggregate) refusalHits(s *sessionAgg, l *line) {
-	for _, code := range l.reasons {
+// exhaustedBy are the limits a denied call met, by its reasons: the
+// budget's exhausted dimensions, the shell budget, the agent's.
+func exhaustedBy(reasons []string, result gjson.Result) []string {
+	var out []string
+	for _, code := range reasons {
 		switch code {
 		case contract.CodeShellBudget:
-			s.hit("shell", HitRefused, l.at)
+			out = append(out, "shell")
 		case contract.CodeAgentShellBudget:
-			s.hit("agent shell", HitRefused, l.at)
+			out = append(out, "agent shell")
 		case contract.CodeBudgetExhausted, contract.CodeAgentBudgetExhausted:
-			prefix, budget := "", l.result.Get("budget")
+			prefix, budget := "", result.Get("budget")
 			if code == contract.CodeAgentBudgetExhausted {
-				prefix, budget = "agent ", l.result.Get("agent_budget")
+				prefix, budget = "agent ", result.Get("agent_budget")
 			}
 			for _, dim := range []string{"tokens", "shell", "cost"} {
 				if budget.Get(dim+".level").Str == contract.LevelExhausted {
-					s.hit(prefix+dim, HitRefused, l.at)
+					out = append(out, prefix+dim)
 				}
 			}
 		}
 	}
+	return out
 }
 
 func (s *sessionAgg) hit(limit, how string, at time.Time) {
@@ -435,9 +513,8 @@ func (a *aggregate) group(l *line) *groupAgg {
 	return g
 }
 
-// event reads one line of the events log: the exhausted budgets.
-func (a *aggregate) event(raw []byte) {
-	var l line
+// parseEvent reads one line of the events log: the exhausted budgets.
+func parseEvent(raw []byte) (l line, ok, skip bool) {
 	gjson.ParseBytes(raw).ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "type":
@@ -457,14 +534,19 @@ func (a *aggregate) event(raw []byte) {
 		}
 		return true
 	})
-	if l.typ != string(events.BudgetExhausted) || l.session == "" || l.at.IsZero() || !a.inRange(l.at) {
+	return l, l.typ == string(events.BudgetExhausted) && l.session != "" && !l.at.IsZero(), false
+}
+
+// applyEvent notes a session's exhausted budget.
+func (a *aggregate) applyEvent(l *line) {
+	if !a.inRange(l.at) {
 		return
 	}
 	limit := l.dimension
 	if l.scope == events.ScopeAgent {
 		limit = "agent " + limit
 	}
-	a.session(&l).hit(limit, HitExhausted, l.at)
+	a.session(l).hit(limit, HitExhausted, l.at)
 }
 
 // report puts the sums in order and beside the ledger's counters.

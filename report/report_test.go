@@ -265,3 +265,29 @@ func TestUsageBar(t *testing.T) {
 		t.Errorf("no limit: %+v", d)
 	}
 }
+
+func TestRangeFlags(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		since, from, to string
+		wantFrom        time.Time
+		wantTo          time.Time
+		err             bool
+	}{
+		{"", "", "", time.Time{}, time.Time{}, false},
+		{"24h", "", "", now.Add(-24 * time.Hour), time.Time{}, false},
+		{"7d", "", "", now.Add(-7 * 24 * time.Hour), time.Time{}, false},
+		{"", "2026-12-01", "2026-12-02", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), false},
+		{"", "2026-12-01T09:00:00+02:00", "", time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC), time.Time{}, false},
+		{"24h", "2026-12-01", "", time.Time{}, time.Time{}, true},
+		{"-1h", "", "", time.Time{}, time.Time{}, true},
+		{"xd", "", "", time.Time{}, time.Time{}, true},
+		{"", "yesterday", "", time.Time{}, time.Time{}, true},
+		{"", "2026-12-02", "2026-12-01", time.Time{}, time.Time{}, true},
+	} {
+		f, to, err := Range(tt.since, tt.from, tt.to, now)
+		if (err != nil) != tt.err || !tt.err && (!f.Equal(tt.wantFrom) || !to.Equal(tt.wantTo)) {
+			t.Errorf("Range(%q, %q, %q) = %v, %v, %v", tt.since, tt.from, tt.to, f, to, err)
+		}
+	}
+}
