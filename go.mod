@@ -6,9 +6,12 @@ require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/dlclark/regexp2/v2 v2.5.1
 	github.com/fsnotify/fsnotify v1.10.1
+	github.com/jstemmer/go-junit-report v1.0.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/open-policy-agent/opa v1.22.4
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.1.0
 	github.com/tidwall/gjson v1.20.2
 	github.com/tiktoken-go/tokenizer v0.10.0
 	golang.org/x/term v0.48.0
@@ -24,6 +27,7 @@ require (
 	github.com/goccy/go-json v0.11.2 // indirect
 	github.com/google/jsonschema-go v0.4.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/lestrrat-go/blackmagic v1.0.4 // indirect
 	github.com/lestrrat-go/dsig v1.4.0 // indirect
 	github.com/lestrrat-go/dsig-secp256k1 v1.0.0 // indirect

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/config"
 	"github.com/agentharness/harness/custom"
@@ -317,10 +318,16 @@ func (h *Harness) Warnings() []string {
 }
 
 // check holds the configuration and the environment to the roles there
-// are: every role they name exists, and every agent with a most privileged
-// role starts within it.
+// are (every role they name exists, and every agent with a most privileged
+// role starts within it) and to the stores there are: the ledger's URL is
+// one budget.Open accepts.
 func (h *Harness) check(doc *compiler.Document) strict.ErrorList {
 	var errs strict.ErrorList
+	if u := h.Config.LedgerURL; u != "" {
+		if err := budget.CheckURL(u); err != nil {
+			errs = append(errs, h.Config.Places["ledger.url"].Errorf("%v", err))
+		}
+	}
 	known := func(role string) bool { _, ok := doc.Roles[role]; return ok }
 	unknown := func(role string) string {
 		return fmt.Sprintf("unknown role %q; available roles: %s", role, strings.Join(h.Roles.Names(), ", "))
@@ -350,7 +357,7 @@ func (h *Harness) check(doc *compiler.Document) strict.ErrorList {
 		if len(starts) == 0 {
 			starts = slices.DeleteFunc(slices.Clone(cfg.RoleRefs), func(r config.RoleRef) bool { return r.Key != "enforcement.default_role" })
 			if len(starts) == 0 {
-				starts = []config.RoleRef{{Role: cfg.DefaultRole, Key: "the default role"}}
+				starts = []config.RoleRef{{Role: cfg.DefaultRole, Place: config.Place{Key: "the default role"}}}
 			}
 		}
 		for _, start := range starts {
@@ -361,4 +368,68 @@ func (h *Harness) check(doc *compiler.Document) strict.ErrorList {
 		}
 	}
 	return errs
+}
+
+// Summary is what a load found: the roles by source, where they and the
+// configuration came from, the custom policies, the enforcement mode and
+// the warnings. `harness check` reports it.
+type Summary struct {
+	Roles RoleCounts `json:"roles"`
+	// ProjectRoles and UserRoles are the role directories: of the
+	// project's layers (FoundLayers), and the user's.
+	ProjectRoles []string `json:"project_roles"`
+	UserRoles    []string `json:"user_roles"`
+	// Configuration are the harness.toml files read.
+	Configuration []string `json:"configuration"`
+	// CustomPolicies and TestFiles count the custom policy modules and
+	// their *_test.rego files.
+	CustomPolicies int      `json:"custom_policies"`
+	TestFiles      int      `json:"test_files"`
+	Mode           string   `json:"mode"`
+	Warnings       []string `json:"warnings"`
+}
+
+// RoleCounts are the roles of a load, in all and by source.
+type RoleCounts struct {
+	Total   int `json:"total"`
+	Builtin int `json:"builtin"`
+	User    int `json:"user"`
+	Project int `json:"project"`
+}
+
+// Summary summarises the load.
+func (h *Harness) Summary() Summary {
+	s := Summary{ProjectRoles: []string{}, UserRoles: slices.Clone(h.RoleDirs.User), Configuration: slices.Clone(h.Config.Files),
+		Mode: string(h.Config.Mode), Warnings: h.Warnings()}
+	if s.UserRoles == nil {
+		s.UserRoles = []string{}
+	}
+	if s.Configuration == nil {
+		s.Configuration = []string{}
+	}
+	if s.Warnings == nil {
+		s.Warnings = []string{}
+	}
+	for _, r := range h.Roles.All() {
+		s.Roles.Total++
+		switch r.Source {
+		case roles.SourceBuiltin:
+			s.Roles.Builtin++
+		case roles.SourceUser:
+			s.Roles.User++
+		case roles.SourceProject:
+			s.Roles.Project++
+		}
+	}
+	for _, layer := range h.FoundLayers() {
+		s.ProjectRoles = append(s.ProjectRoles, filepath.Join(layer, "roles"))
+	}
+	for _, m := range h.Custom {
+		if custom.IsTest(m) {
+			s.TestFiles++
+		} else {
+			s.CustomPolicies++
+		}
+	}
+	return s
 }

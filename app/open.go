@@ -69,11 +69,16 @@ type OpenOptions struct {
 	Warn func(error)
 	// Sinks receive the events beside the events log (a bus).
 	Sinks []events.Sink
+	// ReadOnly opens the ledger for reading only (a missing SQLite file is
+	// not created) and no log: for the commands that only show what the
+	// ledger holds, which must leave it, and the state directory, as they
+	// found them.
+	ReadOnly bool
 }
 
 // Open opens the ledger and the event and decision logs, and wires the
 // governor on the load's rules. Close releases them. A second Open returns
-// the same governor.
+// the same governor (until Close).
 func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, error) {
 	if h.gov != nil {
 		return h.gov, nil
@@ -82,7 +87,9 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	if err != nil {
 		return nil, fmt.Errorf("[log] mask: %w", err)
 	}
-	store, err := budget.Open(ctx, h.LedgerURL(o.Ledger), h.LedgerOptions())
+	lo := h.LedgerOptions()
+	lo.ReadOnly = o.ReadOnly
+	store, err := budget.Open(ctx, h.LedgerURL(o.Ledger), lo)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +97,10 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	opts := govern.Options{
 		Rules: h.Rules(), Store: store, Prices: h.Config.Prices, Shadow: h.Config.Mode == config.Shadow,
 		Project: h.Project(), EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: o.Sinks, Mask: mask,
+	}
+	if o.ReadOnly {
+		h.gov = govern.New(opts)
+		return h.gov, nil
 	}
 	rot := events.Rotation{MaxBytes: h.Config.LogMaxBytes, MaxFiles: h.Config.LogMaxFiles}
 	if p := h.EventsPath(); p != "" {

@@ -204,6 +204,25 @@ type SwitchDecision struct {
 	Reasons []Reason `json:"reasons"`
 }
 
+// ResetInput is the operator's reset of usage, as the decision log records
+// it (path "harness/reset"): of a session's (scope "session"), or of an
+// agent's across its sessions in the current period of its budget (scope
+// "agent", no session).
+type ResetInput struct {
+	Session string `json:"session"`
+	Agent   string `json:"agent"`
+	Scope   string `json:"scope"`
+	Period  string `json:"period,omitempty"`
+	By      string `json:"by"`
+}
+
+// ResetResult is what came of a reset: its usage is zero; a session keeps
+// its role.
+type ResetResult struct {
+	Reset bool   `json:"reset"`
+	Role  string `json:"role,omitempty"`
+}
+
 // The contract's defaults (section 4), which harness.toml may change.
 var (
 	// DefaultShellTools are counted against the shell budget and governed

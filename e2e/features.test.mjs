@@ -24,7 +24,9 @@ import {
 const HARNESS = process.env.HARNESS_BIN;
 const UPSTREAM = process.env.UPSTREAM_BIN;
 assert.ok(HARNESS && UPSTREAM, "set HARNESS_BIN and UPSTREAM_BIN (make e2e does)");
-const FILESYSTEM = join(dirname(createRequire(import.meta.url).resolve("@modelcontextprotocol/server-filesystem/package.json")), "dist", "index.js");
+const require = createRequire(import.meta.url);
+const FILESYSTEM = join(dirname(require.resolve("@modelcontextprotocol/server-filesystem/package.json")), "dist", "index.js");
+const EVERYTHING = join(dirname(require.resolve("@modelcontextprotocol/server-everything/package.json")), "dist", "index.js");
 
 // A home with its own ledger, and a project with roles of the test's.
 function sandbox(roles = {}, policies = {}) {
@@ -218,6 +220,29 @@ deny contains "reading secrets is not allowed" if {
     const after = await client.callTool({ name: "read_text_file", arguments: { path: join(files, "small.txt") } });
     assert.equal(after.isError, true);
     assert.match(textOf(after), /budget_exhausted/);
+  } finally {
+    await stop();
+  }
+});
+
+// An upstream that offers some tools only to clients that can answer
+// sampling or elicitation (server-everything) offers the same tools
+// through the gateway as directly: the gateway tells it what the agent's
+// client can do.
+test("server-everything: the same tools through the gateway as directly, for a capable client", async () => {
+  const direct = capableClient();
+  await direct.connect(new StdioClientTransport({ command: "node", args: [EVERYTHING, "stdio"], stderr: "ignore" }));
+  const want = (await direct.listTools()).tools.map((t) => t.name).sort();
+  await direct.close();
+  assert.ok(want.includes("trigger-sampling-request"), want.join(" "));
+
+  const client = capableClient();
+  const { stop } = await connect("stdio", client, { upstream: ["node", EVERYTHING, "stdio"] });
+  try {
+    const got = (await client.listTools()).tools.map((t) => t.name).filter((n) => n !== "ctx_session").sort();
+    assert.deepEqual(got, want);
+    const res = await client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "hi", maxTokens: 10 } });
+    assert.match(textOf(res), /four/);
   } finally {
     await stop();
   }

@@ -294,3 +294,36 @@ func TestFollowAcrossRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A BudgetReset carries by, scope and period flat, as the contract's
+// events do, beside the budget and switch events that have keys of those
+// names; it reads back whole.
+func TestResetEventJSON(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		e    Event
+		want string
+	}{
+		{Event{Type: BudgetReset, Session: "s", Agent: "a", Role: "coder", Reset: &Reset{By: "operator", Scope: ScopeSession, DecisionID: "d-1"}},
+			`{"type":"BudgetReset","time":"2026-12-01T10:00:00Z","session":"s","agent":"a","role":"coder","by":"operator","scope":"session","decision_id":"d-1"}`},
+		{Event{Type: BudgetReset, Agent: "a", Reset: &Reset{By: "operator", Scope: ScopeAgent, Period: "day:2026-12-01"}},
+			`{"type":"BudgetReset","time":"2026-12-01T10:00:00Z","session":"","agent":"a","by":"operator","scope":"agent","period":"day:2026-12-01"}`},
+	} {
+		tt.e.Stamp(now)
+		b, err := json.Marshal(tt.e)
+		if got := strings.Replace(string(b), `"id":"`+tt.e.ID+`",`, "", 1); err != nil || got != tt.want {
+			t.Errorf("\n got %s (%v)\nwant %s", got, err, tt.want)
+		}
+		var back Event
+		if err := json.Unmarshal(b, &back); err != nil || back.Reset == nil || *back.Reset != *tt.e.Reset || back.Budget != nil || back.Switch != nil || back.Violation != nil {
+			t.Errorf("round trip: %+v %+v, %v", back, back.Reset, err)
+		}
+	}
+	// The other events read back as they did.
+	var sw Event
+	if err := json.Unmarshal([]byte(`{"type":"RoleChanged","session":"s","from":"a","to":"b","by":"agent"}`), &sw); err != nil ||
+		sw.Switch == nil || sw.By != "agent" || sw.Reset != nil {
+		t.Errorf("switch event: %+v, %v", sw, err)
+	}
+}

@@ -431,6 +431,9 @@ func TestCancellationReachesTheUpstream(t *testing.T) {
 	id, _ := c.start("tools/call", tool("ctx_shell", map[string]string{"command": "hang"}))
 	// Cancel once the call is upstream: the gateway knows it as under way.
 	waitFor(t, "the call under way", func() bool { return f.g.inflightCount(true) > 0 })
+	// and the upstream runs it: a cancellation it reads before its handler
+	// started is one it cannot match to a call (mcp-go's server).
+	waitFor(t, "the upstream to run the call", func() bool { _, err := os.Stat(mark + ".started"); return err == nil })
 	c.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": "changed my mind"})
 	waitFor(t, "the upstream to hear of the cancellation", func() bool { _, err := os.Stat(mark); return err == nil })
 	c.result("ping", nil)

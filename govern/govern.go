@@ -280,6 +280,21 @@ func (g *Governor) session(ctx context.Context, r *Rules, k budget.Key, role str
 	return c, nil
 }
 
+// view returns the session's counters as session does, without writing
+// anything: a session the ledger does not have (or has without a role) is
+// shown in the role it would start in, and is not created. What a session
+// may ask and what the operator's commands show read through it.
+func (g *Governor) view(ctx context.Context, r *Rules, k budget.Key, role string, period budget.Period) (budget.Counters, error) {
+	c, err := g.store.Get(ctx, k, period)
+	if err != nil {
+		return c, fmt.Errorf("ledger: %w", err)
+	}
+	if c.Role == "" {
+		c.Role = g.startRole(r, k.Agent, role)
+	}
+	return c, nil
+}
+
 // period is the ledger's name of the current period of agent's budget
 // ("day:2026-12-01", "week:2026-W49", "month:2026-12", "total"; in UTC),
 // "" when no agent budget applies.
@@ -496,7 +511,8 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 
 // ResetAgent is the operator's reset of an agent's usage in the current
 // period of its budget across sessions; it returns that period. An agent
-// without a budget, or without usage in the period, is an error.
+// without a budget, or without usage in the period, is an error. A reset
+// is an event (BudgetReset) and a decision-log entry (harness/reset).
 func (g *Governor) ResetAgent(ctx context.Context, agent string) (budget.Period, error) {
 	period := g.period(g.rules.Load(), agent)
 	if period == "" {
@@ -508,8 +524,38 @@ func (g *Governor) ResetAgent(ctx context.Context, agent string) (budget.Period,
 		}
 		return period, fmt.Errorf("ledger: %w", err)
 	}
+	g.recordReset(contract.ResetInput{Agent: agent, Scope: events.ScopeAgent, Period: period, By: contract.ByOperator}, "")
 	return period, nil
 }
 
-// Reset is the operator's reset of a session's usage (its role stays).
-func (g *Governor) Reset(ctx context.Context, k budget.Key) error { return g.store.Reset(ctx, k) }
+// Reset is the operator's reset of a session's usage (its role stays). A
+// session the ledger does not have is budget.ErrNoSession. A reset is an
+// event (BudgetReset) and a decision-log entry (harness/reset).
+func (g *Governor) Reset(ctx context.Context, k budget.Key) error {
+	c, err := g.store.Get(ctx, k, "") // for its role, which a reset keeps
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	if err := g.store.Reset(ctx, k); err != nil {
+		return err
+	}
+	g.recordReset(contract.ResetInput{Session: k.Session, Agent: k.Agent, Scope: events.ScopeSession, By: contract.ByOperator}, c.Role)
+	return nil
+}
+
+// recordReset writes the decision-log entry and the event of a reset made
+// (in the role of the session it reset, if any).
+func (g *Governor) recordReset(in contract.ResetInput, role string) {
+	at := g.now()
+	id := events.NewID(at)
+	red := g.redact(in)
+	if g.decisions != nil {
+		err := g.decisions.Log(events.Entry{DecisionID: id, Path: "harness/reset", Timestamp: at.UTC()}, red,
+			contract.ResetResult{Reset: true, Role: role})
+		if err != nil {
+			g.onError(fmt.Errorf("decision log: %w", err))
+		}
+	}
+	g.emit(red, events.Event{Type: events.BudgetReset, Session: in.Session, Agent: in.Agent, Role: role,
+		Reset: &events.Reset{By: in.By, Scope: in.Scope, Period: in.Period, DecisionID: id}})
+}

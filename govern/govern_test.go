@@ -244,16 +244,16 @@ func TestSessionViews(t *testing.T) {
 	if err != nil || st.Role != "reviewer" || st.StatusLine() != "Budget[reviewer]: tokens 0/150000 (0%) | shell 0/0 (0%) | cost $0.00/$3.00 (0%) → OK" {
 		t.Errorf("status of a new session: %+v, %v", st, err)
 	}
-	shown, err := g.Visible(ctx, k, "", contract.Named("ctx_read", "ctx_edit", "ctx_shell", "ctx_session"))
+	shown, err := g.Visible(ctx, k, "reviewer", contract.Named("ctx_read", "ctx_edit", "ctx_shell", "ctx_session"))
 	if err != nil || len(shown) != 2 || !shown["ctx_read"] || !shown["ctx_session"] {
 		t.Errorf("a reviewer sees %v, %v", shown, err)
 	}
-	info, err := g.RoleInfo(ctx, k, "")
+	info, err := g.RoleInfo(ctx, k, "reviewer")
 	if err != nil || info.Role == nil || info.Role.Name != "reviewer" || info.Status != st ||
 		!slices.Equal(info.MayEnter(), []string{"coder"}) || !slices.Equal(info.OperatorOnly(), []string{"admin", "debugger", "ops"}) {
 		t.Errorf("role info: %+v (may enter %v, operator only %v), %v", info, info.MayEnter(), info.OperatorOnly(), err)
 	}
-	x, err := g.Explain(ctx, k, "", "ctx_edit", nil)
+	x, err := g.Explain(ctx, k, "reviewer", "ctx_edit", nil)
 	if err != nil || x.Decision.Decision != contract.Deny || !slices.Equal(x.DeniedBy, []string{"ctx_edit"}) || x.Role.Name != "reviewer" {
 		t.Errorf("explanation: %+v, %v", x, err)
 	}
@@ -273,6 +273,48 @@ func TestSessionViews(t *testing.T) {
 	}
 	if shown, _ := g.Visible(ctx, gone, "", contract.Named("ctx_read", "ctx_session")); len(shown) != 0 {
 		t.Errorf("a role that is gone sees %v", shown)
+	}
+}
+
+// What a session may ask (its budget, role, visible tools, explanations)
+// and the listings of sessions read the ledger and never write it: a new
+// session is shown in its starting role and not created, an existing one
+// as it is. On a read-only store any write would be an error.
+func TestViewsWriteNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := budget.Open(ctx, "memory:", budget.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(Options{Rules: Rules{Engine: engine(t), AgentRoles: map[string]string{"claude-code": "reviewer"}}, Store: s})
+	k := budget.Key{Agent: "claude-code", Session: "new"}
+	views := map[string]func() (string, error){
+		"Status": func() (string, error) { st, err := g.Status(ctx, k, ""); return st.Role, err },
+		"RoleInfo": func() (string, error) {
+			info, err := g.RoleInfo(ctx, k, "")
+			return info.Status.Role, err
+		},
+		"Visible": func() (string, error) {
+			shown, err := g.Visible(ctx, k, "", contract.Named("ctx_read", "ctx_edit"))
+			return fmt.Sprint(shown), err
+		},
+		"Explain": func() (string, error) {
+			x, err := g.Explain(ctx, k, "", "ctx_edit", nil)
+			return x.Decision.Role, err
+		},
+	}
+	want := map[string]string{"Status": "reviewer", "RoleInfo": "reviewer", "Visible": "map[ctx_read:true]", "Explain": "reviewer"}
+	for name, view := range views {
+		if got, err := view(); err != nil || got != want[name] {
+			t.Errorf("%s of a new session: %s, %v; want %s", name, got, err, want[name])
+		}
+	}
+	if _, found, err := g.Find(ctx, k.Session, k.Agent, true); found || err != nil {
+		t.Errorf("find: %v, %v", found, err)
+	}
+	if list, err := g.Sessions(ctx, ""); len(list) != 0 || err != nil {
+		t.Errorf("sessions %+v, %v", list, err)
 	}
 }
 

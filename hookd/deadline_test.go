@@ -37,7 +37,7 @@ var slowPolicy = func() string {
 func (w world) slow(t *testing.T) {
 	t.Helper()
 	write(t, filepath.Join(w.project, ".lean-ctx", "policies", "slow.rego"), slowPolicy)
-	// The policy's own deadline (250 ms by default) would deny first:
+	// The policy's own deadline (1 s by default) would deny first:
 	// these tests are about the deadlines around it.
 	write(t, filepath.Join(w.home, ".lean-ctx", "harness.toml"), "[policy]\ntimeout = \"1m\"\n")
 }

@@ -182,6 +182,25 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{`middle.toml:2:1: role "middle" inherits "reviwer", which does not exist (child → middle → reviwer); did you mean "reviewer"?`},
 		},
 		{
+			name:  "warns above where it blocks, in one file",
+			files: map[string]string{"w.toml": "[limits]\nwarn_at_percent = 90\nblock_at_percent = 50\n"},
+			want:  []string{`w.toml:2:1: limits.warn_at_percent 90 is above limits.block_at_percent 50: the role would block before it warns, so its warning could never show`},
+		},
+		{
+			name:  "blocks below the warning it inherits",
+			files: map[string]string{"b.toml": "[role]\ninherits = \"coder\"\n[limits]\nblock_at_percent = 50\n"},
+			want:  []string{`b.toml:4:1: limits.warn_at_percent 80 (inherited from coder) is above limits.block_at_percent 50: the role would block before it warns`},
+		},
+		{
+			name: "warns above the block it inherits, reported where it is set only",
+			files: map[string]string{
+				"p.toml": "[limits]\nblock_at_percent = 60\nwarn_at_percent = 50\n",
+				"w.toml": "[role]\ninherits = \"p\"\n[limits]\nwarn_at_percent = 70\n",
+				"c.toml": "[role]\ninherits = \"w\"\n", // sets neither: its parent's error is the one
+			},
+			want: []string{`w.toml:4:1: limits.warn_at_percent 70 is above limits.block_at_percent 60 (inherited from p): the role would block before it warns`},
+		},
+		{
 			name: "every file's errors together, sorted",
 			files: map[string]string{
 				"z.toml": "[limits]\nmax_shell = 1\n",

@@ -512,7 +512,7 @@ func TestHookDeadline(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			home, project := shortDir(t), t.TempDir()
-			// The policy's own deadline (250 ms by default) would deny
+			// The policy's own deadline (1 s by default) would deny
 			// first: this is about the deadline around it.
 			writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), "[policy]\ntimeout = \"1m\"\n")
 			if tt.user {

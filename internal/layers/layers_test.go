@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"policy":             {"compiler", "contract", "internal/strict", "rego"},
 	"explain":            {"contract", "policy", "roles"},
 	"govern":             {"budget", "compiler", "contract", "events", "policy", "pricing", "roles"},
-	"gateway":            {"budget", "contract", "explain", "govern"},
+	"gateway":            {"budget", "contract", "events", "explain", "govern"},
 	"hook":               {"budget", "contract", "govern"},
 	"app":                {"budget", "compiler", "config", "contract", "custom", "events", "gateway", "govern", "hook", "internal/strict", "policy", "report", "roles", "watch"},
 	"report":             {"budget", "contract", "events"},
@@ -42,6 +42,7 @@ var allowed = map[string][]string{
 	"internal/testredis": {},
 	"internal/testroles": {"roles"},
 	"internal/layers":    {},
+	"internal/soak":      {},
 	"testdata/upstream":  {},
 	"cmd/harness":        nil, // anything
 }

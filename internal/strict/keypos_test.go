@@ -39,3 +39,38 @@ max = 1
 		t.Error("a line inside a multi-line string was taken for a key")
 	}
 }
+
+// The tables of an array of tables are numbered from 1 ("upstream[2].name")
+// beside the first one's plain keys, and a key no line defines is found at
+// the first key below it.
+func TestKeyPositionsOfArraysAndSubtables(t *testing.T) {
+	t.Parallel()
+	src := `[[upstream]]
+name = "a"
+
+[[upstream]]
+name = "b"
+url = "http://b"
+
+[cost.models.x]
+input_usd_per_mtok = 1
+`
+	p := KeyPositions(src)
+	for key, want := range map[string]Pos{
+		"upstream":          {1, 1},
+		"upstream.name":     {2, 1},
+		"upstream[1]":       {1, 1},
+		"upstream[1].name":  {2, 1},
+		"upstream[2]":       {4, 1},
+		"upstream[2].name":  {5, 1},
+		"upstream[2].url":   {6, 1},
+		"upstream[2].other": {4, 1},
+		"cost.models":       {8, 1}, // defined by no line: its first table
+		"cost":              {8, 1},
+		"nothing":           {},
+	} {
+		if got := p.Of(key); got != want {
+			t.Errorf("%s at %v, want %v", key, got, want)
+		}
+	}
+}
