@@ -29,7 +29,7 @@ func (h *Harness) Report(ctx context.Context, o ReportOptions) (*report.Report, 
 	if decisions == "" {
 		return nil, errors.New("report: the decision log is off ([log] decisions = \"off\"): there is nothing to report")
 	}
-	g, err := h.Open(ctx, OpenOptions{Ledger: o.Ledger})
+	g, err := h.Open(ctx, OpenOptions{Ledger: o.Ledger, ReadOnly: true}) // reading never writes
 	if err != nil {
 		return nil, err
 	}

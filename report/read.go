@@ -104,6 +104,10 @@ func Build(ctx context.Context, o Options) (*Report, error) {
 	return a.report(), nil
 }
 
+// pathReset is a reset's entry in the decision log (see
+// contract.ResetInput): a session's counters start again from zero.
+const pathReset = "harness/reset"
+
 // blockSize is how much of a log one worker parses at a time.
 const blockSize = 1 << 20
 
@@ -292,6 +296,8 @@ func parseDecision(raw []byte) (l line, ok, skip bool) {
 					l.session = v.Str
 				case "agent":
 					l.agent = v.Str
+				case "scope":
+					l.scope = v.Str
 				}
 				return true
 			})
@@ -320,8 +326,11 @@ func parseDecision(raw []byte) (l line, ok, skip bool) {
 		}
 		return true
 	})
+	if ok && l.path == pathReset && l.scope == events.ScopeSession && l.session != "" {
+		return l, true, false
+	}
 	if !ok || l.at.IsZero() || l.session == "" || (l.path != events.PathDecision && l.path != events.PathCharge) {
-		return l, false, l.path != events.PathSwitch
+		return l, false, l.path != events.PathSwitch && l.path != pathReset
 	}
 	if l.decision == contract.Deny {
 		l.exhausted = exhaustedBy(l.reasons, result)
@@ -332,6 +341,10 @@ func parseDecision(raw []byte) (l line, ok, skip bool) {
 // applyDecision adds up one entry of the decision log.
 func (a *aggregate) applyDecision(l *line) {
 	s := a.session(l)
+	if l.path == pathReset {
+		s.Reset = true
+		return
+	}
 	// What the ledger should hold, whatever the range.
 	if l.path == events.PathDecision {
 		s.Logged.Shell += l.custom
@@ -584,6 +597,9 @@ func (a *aggregate) report() *Report {
 				s.Role = s.Ledger.Role
 			}
 			s.Accounted = s.Logged == Usage{Tokens: s.Ledger.Tokens, Shell: s.Ledger.Shell, CostMicros: s.Ledger.CostMicros}
+			if s.Reset { // the ledger holds at most what was logged
+				s.Accounted = s.Ledger.Tokens <= s.Logged.Tokens && s.Ledger.Shell <= s.Logged.Shell && s.Ledger.CostMicros <= s.Logged.CostMicros
+			}
 			r.Ledger.Tokens += s.Ledger.Tokens
 			r.Ledger.Shell += s.Ledger.Shell
 			r.Ledger.CostMicros += s.Ledger.CostMicros

@@ -163,8 +163,12 @@ type Session struct {
 	// Logged are what all its entries in the log add up to, whatever the
 	// range: what the ledger should hold.
 	Logged Usage `json:"logged"`
-	// Accounted is true when Logged equals the ledger's counters.
+	// Accounted is true when Logged equals the ledger's counters (after
+	// a reset, when the ledger holds no more than Logged).
 	Accounted bool `json:"accounted"`
+	// Reset is true when its usage was reset: the ledger started again
+	// from zero, and holds none of what was logged before.
+	Reset bool `json:"reset,omitempty"`
 }
 
 // Usage are tokens, shell calls and cost.
