@@ -67,6 +67,7 @@ type Governor struct {
 	onError   func(error)
 	project   string
 	envRole   string
+	changed   func(budget.Key)
 }
 
 // Options are a Governor's parts.
@@ -96,18 +97,26 @@ type Options struct {
 	// OnError hears of events and log entries that could not be written;
 	// the call itself goes on. Default: ignored.
 	OnError func(error)
+	// Changed, if set, hears of every session whose counters or role may
+	// have changed (a decision, a charge, a shell slot given back, a
+	// switch, a reset), on the path of the call: it must not block. The
+	// live view follows the counters with it.
+	Changed func(budget.Key)
 }
 
 // New returns a Governor.
 func New(o Options) *Governor {
 	g := &Governor{store: o.Store, tokens: o.Tokenizer, prices: o.Prices, shadow: o.Shadow,
-		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project}
+		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project, changed: o.Changed}
 	g.Swap(o.Rules)
 	if g.now == nil {
 		g.now = time.Now
 	}
 	if g.onError == nil {
 		g.onError = func(error) {}
+	}
+	if g.changed == nil {
+		g.changed = func(budget.Key) {}
 	}
 	if g.tokens == nil {
 		g.tokens = budget.NewTokenizer()

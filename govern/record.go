@@ -65,6 +65,7 @@ func (g *Governor) logEntry(id string, at time.Time, path string, red *events.Re
 // the decision's redaction, for the events that follow from it.
 func (g *Governor) recordDecision(o Outcome, at time.Time, in contract.Input, elapsed time.Duration, client string) *events.Redaction {
 	d := o.Decision
+	defer g.changed(budget.Key{Agent: in.Agent, Session: in.Session})
 	red := g.redact(loggedInput{in, d.ShellPolicy})
 	var custom map[string]any
 	if o.Reserved {
@@ -97,6 +98,7 @@ func oneLine(reasons []contract.Reason, rules bool) string {
 
 // emit stamps e and gives it, masked by red, to every sink.
 func (g *Governor) emit(red *events.Redaction, e events.Event) {
+	defer g.changed(budget.Key{Agent: e.Agent, Session: e.Session})
 	e = red.Event(e)
 	e.Stamp(g.now())
 	for _, s := range g.sinks {
@@ -201,6 +203,7 @@ var dimOrder = map[string]int{"tokens": 0, "shell": 1, "cost": 2}
 // logCharge writes the decision-log entry of a charge of session k (one
 // atomic change of its counters, to after), made at, for tool.
 func (g *Governor) logCharge(k budget.Key, tool string, at time.Time, c events.ChargeResult, after budget.Counters) {
+	defer g.changed(k)
 	if g.decisions == nil {
 		return
 	}
