@@ -54,6 +54,15 @@ logs shows its progress on a terminal.`,
 	return cmd
 }
 
+// progress starts a progress line on stderr when it is a terminal (else
+// it is nil, which shows nothing); a message clears it first.
+func (c *cli) progress(label string) *progress.Meter {
+	if file, ok := c.stderr.(*os.File); ok {
+		c.meter = progress.ForTerminal(file, label)
+	}
+	return c.meter
+}
+
 // report says where the budget went (see package report): it maps the
 // flags to app.ReportOptions and writes the chosen output.
 func (c *cli) report(f reportFlags) int {
@@ -67,10 +76,7 @@ func (c *cli) report(f reportFlags) int {
 		return exitError
 	}
 	defer h.Close()
-	var meter *progress.Meter
-	if file, ok := c.stderr.(*os.File); ok {
-		meter = progress.ForTerminal(file, "harness report: reading the logs")
-	}
+	meter := c.progress("harness report: reading the logs")
 	r, err := h.Report(c.env.ctx, app.ReportOptions{From: from, To: to, By: f.by, Ledger: f.ledger, Progress: meter.Bytes})
 	meter.Done()
 	if err != nil {

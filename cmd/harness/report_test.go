@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,5 +180,64 @@ func TestReportLargeLog(t *testing.T) {
 			t.Fatalf("totals %+v, ledger %+v (accounted %v), want %+v; %d calls", got, r.Ledger, r.Accounted, want, r.Totals.Calls)
 		}
 		t.Logf("run %d: harness report over %d decisions (%.0f MB of decision log) took %v", i+1, r.Totals.Calls, float64(fi.Size())/1e6, took)
+	}
+}
+
+// Long commands show their progress on a terminal's stderr, and nothing
+// when it is piped. The terminal is util-linux's script(1) (in every
+// Debian), which runs the command on a pseudo-terminal.
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatal("no script(1) to run a command on a terminal: install util-linux (bsdutils)")
+	}
+	bin, _ := buildBinaries(t)
+	home := t.TempDir()
+	project := t.TempDir()
+	for i := range 30 {
+		writeFile(t, filepath.Join(project, ".lean-ctx", "roles", "r"+strconv.Itoa(i)+".toml"), "[role]\ninherits = \"coder\"\n")
+	}
+	writeFile(t, filepath.Join(project, ".lean-ctx", "policies", "p_test.rego"),
+		"package harness.custom.p_test\n\ntest_one if true\n\ntest_two if true\n")
+	ctx := context.Background()
+	if _, err := loggen.Generate(ctx, loggen.Options{Decisions: filepath.Join(home, ".local", "state", "lean-ctx", "harness", "decisions.jsonl"),
+		Calls: 3000, Agents: 2, Sessions: 5, Start: time.Now().Add(-time.Hour), Span: time.Hour, Seed: 1, Store: budget.NewMemory()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"compile", "--out", filepath.Join(t.TempDir(), "bundle")}, `harness compile: loading and compiling.*\r\x1b\[Kharness compile (\d+)/(\d+)\r\x1b\[Kwrote`},
+		{[]string{"test"}, `harness test: compiling the policies\r\x1b\[K(harness test 1/2\r\x1b\[K)?harness test 2/2\r\x1b\[KPASS`},
+		{[]string{"report", "--json"}, `harness report: reading the logs 100% \([0-9.]+ of [0-9.]+ MB\)\r\x1b\[K`},
+	} {
+		args := append([]string{"--project", project}, tt.args...)
+		// Piped: not a byte of progress.
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = project, []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		if out, err := cmd.Output(); err != nil {
+			t.Fatalf("harness %v: %v\n%s%s", tt.args, err, out, errb.String())
+		}
+		if strings.Contains(errb.String(), "\r") || strings.Contains(errb.String(), "\x1b") {
+			t.Errorf("harness %v, piped, wrote progress: %q", tt.args, errb.String())
+		}
+		// On a terminal: the progress line, cleared at the end.
+		line := bin
+		for _, a := range args {
+			line += " '" + a + "'"
+		}
+		cmd = exec.Command(script, "-qec", line, "/dev/null")
+		cmd.Dir, cmd.Env = project, []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=dumb"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("script harness %v: %v\n%q", tt.args, err, out)
+		}
+		if m := regexp.MustCompile(tt.says).FindStringSubmatch(string(out)); m == nil || len(m) == 3 && m[1] != m[2] {
+			t.Errorf("harness %v on a terminal shows no %q: %q", tt.args, tt.says, out)
+		}
 	}
 }

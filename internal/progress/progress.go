@@ -65,6 +65,34 @@ func (m *Meter) Bytes(done, total int64) {
 	fmt.Fprintf(m.w, "\r\x1b[K%s %3d%% (%.1f of %.1f MB)", m.label, pct, float64(done)/1e6, float64(total)/1e6)
 }
 
+// Count reports done of total items (roles written, tests run), at most
+// once every Every (and always the first time and at the end).
+func (m *Meter) Count(done, total int64) {
+	if m == nil || m.w == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	if m.shown && done < total && now.Sub(m.last) < m.every {
+		return
+	}
+	m.last, m.shown = now, true
+	fmt.Fprintf(m.w, "\r\x1b[K%s %d/%d", m.label, done, total)
+}
+
+// Say shows the label and what is under way now (a step without a
+// count), at once.
+func (m *Meter) Say(what string) {
+	if m == nil || m.w == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last, m.shown = m.now(), true
+	fmt.Fprintf(m.w, "\r\x1b[K%s: %s", m.label, what)
+}
+
 // Done clears the line, if anything was shown.
 func (m *Meter) Done() {
 	if m == nil || m.w == nil {

@@ -56,3 +56,29 @@ func TestQuietWhenPiped(t *testing.T) {
 	m.Bytes(1, 2)
 	m.Done()
 }
+
+// Counts and steps: a count at most once an interval and always at the
+// end, a step at once.
+func TestCountAndSay(t *testing.T) {
+	var b bytes.Buffer
+	m := New(&b, "harness test")
+	clock := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	m.now = func() time.Time { return clock }
+	for _, step := range []struct {
+		done  int64
+		shows string
+	}{{1, "harness test 1/3"}, {2, ""}, {3, "harness test 3/3"}} {
+		before := b.Len()
+		m.Count(step.done, 3)
+		if got := b.String()[before:]; got != "" && got != "\r\x1b[K"+step.shows || (got == "") != (step.shows == "") {
+			t.Errorf("at %d: %q, want %q", step.done, got, step.shows)
+		}
+	}
+	m.Say("compiling")
+	if !strings.HasSuffix(b.String(), "\r\x1b[Kharness test: compiling") {
+		t.Errorf("%q", b.String())
+	}
+	var nothing *Meter
+	nothing.Count(1, 2)
+	nothing.Say("x")
+}
