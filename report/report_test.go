@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"flag"
 	"os"
 	"path/filepath"
@@ -225,6 +227,15 @@ func TestHTMLSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
+	// The one script it runs is the one its policy names by hash.
+	script := page[strings.Index(page, "<script>")+len("<script>") : strings.Index(page, "</script>")]
+	sum := sha256.Sum256([]byte(script))
+	if want := "script-src 'sha256-" + strings.ReplaceAll(base64.StdEncoding.EncodeToString(sum[:]), "+", "&#43;") + "'"; !strings.Contains(page, want) {
+		t.Errorf("the policy does not name the script's hash (%s)", want)
+	}
+	if strings.Contains(page, "script-src 'unsafe-inline'") || strings.Count(page, "<script") != 1 {
+		t.Error("the page may run inline scripts other than its own")
+	}
 	for _, bad := range []string{"http://", "https://", "src=", "@import", "url("} {
 		if strings.Contains(page, bad) {
 			t.Errorf("the page refers out: %q", bad)
