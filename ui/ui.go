@@ -78,6 +78,8 @@ const (
 	keptRefusals = 200  // refusals the feed keeps
 	cookieName   = "harness_ui"
 	maxLogin     = 4 << 10
+	// minInterval is the least time between two states of one stream.
+	minInterval = 250 * time.Millisecond
 )
 
 // Handler serves /ui and below.
@@ -382,14 +384,26 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, v view) {
 	if !send() {
 		return
 	}
+	last := time.Now()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-sub.c:
+			// A busy gateway changes counters many times a second: a
+			// state at most every minInterval, the changes meanwhile in
+			// it (the pending signal coalesces them).
+			if wait := minInterval - time.Since(last); wait > 0 {
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(wait):
+				}
+			}
 			if !send() {
 				return
 			}
+			last = time.Now()
 		case <-keep.C:
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 				return
