@@ -205,6 +205,13 @@ type Call struct {
 	// Reserve takes the shell slot of an allowed shell call: the call is
 	// going to run. Without it the decision is only a question.
 	Reserve bool
+	// ReserveOnAsk takes the shell slot of a shell call decided ask too:
+	// the transport lets the call run once a person approves it, without
+	// asking the harness again (Claude Code's own ask), so the slot is
+	// taken with the decision, or an approved call would not be counted.
+	// A declined call's slot stays spent: counting one call too many is
+	// the side to err on.
+	ReserveOnAsk bool
 	// Approved says who approved the call, "" for nobody: a person asked
 	// for the approval an ask waits for (the gateway, by an elicitation of
 	// the agent's client). It lets a call decided ask run, and nothing
@@ -413,8 +420,9 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 		if !o.Allowed && g.shadow {
 			o.Allowed, o.Shadowed = true, true
 		}
+		asked := d.Decision == contract.Ask && call.ReserveOnAsk && !o.Allowed
 		switch {
-		case !call.Reserve || !d.ShellTool || !o.Allowed:
+		case !call.Reserve || !d.ShellTool || !o.Allowed && !asked:
 		case o.Shadowed: // the call runs although the policy refused it: count it
 			o.Counters, err = g.store.AddShell(ctx, call.Session, period)
 			if err != nil {
