@@ -7,16 +7,23 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/version"
+
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/config"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/transcript"
 )
 
 // StateDir is the user's state directory of the harness, where the ledger,
 // the logs and the hook daemon's socket live by default:
 // $XDG_STATE_HOME/lean-ctx/harness (~/.local/state/lean-ctx/harness).
 func StateDir(e Env) string { return filepath.Dir(budget.DefaultPath(e.getenv, e.Home)) }
+
+// TranscriptsDir is where the state directory keeps what was read of the
+// transcripts in which agents record their model usage.
+func TranscriptsDir(e Env) string { return filepath.Join(StateDir(e), "transcripts") }
 
 // LedgerURL is the ledger a governor opens: the given URL (--ledger), else
 // the configuration's, else the SQLite file in the state directory.
@@ -100,6 +107,7 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	opts := govern.Options{
 		Rules: h.Rules(), Store: store, Prices: h.Config.Prices, Shadow: h.Config.Mode == config.Shadow,
 		Project: h.Project(), EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: o.Sinks, Mask: mask, Changed: o.Changed,
+		Transcripts: transcript.Open(TranscriptsDir(h.Params.Env), h.Params.Home, transcript.DefaultLimits),
 	}
 	if o.ReadOnly {
 		h.gov = govern.New(opts)
@@ -116,9 +124,17 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 		opts.Sinks = append(opts.Sinks, l)
 	}
 	if p := h.DecisionsPath(); p != "" {
+		id, err := InstallationID(StateDir(h.Params.Env))
+		if err != nil {
+			if o.Warn != nil {
+				o.Warn(fmt.Errorf("decision log: the installation's id: %w; this process logs under an id of its own", err))
+			}
+			id = events.NewID(time.Now())
+		}
 		l, err := events.OpenDecisionLog(p, events.DecisionLogOptions{
 			Rotation: rot,
-			Labels:   map[string]string{"app": "agent-harness", "version": Version, "id": instanceID},
+			// As OPA labels its own: the instance's id and OPA's version.
+			Labels: map[string]string{"app": "agent-harness", "id": id, "version": version.Version, "harness_version": Version},
 		})
 		if err != nil {
 			h.Close()
@@ -140,6 +156,3 @@ func (h *Harness) Close() error {
 	h.closers, h.gov = nil, nil
 	return errors.Join(errs...)
 }
-
-// instanceID names this process in decision-log labels, as OPA's do.
-var instanceID = events.NewID(time.Now())

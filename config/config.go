@@ -963,16 +963,18 @@ func (c *Config) setModels(v any) error {
 			return &placed{"." + name, fmt.Errorf("model %s: %w", strict.Quote(name), strict.WantType("a table", models[name]))}
 		}
 		var p pricing.Price
+		fields := map[string]*int64{
+			"input_usd_per_mtok":          &p.InputMicrosPerMTok,
+			"output_usd_per_mtok":         &p.OutputMicrosPerMTok,
+			"cache_write_usd_per_mtok":    &p.CacheWriteMicrosPerMTok,
+			"cache_write_1h_usd_per_mtok": &p.CacheWrite1hMicrosPerMTok,
+			"cache_read_usd_per_mtok":     &p.CacheReadMicrosPerMTok,
+		}
 		for _, key := range strict.SortedKeys(m) {
-			var dst *int64
-			switch key {
-			case "input_usd_per_mtok":
-				dst = &p.InputMicrosPerMTok
-			case "output_usd_per_mtok":
-				dst = &p.OutputMicrosPerMTok
-			default:
+			dst, ok := fields[key]
+			if !ok {
 				msg := fmt.Sprintf("model %s: unknown key %s", strict.Quote(name), strict.Quote(key))
-				if s := strict.Suggest(key, []string{"input_usd_per_mtok", "output_usd_per_mtok"}); s != "" {
+				if s := strict.Suggest(key, strict.SortedKeys(fields)); s != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", s)
 				}
 				return &placed{"." + name + "." + key, errors.New(msg)}

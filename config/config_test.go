@@ -51,6 +51,13 @@ default_model = "sonnet"
 input_usd_per_mtok = 3
 output_usd_per_mtok = 15.0
 
+[cost.models.claude-haiku-4-5]          # replaces the built-in price
+input_usd_per_mtok = 0.5
+output_usd_per_mtok = 2.5
+cache_write_usd_per_mtok = 0.625
+cache_write_1h_usd_per_mtok = 1
+cache_read_usd_per_mtok = 0.05
+
 [agents.claude-code]
 role = "reviewer"
 max_role = "coder"
@@ -110,6 +117,13 @@ mask = ["/arguments/password"]
 	if p, _ := c.Prices.Price(""); p != (pricing.Price{InputMicrosPerMTok: 3_000_000, OutputMicrosPerMTok: 15_000_000}) {
 		t.Errorf("default price %+v", p)
 	}
+	if p, _ := c.Prices.Price("claude-haiku-4-5-20251001"); p != (pricing.Price{InputMicrosPerMTok: 500_000, OutputMicrosPerMTok: 2_500_000,
+		CacheWriteMicrosPerMTok: 625_000, CacheWrite1hMicrosPerMTok: 1_000_000, CacheReadMicrosPerMTok: 50_000}) {
+		t.Errorf("an overridden built-in price: %+v", p)
+	}
+	if p, _ := c.Prices.Price("gpt-5.4"); p.OutputMicrosPerMTok != 15_000_000 {
+		t.Errorf("a built-in price: %+v", p)
+	}
 	if _, err := c.Prices.Price("default"); err != nil {
 		t.Errorf("the built-in price must stay available: %v", err)
 	}
@@ -168,9 +182,10 @@ func TestErrors(t *testing.T) {
 			`:2:1: ledger.replicas may only be set in the user's harness.toml`,
 			`:3:1: ledger.timeout may only be set in the user's harness.toml`}},
 		{"pattern as shell tool", "[tools]\nshell = [\"ctx_*\"]\n", "", []string{`tools.shell: item 1: string "ctx_*" is not a tool name`}},
-		{"unpriced default model", "[cost]\ndefault_model = \"gpt-9\"\n", "", []string{`:2:1: cost.default_model: no price for model "gpt-9"; priced models: default`}},
+		{"unpriced default model", "[cost]\ndefault_model = \"gpt-9\"\n", "", []string{`:2:1: cost.default_model: no price for model "gpt-9"`}},
 		{"unpriced default model beside another error", "[cost]\ndefault_model = \"gpt-9\"\n[log]\nmax_files = 0\n", "", []string{
 			`:2:1: cost.default_model: no price for model "gpt-9"`, `:4:1: log.max_files: integer 0: want a whole number`}},
+		{"a cache price's typo", "[cost.models.x]\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 1\ncache_reads_usd_per_mtok = 1\n", "", []string{`unknown key "cache_reads_usd_per_mtok" (did you mean "cache_read_usd_per_mtok"?)`}},
 		{"model missing a price", "[cost.models.x]\ninput_usd_per_mtok = 1\n", "", []string{`:1:1: cost.models: model "x": output_usd_per_mtok is missing`}},
 		{"negative price", "[cost.models.x]\ninput_usd_per_mtok = -1\noutput_usd_per_mtok = 1\n", "", []string{`:2:1: cost.models: model "x": input_usd_per_mtok: -1 is out of range`}},
 		{"project may not shadow", "", "[enforcement]\nmode = \"shadow\"\n", []string{

@@ -43,10 +43,13 @@ type Input struct {
 	Project string `json:"project"`
 }
 
-// Outcomes of a decision, from least to most restrictive.
+// Outcomes of a decision, from least to most restrictive: deny > ask >
+// warn > allow. An ask is not allowed until a person approves the call
+// (section 8).
 const (
 	Allow = "allow"
 	Warn  = "warn"
+	Ask   = "ask"
 	Deny  = "deny"
 )
 
@@ -78,6 +81,9 @@ const (
 	// commands are out of an agent's reach.
 	CodeHarnessFiles    = "harness_files"
 	CodeOperatorCommand = "operator_command"
+	// A call a role's [tools] ask matches, which would be allowed, waits
+	// for a person's approval (section 8).
+	CodeApprovalRequired = "approval_required"
 )
 
 // Reason explains a deny or a warning.

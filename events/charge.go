@@ -4,7 +4,7 @@ package events
 const (
 	// PathDecision is a tool call's decision (data.harness.decision): its
 	// input and the decision. A call that took a shell slot has
-	// Custom[CustomShell] = 1.
+	// custom.shell = 1 (Custom.Shell).
 	PathDecision = "harness/decision"
 	// PathSwitch is a role switch's decision (data.harness.switch).
 	PathSwitch = "harness/switch"
@@ -15,7 +15,7 @@ const (
 	PathCharge = "harness/charge"
 )
 
-// CustomShell is the key of Entry.Custom that says how many shell slots
+// CustomShell is the key of Custom.Shell, which says how many shell slots
 // a decision took (1) in the ledger: a shell call that was allowed and is
 // going to run, as opposed to a decision only asked.
 const CustomShell = "shell"

@@ -22,10 +22,13 @@ const (
 	// BudgetReset is the operator's reset of a session's usage, or of an
 	// agent's across its sessions.
 	BudgetReset Type = "BudgetReset"
+	// ApprovalRequested is a call decided "ask": it waits for a person's
+	// approval (contract section 8). Its fields are a PolicyViolation's.
+	ApprovalRequested Type = "ApprovalRequested"
 )
 
 // Types are all event types, for validation and help.
-var Types = []Type{BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged, BudgetReset}
+var Types = []Type{BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged, BudgetReset, ApprovalRequested}
 
 // Event is one harness event. The fields of its type are flat in the JSON
 // object, as in the contract: BudgetWarning{role, dimension, used, limit,
@@ -67,7 +70,7 @@ const ScopeAgent = "agent"
 // ScopeSession is the scope of a reset of a session's usage.
 const ScopeSession = "session"
 
-// Violation are the fields of PolicyViolation.
+// Violation are the fields of PolicyViolation and ApprovalRequested.
 type Violation struct {
 	Tool string `json:"tool"`
 	// Reason is the reasons' codes and messages in one line.

@@ -216,7 +216,7 @@ func TestDecisionLogMasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = l.Log(Entry{DecisionID: "d-1", Path: "harness/decision", Timestamp: time.Unix(0, 0).UTC(), Metrics: map[string]int64{"timer_rego_query_eval_ns": 5}, Shadow: true},
+	err = l.Log(Entry{DecisionID: "d-1", Path: "harness/decision", Timestamp: time.Unix(0, 0).UTC(), Metrics: map[string]int64{"timer_rego_query_eval_ns": 5}, Custom: &Custom{Shadow: true}},
 		r, map[string]any{"decision": "allow"})
 	if err != nil {
 		t.Fatal(err)
@@ -232,12 +232,14 @@ func TestDecisionLogMasks(t *testing.T) {
 	if err := json.Unmarshal(raw, &e); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"decision_id", "path", "input", "result", "timestamp", "metrics", "labels", "erased", "shadow"} {
+	for _, key := range []string{"decision_id", "path", "input", "result", "timestamp", "metrics", "labels", "erased", "custom"} {
 		if _, ok := e[key]; !ok {
 			t.Errorf("entry lacks %q: %s", key, raw)
 		}
 	}
-	if fmt.Sprint(e["erased"]) != "[/arguments/Password /arguments/env/KEY /arguments/env/TOKEN]" {
+	// The rules that erased something, as written and rooted at the input:
+	// OPA's form. /arguments/missing erased nothing.
+	if fmt.Sprint(e["erased"]) != "[/input/arguments/env/* /input/arguments/password]" || fmt.Sprint(e["custom"]) != "map[shadow:true]" {
 		t.Errorf("erased %v", e["erased"])
 	}
 	if e["input"].(map[string]any)["arguments"].(map[string]any)["host"] != "db1" {

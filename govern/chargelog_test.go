@@ -74,8 +74,8 @@ func TestChargesAreLogged(t *testing.T) {
 		switch e.Path {
 		case events.PathDecision:
 			decisions++
-			if n, ok := e.Custom[events.CustomShell].(float64); ok {
-				sum.Shell += int64(n)
+			if e.Custom != nil {
+				sum.Shell += e.Custom.Shell
 			}
 		case events.PathCharge:
 			charges++

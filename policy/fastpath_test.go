@@ -30,6 +30,7 @@ var fastPathRoles = map[string]string{
 	"compress":         "[role]\nshell_policy = \"compress\"\n[limits]\nmax_shell_invocations = 3\n",
 	"denies-some":      "[tools]\nallowed = [\"*\"]\ndenied = [\"ctx_edit\", \"mcp__*\", \"*_write\", \"*danger*\"]\n",
 	"all-zero":         "[limits]\nmax_context_tokens = 0\nmax_shell_invocations = 0\nmax_cost_usd = 0.0\n",
+	"asks":             "[tools]\ndenied = [\"ctx_edit\"]\nask = [\"ctx_shell\", \"mcp__*\", \"*_write\", \"a?b*\"]\n[limits]\nmax_shell_invocations = 3\n",
 }
 
 // warnAboveBlock lowers the block of the role "warn-above-block" to 50%,
@@ -275,7 +276,7 @@ func TestFastPathAgreesOnOriginsAgentsAndProtection(t *testing.T) {
 		map[string]any{"command": "ls -la"}, map[string]any{"command": "harness role set admin"},
 		map[string]any{"command": "rm -rf /srv/state"}, "rm -rf /x",
 	}
-	roles := []string{"coder", "reviewer", "ops", "no-shell", "denies-some"}
+	roles := []string{"coder", "reviewer", "ops", "no-shell", "denies-some", "asks"}
 	count, allows := 0, 0
 	for _, role := range roles {
 		for _, tool := range origins {

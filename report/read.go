@@ -281,10 +281,11 @@ func parseDecision(raw []byte) (l line, ok, skip bool) {
 				return false
 			}
 			l.at = t
-		case "shadow":
-			l.shadow = v.Bool()
+		case "shadow": // where logs before custom.shadow had it
+			l.shadow = l.shadow || v.Bool()
 		case "custom":
 			l.custom = v.Get(events.CustomShell).Int()
+			l.shadow = l.shadow || v.Get("shadow").Bool()
 		case "input":
 			v.ForEach(func(k, v gjson.Result) bool {
 				switch k.Str {

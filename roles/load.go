@@ -163,6 +163,7 @@ func fieldDefaults(coder *Def) map[string]any {
 		"role.privileged":   false,
 		"tools.allowed":     []string{"*"},
 		"tools.denied":      []string{},
+		"tools.ask":         []string{},
 	}
 	for _, k := range limitKeys {
 		if coder != nil {
@@ -306,6 +307,7 @@ func build(defs map[string]*Def, chain []string, defaults map[string]any) *Role 
 		Privileged:  values["role.privileged"].(bool),
 		Allowed:     values["tools.allowed"].([]string),
 		Denied:      values["tools.denied"].([]string),
+		Ask:         values["tools.ask"].([]string),
 		Limits: Limits{
 			MaxContextTokens:    values["limits.max_context_tokens"].(int64),
 			MaxShellInvocations: values["limits.max_shell_invocations"].(int64),

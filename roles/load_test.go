@@ -449,3 +449,37 @@ func TestProjectFilesStayInside(t *testing.T) {
 		t.Errorf("a project roles directory linking out: %v", err)
 	}
 }
+
+// [tools] ask is a list of patterns like allowed and denied: strict,
+// inherited on its own, with the file that set it; a role that leaves it
+// out and has no parent asks for nothing.
+func TestAskList(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeRoles(t, dir, map[string]string{
+		"careful.toml":       "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\", \"mcp__github__*\"]\n",
+		"careful-tight.toml": "[role]\ninherits = \"careful\"\n[tools]\ndenied = [\"ctx_edit\"]\n",
+		"bad.toml":           "[tools]\nask = \"ctx_shell\"\n",
+		"bad-item.toml":      "[tools]\nask = [\"ctx shell\"]\n",
+	})
+	_, err := Load(Dirs{User: []string{dir}})
+	var list ErrorList
+	if !errors.As(err, &list) || len(list) != 2 || !strings.Contains(list[0].Error(), "tools.ask") || !strings.Contains(list[1].Error(), "tools.ask") {
+		t.Fatalf("errors: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "bad.toml"))
+	os.Remove(filepath.Join(dir, "bad-item.toml"))
+	set, err := Load(Dirs{User: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := set.Get("careful-tight")
+	if !slices.Equal(ct.Ask, []string{"ctx_shell", "mcp__github__*"}) || !slices.Equal(ct.Denied, []string{"ctx_edit"}) ||
+		ct.Origin["tools.ask"] != filepath.Join(dir, "careful.toml") {
+		t.Errorf("careful-tight: ask %v denied %v, ask set by %q", ct.Ask, ct.Denied, ct.Origin["tools.ask"])
+	}
+	coder, _ := set.Get("coder")
+	if coder.Ask == nil || len(coder.Ask) != 0 || coder.Origin["tools.ask"] != "default" {
+		t.Errorf("coder asks %#v (%s)", coder.Ask, coder.Origin["tools.ask"])
+	}
+}

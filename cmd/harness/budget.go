@@ -10,6 +10,7 @@ import (
 	budgetpkg "github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/transcript"
 )
 
 func (c *cli) recordCmd() *cobra.Command {
@@ -105,9 +106,20 @@ type budgetJSON struct {
 	Signal      string                `json:"signal"`
 	Budget      contract.Budget       `json:"budget"`
 	AgentBudget *contract.AgentBudget `json:"agent_budget,omitempty"`
+	CostSource  *costSource           `json:"cost_source,omitempty"`
 	StatusLine  string                `json:"status_line"`
 	// Reset is true after budget reset.
 	Reset bool `json:"reset,omitempty"`
+}
+
+// costSource says where a session's cost came from: the agent's transcript
+// or the estimate of its tool calls.
+type costSource struct {
+	Source         string `json:"source"`
+	RealMicros     int64  `json:"real_micros"`
+	EstimateMicros int64  `json:"estimate_micros"`
+	Requests       int64  `json:"requests"`
+	Transcript     string `json:"transcript,omitempty"`
 }
 
 func (c *cli) budgetCmd() *cobra.Command {
@@ -154,13 +166,25 @@ func (c *cli) printBudget(g *govern.Governor, k budgetpkg.Key, asJSON, reset boo
 	if err != nil {
 		return c.fail("budget: session %s: %v", k, err)
 	}
+	tally, recorded, err := g.CostSource(k)
+	if err != nil {
+		c.warn(fmt.Errorf("the transcript's tally of session %s: %w", k, err))
+	}
 	if asJSON {
-		return c.printJSON(budgetJSON{k.Session, k.Agent, d.Role, d.Signal, d.Budget, d.AgentBudget, d.StatusLine(), reset})
+		out := budgetJSON{Session: k.Session, Agent: k.Agent, Role: d.Role, Signal: d.Signal, Budget: d.Budget,
+			AgentBudget: d.AgentBudget, StatusLine: d.StatusLine(), Reset: reset}
+		if recorded {
+			out.CostSource = &costSource{tally.Source(), tally.RealMicros, tally.EstimateMicros, tally.Requests, tally.Transcript}
+		}
+		return c.printJSON(out)
 	}
 	if reset {
 		fmt.Fprintf(c.stdout, "reset the usage of session %s (its role is kept)\n", k)
 	}
 	fmt.Fprintln(c.stdout, d.StatusLine())
+	if recorded {
+		fmt.Fprintln(c.stdout, costSourceLine(tally))
+	}
 	return exitOK
 }
 
@@ -232,6 +256,16 @@ does not have, or an agent that used nothing, is an error.`,
 	cmd.Flags().BoolVar(&agentBudget, "agent-budget", false, "reset the agent's budget across its sessions (its usage in the current period), not a session's")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the budget after the reset as JSON")
 	return cmd
+}
+
+// costSourceLine says where a session's cost came from.
+func costSourceLine(t transcript.Tally) string {
+	if t.Source() == transcript.SourceTranscript {
+		return fmt.Sprintf("cost: from the agent's transcript, %s for %d model requests at the models' prices (the estimate of its tool calls, %s, is not charged on top)",
+			costText(t.RealMicros), t.Requests, costText(t.EstimateMicros))
+	}
+	return fmt.Sprintf("cost: the estimate of its tool calls, %s (its transcript records %s for %d model requests)",
+		costText(t.EstimateMicros), costText(t.RealMicros), t.Requests)
 }
 
 func newTokenizer() *budgetpkg.Tokenizer { return budgetpkg.NewTokenizer() }

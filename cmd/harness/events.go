@@ -261,7 +261,7 @@ func (c *cli) log(id, session string, limit int, asJSON bool) int {
 			who = p(e.in.Agent)
 		}
 		shadow := ""
-		if e.Shadow {
+		if e.Custom != nil && e.Custom.Shadow {
 			shadow = " [shadow]"
 		}
 		what := fmt.Sprintf("%s %s → %s%s", p(e.out.Role), p(e.out.Tool), p(e.out.Decision), shadow)

@@ -128,7 +128,7 @@ func TestPolicyViolationAndDecisionLog(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("log: %s", errOut)
 	}
-	for _, want := range []string{`"path": "harness/decision"`, `"decision": "deny"`, `"erased": [`, `"/arguments/password"`, `"timer_rego_query_eval_ns"`, `"version": "0.1.0"`} {
+	for _, want := range []string{`"path": "harness/decision"`, `"decision": "deny"`, `"erased": [`, `"/input/arguments/password"`, `"timer_rego_query_eval_ns"`, `"harness_version": "0.1.0"`, `"bundles": {`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("decision entry lacks %s:\n%s", want, out)
 		}

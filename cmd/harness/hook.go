@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,12 +105,15 @@ func (c *cli) hookInstallCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "install [--project | --user] [--write] [flags]",
 		Short: "Put the hook and its permission rules in Claude Code's settings",
-		Long: `Install prints the hook configuration (PreToolUse and PostToolUse hooks running
-harness hook claude-code, and the permission rules that keep the agent's tools off
-the harness's own files and the operator's commands), or with --write merges it into
-the project's .claude/settings.json (--project, the default) or the user's
-~/.claude/settings.json (--user), keeping every other setting and adding nothing
-twice.`,
+		Long: `Install prints the hook configuration (PreToolUse, PostToolUse and
+PostToolUseFailure hooks running harness hook claude-code, and the permission rules
+that keep the agent's tools off the harness's own files and the operator's commands),
+or with --write merges it into the project's .claude/settings.json (--project, the
+default) or the user's ~/.claude/settings.json (--user), keeping every other setting,
+the file's key order and formatting, and adding nothing twice. The project's shared
+file gets only what works on every machine (harness on the PATH); a path of this
+machine goes into .claude/settings.local.json, which is not committed. A --dir that
+does not exist is refused.`,
 		Example: `  harness hook install --project --write
   harness hook install --user --write`,
 		RunE: c.runs(func(cmd *cobra.Command, args []string) int {
@@ -135,35 +138,56 @@ func (c *cli) hookInstall(dir string, user, write bool) int {
 	if err != nil {
 		exe = "harness"
 	}
-	command := hook.Command(exe)
-	deny := hook.DenyRules(app.Protected(c.params().Env, exe))
-	var path string
+	protected := app.Protected(c.params().Env, exe)
+	var targets []hook.Target
 	if user {
-		path = filepath.Join(c.env.home, ".claude", "settings.json")
+		targets = hook.UserTargets(protected)
 	} else {
 		root := dir
-		if root == "" {
-			root = roles.FindProjectRoot(c.env.workDir, c.env.home)
-		}
-		if root == "" {
+		if root != "" {
+			if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+				return c.fail("hook install: --dir %s: not an existing directory (it is not created)", root)
+			}
+		} else if root = roles.FindProjectRoot(c.env.workDir, c.env.home); root == "" {
 			root = c.env.workDir
 		}
-		path = filepath.Join(root, ".claude", "settings.json")
+		onPath := hook.OnPath(exe, func(name string) (string, error) { return hook.LookPath(name, c.env.getenv("PATH")) })
+		targets = hook.ProjectTargets(root, protected, onPath)
 	}
-	if !write {
-		b, _ := json.MarshalIndent(hook.Settings(command, deny), "", "  ")
-		fmt.Fprintf(c.stdout, "%s\n", b)
-		fmt.Fprintf(c.stderr, "harness: merge this into %s, or run harness hook install --write\n", path)
-		return exitOK
+	events := strings.Join(hook.Events, ", ")
+	for _, t := range targets {
+		adds := t.Command != "" && !t.UpdateOnly
+		if !write {
+			if adds || len(t.Rules) > 0 {
+				command := ""
+				if adds {
+					command = t.Command
+				}
+				b, _ := json.MarshalIndent(hook.Settings(command, t.Rules), "", "  ")
+				fmt.Fprintf(c.stdout, "%s\n", b)
+				fmt.Fprintf(c.stderr, "harness: merge this into %s, or run harness hook install --write\n", t.Path)
+			}
+			if t.Note != "" {
+				fmt.Fprintf(c.stderr, "harness: %s: %s\n", t.Path, t.Note)
+			}
+			continue
+		}
+		changed, err := t.Apply()
+		if err != nil {
+			return c.fail("hook install: %v", err)
+		}
+		what := "its permission rules (permissions.deny)"
+		if adds {
+			what = fmt.Sprintf("the harness hook (%s) and %s", events, what)
+		}
+		if changed {
+			fmt.Fprintf(c.stdout, "installed %s in %s\n", what, t.Path)
+		} else if adds || len(t.Rules) > 0 {
+			fmt.Fprintf(c.stdout, "%s already has %s\n", t.Path, what)
+		}
+		if t.Note != "" {
+			fmt.Fprintf(c.stdout, "  %s\n", t.Note)
+		}
 	}
-	changed, err := hook.Install(path, command, deny)
-	if err != nil {
-		return c.fail("hook install: %v", err)
-	}
-	if !changed {
-		fmt.Fprintf(c.stdout, "%s already runs the harness hook, with its permission rules\n", path)
-		return exitOK
-	}
-	fmt.Fprintf(c.stdout, "installed the harness hook (PreToolUse, PostToolUse) and its permission rules (permissions.deny) in %s\n", path)
 	return exitOK
 }

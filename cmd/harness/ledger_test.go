@@ -362,3 +362,41 @@ func TestSessionsFoundNotInvented(t *testing.T) {
 		t.Errorf("role set on a new session:\n%s", out)
 	}
 }
+
+// record --model charges a model's price from the built-in table (by its
+// dated name as an API gives it), or the configuration's; a model the
+// table does not know is charged the default price, with a warning.
+func TestRecordModelPrices(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"),
+		"[cost.models.house]\ninput_usd_per_mtok = 1000.0\noutput_usd_per_mtok = 2000.0\ncache_read_usd_per_mtok = 1.0\n")
+	if _, errOut, code := harnessIn(t, home, nil, "decide", "--tool", "ctx_read", "--session", "m"); code != 0 {
+		t.Fatal(errOut)
+	}
+	output := strings.Repeat("hello world ", 1000)
+	for _, tt := range []struct {
+		model string
+		price int64 // of output, micro-dollars per million tokens
+		warn  bool
+	}{
+		{"claude-sonnet-4-5-20250929", 15_000_000, false},
+		{"gpt-5.4-mini", 4_500_000, false},
+		{"house", 2_000_000_000, false}, // the configuration's
+		{"gpt-9", 10_000_000, true},     // the default's
+	} {
+		out, errOut, code := harnessIn(t, home, nil, "record", "--session", "m", "--tool", "ctx_read", "--output-text", output, "--model", tt.model, "--json")
+		var ch struct {
+			OutputTokens int64 `json:"output_tokens"`
+			CostMicros   int64 `json:"cost_micros"`
+		}
+		err := json.Unmarshal([]byte(out), &ch)
+		want := (ch.OutputTokens*tt.price + 999_999) / 1_000_000
+		if code != 0 || err != nil || ch.OutputTokens < 2000 || ch.CostMicros != want {
+			t.Errorf("%s: exit %d, %+v, want %d micro-dollars\n%s%s", tt.model, code, ch, want, out, errOut)
+		}
+		if warned := strings.Contains(errOut, `no price for model "`+tt.model+`": charged at the price of default`); warned != tt.warn {
+			t.Errorf("%s: warned %v: %q", tt.model, warned, errOut)
+		}
+	}
+}

@@ -68,7 +68,7 @@ roles show --json prints one.`,
 // showFields are the fields of roles show, in order.
 var showFields = []string{
 	"role.description", "role.shell_policy", "role.privileged",
-	"tools.allowed", "tools.denied",
+	"tools.allowed", "tools.denied", "tools.ask",
 	"limits.max_context_tokens", "limits.max_shell_invocations", "limits.max_cost_usd",
 	"limits.warn_at_percent", "limits.block_at_percent",
 }
@@ -135,6 +135,7 @@ func fieldValues(r *roles.Role) map[string]string {
 		"role.privileged":              fmt.Sprint(r.Privileged),
 		"tools.allowed":                list(r.Allowed),
 		"tools.denied":                 list(r.Denied),
+		"tools.ask":                    list(r.Ask),
 		"limits.max_context_tokens":    fmt.Sprint(r.Limits.MaxContextTokens),
 		"limits.max_shell_invocations": fmt.Sprint(r.Limits.MaxShellInvocations),
 		"limits.max_cost_usd":          exactUSD(r.Limits.MaxCostMicros),

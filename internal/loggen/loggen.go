@@ -112,7 +112,7 @@ func Generate(ctx context.Context, o Options) (Stats, error) {
 			if _, err := o.Store.AddShell(ctx, k, ""); err != nil {
 				return st, err
 			}
-			e.Custom = map[string]any{events.CustomShell: 1}
+			e.Custom = &events.Custom{Shell: 1}
 		}
 		if err := dl.Log(e, red, d); err != nil {
 			return st, err
