@@ -812,6 +812,10 @@ func (c *Config) setTokens(v any) error {
 				return item(i, key, fmt.Errorf("%d: unknown key %s (want agent, token or token_sha256, role, max_role, client_sessions, operator)", i+1, strict.Quote(key)))
 			}
 		}
+		who := tok.Agent
+		if who == "" {
+			who = "operator"
+		}
 		switch {
 		case tok.Agent == "" && !tok.Operator:
 			return item(i, "", fmt.Errorf("%d: agent is missing (or operator = true, for a token of the live view alone)", i+1))
@@ -824,11 +828,11 @@ func (c *Config) setTokens(v any) error {
 			}
 			return item(i, key, fmt.Errorf("%d: %s is for an agent's token: this operator token names no agent", i+1, key))
 		case (tok.Token == "") == (tok.SHA256 == ""):
-			return item(i, "", fmt.Errorf("%d (%s): give token or token_sha256, one of them", i+1, tok.Agent))
+			return item(i, "", fmt.Errorf("%d (%s): give token or token_sha256, one of them", i+1, who))
 		case tok.SHA256 != "" && !regexp.MustCompile(`^[0-9a-fA-F]{64}$`).MatchString(tok.SHA256):
-			return item(i, "token_sha256", fmt.Errorf("%d (%s): token_sha256 must be 64 hex digits", i+1, tok.Agent))
+			return item(i, "token_sha256", fmt.Errorf("%d (%s): token_sha256 must be 64 hex digits", i+1, who))
 		case tok.Token != "" && len(tok.Token) < 16:
-			return item(i, "token", fmt.Errorf("%d (%s): a token must have at least 16 characters", i+1, tok.Agent))
+			return item(i, "token", fmt.Errorf("%d (%s): a token must have at least 16 characters", i+1, who))
 		}
 		c.Tokens = append(c.Tokens, tok)
 	}
