@@ -70,6 +70,7 @@ type Governor struct {
 	onError   func(error)
 	project   string
 	envRole   string
+	changed   func(budget.Key)
 	unpriced  sync.Map // models without a price, told of once
 	book      *transcript.Book
 	unread    sync.Map // transcripts that could not be read, told of once
@@ -105,19 +106,27 @@ type Options struct {
 	// OnError hears of events and log entries that could not be written;
 	// the call itself goes on. Default: ignored.
 	OnError func(error)
+	// Changed, if set, hears of every session whose counters or role may
+	// have changed (a decision, a charge, a shell slot given back, a
+	// switch, a reset), on the path of the call: it must not block. The
+	// live view follows the counters with it.
+	Changed func(budget.Key)
 }
 
 // New returns a Governor.
 func New(o Options) *Governor {
 	g := &Governor{store: o.Store, tokens: o.Tokenizer, prices: o.Prices, shadow: o.Shadow,
 		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project,
-		book: o.Transcripts}
+		book: o.Transcripts, changed: o.Changed}
 	g.Swap(o.Rules)
 	if g.now == nil {
 		g.now = time.Now
 	}
 	if g.onError == nil {
 		g.onError = func(error) {}
+	}
+	if g.changed == nil {
+		g.changed = func(budget.Key) {}
 	}
 	if g.tokens == nil {
 		g.tokens = budget.NewTokenizer()
@@ -206,6 +215,18 @@ type Call struct {
 	// Reserve takes the shell slot of an allowed shell call: the call is
 	// going to run. Without it the decision is only a question.
 	Reserve bool
+	// ReserveOnAsk takes the shell slot of a shell call decided ask too:
+	// the transport lets the call run once a person approves it, without
+	// asking the harness again (Claude Code's own ask), so the slot is
+	// taken with the decision, or an approved call would not be counted.
+	// A declined call's slot stays spent: counting one call too many is
+	// the side to err on.
+	ReserveOnAsk bool
+	// Approved says who approved the call, "" for nobody: a person asked
+	// for the approval an ask waits for (the gateway, by an elicitation of
+	// the agent's client). It lets a call decided ask run, and nothing
+	// else: the decision stays the policy's, a deny stays a deny.
+	Approved string
 	// Background writes the decision's log entry and events while the
 	// caller goes on (the gateway overlaps them with the upstream call):
 	// Outcome.Wait waits for them. Without it they are written before
@@ -223,6 +244,9 @@ type Outcome struct {
 	Allowed bool
 	// Shadowed is true when shadow mode let through a call the policy denied.
 	Shadowed bool
+	// Approved is true when the call was decided ask and runs because
+	// Call.Approved says who approved it.
+	Approved bool
 	// Reserved is true when a shell slot was taken for the call.
 	Reserved bool
 	// Counters are the session's counters after the reservation.
@@ -380,7 +404,7 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 	if call.Transcript != "" && g.book != nil {
 		// What the agent's model used since its last call is charged
 		// first, so that the call is decided on the session's real cost.
-		ch, err := g.usage(ctx, r, call.Session, call.Tool, call.Transcript, 0, 0)
+		ch, err := g.usage(ctx, r, call.Session, call.Tool, call.Transcript, 0, 0, events.ChargeResult{})
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -400,11 +424,15 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 			return Outcome{Decision: d}, err
 		}
 		o := Outcome{Decision: d, Allowed: d.Allowed, Counters: cur}
-		if !d.Allowed && g.shadow {
+		if d.Decision == contract.Ask && call.Approved != "" {
+			o.Allowed, o.Approved = true, true
+		}
+		if !o.Allowed && g.shadow {
 			o.Allowed, o.Shadowed = true, true
 		}
+		asked := d.Decision == contract.Ask && call.ReserveOnAsk && !o.Allowed
 		switch {
-		case !call.Reserve || !d.ShellTool || !o.Allowed:
+		case !call.Reserve || !d.ShellTool || !o.Allowed && !asked:
 		case o.Shadowed: // the call runs although the policy refused it: count it
 			o.Counters, err = g.store.AddShell(ctx, call.Session, period)
 			if err != nil {
@@ -468,6 +496,9 @@ type Result struct {
 	// context: what the agent's model read and wrote for someone else
 	// (an upstream's sampling request), which its context does not keep.
 	CostOnly bool
+	// DecisionID is the decision of the call, when known: the charge's
+	// log entry names it.
+	DecisionID string
 	// Transcript is where the session's agent records its model usage
 	// (Claude Code's transcript_path), "" for none: see Usage.
 	Transcript string
@@ -514,19 +545,22 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	if res.CostOnly {
 		held = 0
 	}
+	note := events.ChargeResult{DecisionID: res.DecisionID, InputTokens: in, CostOnly: res.CostOnly}
 	if res.Transcript == "" || g.book == nil {
-		ch, err := g.charge(ctx, r, res.Session, res.Tool, held, est)
+		ch, err := g.charge(ctx, r, res.Session, res.Tool, held, est, note)
 		ch.InputTokens, ch.OutputTokens = in, out
 		return ch, err
 	}
-	ch, err := g.usage(ctx, r, res.Session, res.Tool, res.Transcript, held, est)
+	ch, err := g.usage(ctx, r, res.Session, res.Tool, res.Transcript, held, est, note)
 	ch.InputTokens, ch.OutputTokens = in, out
 	return ch, err
 }
 
 // charge charges a session tokens and cost, gives a session charged before
-// any decision its role, and emits the budget events the charge crossed.
-func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, tool string, tokens, cost int64) (Charge, error) {
+// any decision its role, logs the charge (note says what else the entry
+// tells: the decision, the input tokens) and emits the budget events the
+// charge crossed.
+func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, tool string, tokens, cost int64, note events.ChargeResult) (Charge, error) {
 	period := g.period(r, k.Agent)
 	after, err := g.store.Charge(ctx, k, period, tokens, cost)
 	if err != nil {
@@ -546,6 +580,8 @@ func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, tool stri
 		before.AgentUsage.Tokens -= tokens
 		before.AgentUsage.CostMicros -= cost
 	}
+	note.Tokens, note.CostMicros = tokens, cost
+	g.logCharge(k, tool, g.now(), note, after)
 	levels, crossed := g.crossings(ctx, r, k, period, before, after)
 	if len(crossed) > 0 {
 		// A charge has no decision input; its events are masked as one
