@@ -1,6 +1,9 @@
 package strict
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Pos is a 1-based line and column in a source file.
 type Pos struct{ Line, Col int }
@@ -10,7 +13,9 @@ type Pos struct{ Line, Col int }
 // positions private, so this is a small scanner of its own: it understands
 // table headers, bare, quoted and dotted keys, comments, and values that span
 // lines (arrays, inline tables, multi-line strings). Keys inside inline tables
-// are not recorded; [Positions.Of] falls back to the enclosing key.
+// are not recorded; [Positions.Of] falls back to the enclosing key. The
+// tables of an array of tables are also recorded by their number, from 1:
+// the second [[alerts]] is "alerts.2", its url "alerts.2.url".
 //
 // It only serves error messages, and it runs after the TOML parser accepted
 // the document, so it never has to report syntax errors itself.
@@ -18,8 +23,14 @@ type Positions map[string]Pos
 
 func KeyPositions(src string) Positions {
 	p := Positions{}
-	var prefix []string
-	var v valueScanner // state of a value that continues on the next lines
+	var prefix, indexed []string
+	arrays := map[string]int{} // the tables of each array of tables so far
+	var v valueScanner         // state of a value that continues on the next lines
+	record := func(key []string, at Pos) {
+		if _, seen := p[strings.Join(key, ".")]; !seen {
+			p[strings.Join(key, ".")] = at
+		}
+	}
 	for i, line := range strings.Split(src, "\n") {
 		if v.open() {
 			v.scan(line)
@@ -32,24 +43,27 @@ func KeyPositions(src string) Positions {
 			continue
 		case strings.HasPrefix(trimmed, "[["):
 			prefix = splitKey(headerName(trimmed[2:], "]]"))
+			name := strings.Join(prefix, ".")
+			arrays[name]++
+			indexed = append(append([]string{}, prefix...), strconv.Itoa(arrays[name]))
+			record(indexed, Pos{i + 1, col})
 		case trimmed[0] == '[':
-			prefix = splitKey(headerName(trimmed[1:], "]"))
+			prefix, indexed = splitKey(headerName(trimmed[1:], "]")), nil
 		default:
 			eq := keyEnd(trimmed)
 			if eq < 0 {
 				continue
 			}
-			key := append(append([]string{}, prefix...), splitKey(trimmed[:eq])...)
-			if _, seen := p[strings.Join(key, ".")]; !seen {
-				p[strings.Join(key, ".")] = Pos{i + 1, col}
+			key := splitKey(trimmed[:eq])
+			record(append(append([]string{}, prefix...), key...), Pos{i + 1, col})
+			if indexed != nil {
+				record(append(append([]string{}, indexed...), key...), Pos{i + 1, col})
 			}
 			v.scan(trimmed[eq+1:])
 			continue
 		}
-		if name := strings.Join(prefix, "."); name != "" {
-			if _, seen := p[name]; !seen {
-				p[name] = Pos{i + 1, col}
-			}
+		if len(prefix) > 0 {
+			record(prefix, Pos{i + 1, col})
 		}
 	}
 	return p

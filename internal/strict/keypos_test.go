@@ -39,3 +39,39 @@ max = 1
 		t.Error("a line inside a multi-line string was taken for a key")
 	}
 }
+
+// The tables of an array of tables are at their number, from 1, and so
+// are their keys; a later [table] ends the numbering.
+func TestKeyPositionsArrayOfTables(t *testing.T) {
+	t.Parallel()
+	src := `[[alerts]]
+url = "a"
+
+[[alerts]]
+  name = "b"
+url = "b"
+[metrics]
+token = "x"
+[[upstream]]
+name = "u"
+`
+	p := KeyPositions(src)
+	for key, want := range map[string]Pos{
+		"alerts":           {1, 1},
+		"alerts.1":         {1, 1},
+		"alerts.1.url":     {2, 1},
+		"alerts.2":         {4, 1},
+		"alerts.2.name":    {5, 3},
+		"alerts.2.url":     {6, 1},
+		"alerts.url":       {2, 1}, // unnumbered: the first
+		"alerts.3":         {1, 1}, // no third: the array
+		"metrics.token":    {8, 1},
+		"upstream.1.name":  {10, 1},
+		"alerts.2.headers": {4, 1}, // absent key: its table
+		"metrics.1.token":  {7, 1}, // [metrics] is not an array: its table
+	} {
+		if got := p.Of(key); got != want {
+			t.Errorf("%s at %v, want %v", key, got, want)
+		}
+	}
+}
