@@ -18,15 +18,19 @@ const (
 	BudgetExhausted Type = "BudgetExhausted"
 	PolicyViolation Type = "PolicyViolation"
 	RoleChanged     Type = "RoleChanged"
+	// BudgetReset is the operator's reset of a session's usage, or of an
+	// agent's in the current period of its budget across sessions.
+	BudgetReset Type = "BudgetReset"
 )
 
 // Types are all event types, for validation and help.
-var Types = []Type{BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged}
+var Types = []Type{BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged, BudgetReset}
 
 // Event is one harness event. The fields of its type are flat in the JSON
 // object, as in the contract: BudgetWarning{role, dimension, used, limit,
 // percent}, BudgetExhausted{role, dimension, used, limit},
-// PolicyViolation{role, tool, reason}, RoleChanged{from, to}.
+// PolicyViolation{role, tool, reason}, RoleChanged{from, to},
+// BudgetReset{reset, reset_period}.
 type Event struct {
 	ID      string    `json:"id"`
 	Type    Type      `json:"type"`
@@ -40,6 +44,7 @@ type Event struct {
 	*Budget
 	*Violation
 	*Switch
+	*Reset
 }
 
 // Budget are the fields of BudgetWarning and BudgetExhausted. An agent's
@@ -74,6 +79,21 @@ type Switch struct {
 	// By is who switched: "agent" or "operator".
 	By string `json:"by,omitempty"`
 }
+
+// Reset are the fields of BudgetReset: what the operator reset, a
+// session's usage (ResetSession; the event names the session) or an
+// agent's usage in one period of its budget across sessions (ResetAgent,
+// with the period; the event's session is "").
+type Reset struct {
+	What        string `json:"reset"`
+	ResetPeriod string `json:"reset_period,omitempty"`
+}
+
+// What a BudgetReset reset.
+const (
+	ResetSession = "session"
+	ResetAgent   = "agent"
+)
 
 // NewID returns a UUID version 7: time-ordered, random below the
 // millisecond.

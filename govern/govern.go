@@ -65,6 +65,7 @@ type Governor struct {
 	mask      *events.Mask
 	now       func() time.Time
 	onError   func(error)
+	observer  Observer
 	project   string
 	envRole   string
 }
@@ -96,13 +97,19 @@ type Options struct {
 	// OnError hears of events and log entries that could not be written;
 	// the call itself goes on. Default: ignored.
 	OnError func(error)
+	// Observer hears every decision and charge (the metrics); nil: none.
+	Observer Observer
 }
 
 // New returns a Governor.
 func New(o Options) *Governor {
 	g := &Governor{store: o.Store, tokens: o.Tokenizer, prices: o.Prices, shadow: o.Shadow,
-		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project}
+		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project,
+		observer: o.Observer}
 	g.Swap(o.Rules)
+	if g.observer == nil {
+		g.observer = noObserver{}
+	}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -337,6 +344,16 @@ func usage(c budget.Counters) contract.Usage {
 // the call is decided again on the new counters. So under any concurrency,
 // exactly the calls the policy admits pass, and a denied call takes nothing.
 func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
+	start := time.Now()
+	o, err := g.decide(ctx, call)
+	g.observer.Decided(o.Decision, time.Since(start), err)
+	if o.Reserved {
+		g.observer.Charged(call.Session.Agent, o.Counters.Role, contract.Usage{Shell: 1})
+	}
+	return o, err
+}
+
+func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 	r := g.rules.Load()
 	period := g.period(r, call.Session.Agent)
 	cur, err := g.session(ctx, r, call.Session, call.Role, period)
@@ -477,6 +494,7 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 		before.AgentUsage.Tokens -= held
 		before.AgentUsage.CostMicros -= cost
 	}
+	g.observer.Charged(res.Session.Agent, after.Role, contract.Usage{Tokens: held, CostMicros: cost})
 	levels, crossed := g.crossings(ctx, r, res.Session, period, before, after)
 	if len(crossed) > 0 {
 		// A charge has no decision input; its events are masked as one
@@ -491,7 +509,8 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 
 // ResetAgent is the operator's reset of an agent's usage in the current
 // period of its budget across sessions; it returns that period. An agent
-// without a budget, or without usage in the period, is an error.
+// without a budget, or without usage in the period, is an error. A reset
+// is an event (BudgetReset, of the agent and the period).
 func (g *Governor) ResetAgent(ctx context.Context, agent string) (budget.Period, error) {
 	period := g.period(g.rules.Load(), agent)
 	if period == "" {
@@ -503,8 +522,18 @@ func (g *Governor) ResetAgent(ctx context.Context, agent string) (budget.Period,
 		}
 		return period, fmt.Errorf("ledger: %w", err)
 	}
+	g.emit(g.redact(contract.Input{Agent: agent, Project: g.project}), events.Event{Type: events.BudgetReset, Agent: agent,
+		Reset: &events.Reset{What: events.ResetAgent, ResetPeriod: period}})
 	return period, nil
 }
 
-// Reset is the operator's reset of a session's usage (its role stays).
-func (g *Governor) Reset(ctx context.Context, k budget.Key) error { return g.store.Reset(ctx, k) }
+// Reset is the operator's reset of a session's usage (its role stays). A
+// reset is an event (BudgetReset, of the session).
+func (g *Governor) Reset(ctx context.Context, k budget.Key) error {
+	if err := g.store.Reset(ctx, k); err != nil {
+		return err
+	}
+	g.emit(g.redact(contract.Input{Session: k.Session, Agent: k.Agent, Project: g.project}), events.Event{Type: events.BudgetReset,
+		Session: k.Session, Agent: k.Agent, Reset: &events.Reset{What: events.ResetSession}})
+	return nil
+}

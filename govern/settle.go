@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/contract"
 )
 
 // What reaches the agent is charged before it is released, and no more of
@@ -131,6 +132,7 @@ func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
 			}
 			continue
 		}
+		g.observer.Charged(k.Agent, next.Role, contract.Usage{Tokens: grant, CostMicros: cost})
 		s := Settlement{Wanted: total, Withheld: total - grant, Parts: kept,
 			Charge: Charge{InputTokens: in, OutputTokens: grant, CostMicros: cost, Before: cur, After: next}}
 		cross := func(ctx context.Context) string {
@@ -211,8 +213,10 @@ func (g *Governor) keep(parts []Part, counts []int64, grant int64) ([]Kept, erro
 // failed before it reached its tool (the upstream was down, the route had
 // gone).
 func (g *Governor) ReleaseShell(ctx context.Context, k budget.Key) error {
-	if _, err := g.store.ReleaseShell(ctx, k, g.period(g.rules.Load(), k.Agent)); err != nil {
+	c, err := g.store.ReleaseShell(ctx, k, g.period(g.rules.Load(), k.Agent))
+	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
+	g.observer.Charged(k.Agent, c.Role, contract.Usage{Shell: -1})
 	return nil
 }
