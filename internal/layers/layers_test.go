@@ -32,10 +32,12 @@ var allowed = map[string][]string{
 	"policy":             {"compiler", "contract", "internal/strict", "rego"},
 	"explain":            {"contract", "policy", "roles"},
 	"govern":             {"budget", "contract", "events", "policy", "pricing", "roles"},
-	"gateway":            {"budget", "contract", "explain", "govern"},
+	"gateway":            {"budget", "contract", "events", "explain", "govern"},
 	"hook":               {"budget", "contract", "govern"},
-	"app":                {"budget", "compiler", "config", "contract", "custom", "events", "gateway", "govern", "hook", "internal/strict", "policy", "roles", "watch"},
-	"hookd":              {"app", "hook"},
+	"metrics":            {"contract", "events"},
+	"alerts":             {"contract", "events"},
+	"app":                {"alerts", "budget", "compiler", "config", "contract", "custom", "events", "gateway", "govern", "hook", "internal/strict", "metrics", "policy", "roles", "watch"},
+	"hookd":              {"app", "hook", "metrics"},
 	"internal/testredis": {},
 	"internal/testroles": {"roles"},
 	"internal/layers":    {},
@@ -46,9 +48,9 @@ var allowed = map[string][]string{
 // heavy are dependencies that the packages that read and write plain data
 // must not link: the policy engine, and the ledger's stores.
 var heavy = map[string][]string{
-	"github.com/open-policy-agent/opa": {"contract", "pricing", "budget", "roles", "compiler", "config", "events"},
-	"github.com/redis/go-redis":        {"contract", "pricing", "roles", "compiler", "config", "events", "policy"},
-	"modernc.org/sqlite":               {"contract", "pricing", "roles", "compiler", "config", "events", "policy"},
+	"github.com/open-policy-agent/opa": {"contract", "pricing", "budget", "roles", "compiler", "config", "events", "metrics", "alerts"},
+	"github.com/redis/go-redis":        {"contract", "pricing", "roles", "compiler", "config", "events", "policy", "metrics", "alerts"},
+	"modernc.org/sqlite":               {"contract", "pricing", "roles", "compiler", "config", "events", "policy", "metrics", "alerts"},
 }
 
 type pkg struct {
