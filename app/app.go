@@ -22,11 +22,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/config"
 	"github.com/agentharness/harness/custom"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/internal/strict"
+	"github.com/agentharness/harness/metrics"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
@@ -63,6 +65,10 @@ type Params struct {
 	// StartRole is a role the caller will start new sessions in (serve
 	// --role), checked to exist like the configuration's.
 	StartRole string
+	// Metrics, if set, hears this load's decisions, charges, ledger
+	// operations and events (Open wires them), and learns the names of
+	// its roles, tools and agents as label values.
+	Metrics *metrics.Metrics
 }
 
 // Location is where a project's files are: what a load reads.
@@ -151,6 +157,7 @@ type Harness struct {
 	Engine *policy.Engine
 
 	gov     *govern.Governor
+	store   budget.Store // the ledger Open opened, unobserved
 	closers []func() error
 }
 

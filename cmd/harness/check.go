@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/compiler"
@@ -60,6 +61,17 @@ func (c *cli) check(args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "custom policies: %d (%d test files)\n", policies, tests)
 	fmt.Fprintf(c.stdout, "mode: %s\n", h.Config.Mode)
+	for _, a := range h.Config.Alerts {
+		what := "every event"
+		if len(a.Events) > 0 {
+			what = strings.Join(a.Events, ", ")
+		}
+		format := a.Format
+		if format == "" {
+			format = "json"
+		}
+		fmt.Fprintf(c.stdout, "alert %s: %s, as %s\n", a.Name, what, format) // never the URL: it can be a secret
+	}
 	return exitOK
 }
 

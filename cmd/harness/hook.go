@@ -68,10 +68,16 @@ func (c *cli) hookClaudeCode(args []string) int {
 func (c *cli) hookDaemon(args []string) int {
 	fs, _ := c.flags("hook daemon")
 	idle := fs.Duration("idle", hookd.DefaultIdle, "exit after this long without a call")
+	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on `ADDR` (host:port, loopback unless --allow-remote)")
+	allowRemote := fs.Bool("allow-remote", false, "allow --metrics on an address that is not loopback; a [metrics] token and TLS are then required")
+	tlsCert := fs.String("tls-cert", "", "with --metrics: serve HTTPS with the certificate chain in `FILE` (PEM)")
+	tlsKey := fs.String("tls-key", "", "with --metrics: the private key of --tls-cert in `FILE` (PEM)")
 	if _, err := parse(fs, args); err != nil {
 		return exitError
 	}
-	if err := hookd.Serve(c.env.ctx, hookd.Options{Socket: hookd.SocketPath(c.params("").Env), Idle: *idle}); err != nil {
+	env := c.params("").Env
+	if err := hookd.Serve(c.env.ctx, hookd.Options{Socket: hookd.SocketPath(env), Idle: *idle, Metrics: *metricsAddr, AllowRemote: *allowRemote,
+		TLSCert: *tlsCert, TLSKey: *tlsKey, Env: env, Logf: func(f string, a ...any) { fmt.Fprintf(c.stderr, "harness hook daemon: "+f+"\n", a...) }}); err != nil {
 		return c.fail("hook daemon: %v", err)
 	}
 	return exitOK

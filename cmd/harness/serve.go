@@ -21,9 +21,10 @@ func (c *cli) serve(args []string) int {
 	}
 	fs, project := c.flags("serve")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (host:port, loopback unless --allow-remote) instead of stdio")
-	allowRemote := fs.Bool("allow-remote", false, "allow --http on an address that is not loopback; bearer tokens and TLS are then required")
-	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the certificate chain in `FILE` (PEM)")
-	tlsKey := fs.String("tls-key", "", "with --http: the private key of --tls-cert in `FILE` (PEM)")
+	allowRemote := fs.Bool("allow-remote", false, "allow --http or --metrics on an address that is not loopback; tokens and TLS are then required")
+	tlsCert := fs.String("tls-cert", "", "with --http or --metrics: serve HTTPS with the certificate chain in `FILE` (PEM)")
+	tlsKey := fs.String("tls-key", "", "with --http or --metrics: the private key of --tls-cert in `FILE` (PEM)")
+	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on `ADDR` (host:port, loopback unless --allow-remote)")
 	session := fs.String("session", "", "stdio: the session id (default: $HARNESS_SESSION, else the client's name and the working directory)")
 	agent := fs.String("agent", "", "stdio: the agent (default: $HARNESS_AGENT, else the client's name)")
 	role := fs.String("role", "", "the role of a new session (default: the agent's configured role, $LEAN_CTX_ROLE, the default)")
@@ -52,7 +53,7 @@ func (c *cli) serve(args []string) int {
 		return exitError
 	}
 	err := h.Serve(c.env.ctx, app.ServeOptions{
-		Command: command, Name: *name, HTTP: *httpAddr, AllowRemote: *allowRemote, TLSCert: *tlsCert, TLSKey: *tlsKey,
+		Command: command, Name: *name, HTTP: *httpAddr, AllowRemote: *allowRemote, TLSCert: *tlsCert, TLSKey: *tlsKey, Metrics: *metricsAddr,
 		Session: *session, Agent: *agent, Ledger: *ledger,
 		Stdin: c.env.stdin, Stdout: c.stdout, Log: c.stderr,
 	})
