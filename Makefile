@@ -1,5 +1,7 @@
-# Agent Harness: build, test, benchmark and lint.
+# Agent Harness: build, install, test, benchmark and lint.
 #
+#   make build   bin/harness
+#   make install the harness into $(PREFIX)/bin (PREFIX=~/.local by default)
 #   make test    the whole test suite (builds the opa CLI first if needed)
 #   make bench   the benchmarks, with allocations
 #   make lint    gofmt, go vet, opa fmt, opa check --strict, no binaries in git
@@ -7,6 +9,10 @@
 #   make conformance  the official MCP conformance suite, straight and through
 #                the gateway (installs its npm packages, Node 22 among them)
 #   make test-redis-cluster   the Redis ledger through failovers (slow; not part of test)
+#   make durability   kill -9 of harness serve at random points of its calls,
+#                DURABILITY_RUNS times (slow; make test runs 10)
+#   make soak    20 clients over HTTP for 60 s, on SQLite and on Redis
+#   make chaos   the same while upstreams, Redis and the SQLite file fail
 
 OPA_VERSION ?= v1.22.3
 BIN         := $(CURDIR)/bin
@@ -14,17 +20,25 @@ OPA         := $(BIN)/opa
 HARNESS     := $(BIN)/harness
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
+# make install puts the harness in $(PREFIX)/bin: ~/.local/bin, which needs
+# no root (make install PREFIX=/usr/local for every user).
+PREFIX      ?= $(HOME)/.local
+DURABILITY_RUNS ?= 200
 
 export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build tools redis npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster bench bench-gateway bench-hook lint fuzz clean
+.PHONY: all build install tools redis npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook lint fuzz clean
 
 all: build
 
 build:
 	go build -o $(HARNESS) ./cmd/harness
+
+install:
+	GOBIN=$(PREFIX)/bin go install ./cmd/harness
+	@echo "installed $(PREFIX)/bin/harness"
 
 # The real opa CLI, built from the Go module proxy at the pinned version, and
 # redis-server (Debian's package) for the ledger's Redis tests, which start
@@ -46,10 +60,19 @@ conformance-npm: e2e/conformance/node_modules/.package-lock.json
 e2e/conformance/node_modules/.package-lock.json: e2e/conformance/package.json e2e/conformance/package-lock.json
 	npm ci --prefix e2e/conformance --no-audit --no-fund
 
+# The Redis tests use $$HARNESS_TEST_REDIS when it is set, else start
+# redis-server; only when neither is there, and as root with apt-get, is
+# it installed from Debian's packages.
 redis:
-	@command -v redis-server >/dev/null || { \
+	@if [ -n "$$HARNESS_TEST_REDIS" ] || command -v redis-server >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing redis-server from Debian's packages"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	else \
+		echo "the ledger's tests need Redis: install redis-server (apt install redis-server, brew install redis)," >&2; \
+		echo "or set HARNESS_TEST_REDIS=redis://host:port/db to a server they may write to" >&2; \
+		exit 1; \
+	fi
 
 $(OPA):
 	GOBIN=$(BIN) go install github.com/open-policy-agent/opa@$(OPA_VERSION)
@@ -58,7 +81,7 @@ test: go-test opa-test e2e
 
 go-test: $(OPA) redis
 	go vet ./...
-	go test -race -count=1 ./...
+	go test -race -count=1 -timeout 30m ./...
 
 # The compiled bundle, checked by the real opa CLI: its Rego tests pass, and
 # opa build accepts it.
@@ -88,6 +111,24 @@ e2e: build npm
 conformance: build conformance-npm
 	go build -o $(UPSTREAM) ./testdata/upstream
 	HARNESS_BIN=$(HARNESS) UPSTREAM_BIN=$(UPSTREAM) e2e/conformance/run.sh
+
+# No result without its charge: harness serve over stdio, killed with SIGKILL
+# at a random point of its calls, DURABILITY_RUNS times; the ledger must hold
+# every received result's charge and no charge twice.
+durability:
+	HARNESS_DURABILITY_RUNS=$(DURABILITY_RUNS) go test -count=1 -timeout 60m -run '^TestKilledGatewayLosesNoCharge$$' -v ./cmd/harness
+
+# The gateway under load (internal/soak, build tag soak): SOAK_CLIENTS
+# clients (20) over HTTP for SOAK_DURATION (60s) with mixed calls, once on
+# the SQLite ledger and once on a Redis of its own; chaos kills the
+# upstreams meanwhile, restarts Redis and locks the SQLite file for 2 s.
+# Each run checks the ledger against what the clients were charged, and
+# reports calls, latency, memory and goroutines (also in bin/soak/).
+soak: redis
+	SOAK_OUT=$(BIN)/soak go test -tags soak -count=1 -timeout 20m -run '^TestSoak$$' -v ./internal/soak
+
+chaos: redis
+	SOAK_OUT=$(BIN)/soak go test -tags soak -count=1 -timeout 20m -run '^TestChaos$$' -v ./internal/soak
 
 bench: $(OPA) redis
 	go test -run '^$$' -bench . -skip 'GatewayLatency|HookCall' -benchmem -benchtime $(BENCHTIME) ./...

@@ -459,6 +459,8 @@ func Text(e events.Event) string {
 		if e.Percent != nil {
 			what += fmt.Sprintf(" (%d%%)", *e.Percent)
 		}
+	case e.Violation != nil && e.Type == events.ApprovalRequested:
+		what = fmt.Sprintf("%s waits for approval: %s", p(e.Tool), p(e.Reason))
 	case e.Violation != nil:
 		what = fmt.Sprintf("refused %s: %s", p(e.Tool), p(e.Reason))
 	case e.Switch != nil:
@@ -466,10 +468,10 @@ func Text(e events.Event) string {
 		if e.By != "" {
 			what += " (by " + p(e.By) + ")"
 		}
-	case e.Reset != nil && e.What == events.ResetAgent:
-		what = "the operator reset the agent's budget for " + p(e.ResetPeriod)
+	case e.Reset != nil && e.Reset.Scope == events.ScopeAgent:
+		what = fmt.Sprintf("the %s reset the agent's budget for %s", p(e.Reset.By), p(e.Reset.Period))
 	case e.Reset != nil:
-		what = "the operator reset the session's usage"
+		what = fmt.Sprintf("the %s reset the session's usage", p(e.Reset.By))
 	}
 	if e.Shadow {
 		what += " [shadow mode: not enforced]"

@@ -114,7 +114,9 @@ func event(typ events.Type, id string) events.Event {
 	case events.RoleChanged:
 		e.Switch = &events.Switch{From: "reviewer", To: "coder", By: "operator"}
 	case events.BudgetReset:
-		e.Reset = &events.Reset{What: events.ResetSession}
+		e.Reset = &events.Reset{By: "operator", Scope: events.ScopeSession}
+	case events.ApprovalRequested:
+		e.Violation = &events.Violation{Tool: "ctx_shell", Reason: "ask: a push"}
 	}
 	return e
 }
@@ -186,8 +188,9 @@ func TestText(t *testing.T) {
 		{event(events.PolicyViolation, "2"), "[agent-harness] PolicyViolation: agent claude-code, session s1, role coder: refused ctx_shell: shell_denied: &lt;b&gt;no&lt;/b&gt; &amp; never"},
 		{event(events.RoleChanged, "3"), "[agent-harness] RoleChanged: agent claude-code, session s1, role coder: role reviewer → coder (by operator)"},
 		{event(events.BudgetReset, "4"), "[agent-harness] BudgetReset: agent claude-code, session s1, role coder: the operator reset the session's usage"},
-		{events.Event{Type: events.BudgetReset, Agent: "a", Reset: &events.Reset{What: events.ResetAgent, ResetPeriod: "2026-12"}},
+		{events.Event{Type: events.BudgetReset, Agent: "a", Reset: &events.Reset{By: "operator", Scope: events.ScopeAgent, Period: "2026-12"}},
 			"[agent-harness] BudgetReset: agent a: the operator reset the agent's budget for 2026-12"},
+		{event(events.ApprovalRequested, "6"), "[agent-harness] ApprovalRequested: agent claude-code, session s1, role coder: ctx_shell waits for approval: ask: a push"},
 		{events.Event{Type: events.BudgetExhausted, Agent: "a\nforged line", Shadow: true, Budget: &events.Budget{Dimension: "cost", Used: 2_000_000, Limit: 1_000_000, Scope: events.ScopeAgent, Period: "day"}},
 			`agent a\nforged line: agent budget (day) cost $2.00/$1.00 [shadow mode: not enforced]`},
 	}

@@ -324,10 +324,16 @@ func (h *Harness) Warnings() []string {
 }
 
 // check holds the configuration and the environment to the roles there
-// are: every role they name exists, and every agent with a most privileged
-// role starts within it.
+// are (every role they name exists, and every agent with a most privileged
+// role starts within it) and to the stores there are: the ledger's URL is
+// one budget.Open accepts.
 func (h *Harness) check(doc *compiler.Document) strict.ErrorList {
 	var errs strict.ErrorList
+	if u := h.Config.LedgerURL; u != "" {
+		if err := budget.CheckURL(u); err != nil {
+			errs = append(errs, h.Config.Places["ledger.url"].Errorf("%v", err))
+		}
+	}
 	known := func(role string) bool { _, ok := doc.Roles[role]; return ok }
 	unknown := func(role string) string {
 		return fmt.Sprintf("unknown role %q; available roles: %s", role, strings.Join(h.Roles.Names(), ", "))
@@ -357,7 +363,7 @@ func (h *Harness) check(doc *compiler.Document) strict.ErrorList {
 		if len(starts) == 0 {
 			starts = slices.DeleteFunc(slices.Clone(cfg.RoleRefs), func(r config.RoleRef) bool { return r.Key != "enforcement.default_role" })
 			if len(starts) == 0 {
-				starts = []config.RoleRef{{Role: cfg.DefaultRole, Key: "the default role"}}
+				starts = []config.RoleRef{{Role: cfg.DefaultRole, Place: config.Place{Key: "the default role"}}}
 			}
 		}
 		for _, start := range starts {
@@ -368,4 +374,86 @@ func (h *Harness) check(doc *compiler.Document) strict.ErrorList {
 		}
 	}
 	return errs
+}
+
+// Summary is what a load found: the roles by source, where they and the
+// configuration came from, the custom policies, the enforcement mode and
+// the warnings. `harness check` reports it.
+type Summary struct {
+	Roles RoleCounts `json:"roles"`
+	// ProjectRoles and UserRoles are the role directories: of the
+	// project's layers (FoundLayers), and the user's.
+	ProjectRoles []string `json:"project_roles"`
+	UserRoles    []string `json:"user_roles"`
+	// Configuration are the harness.toml files read.
+	Configuration []string `json:"configuration"`
+	// CustomPolicies and TestFiles count the custom policy modules and
+	// their *_test.rego files.
+	CustomPolicies int      `json:"custom_policies"`
+	TestFiles      int      `json:"test_files"`
+	Mode           string   `json:"mode"`
+	Warnings       []string `json:"warnings"`
+	// Alerts are the [[alerts]], without their URLs (some are secrets).
+	Alerts []AlertSummary `json:"alerts"`
+}
+
+// AlertSummary is one [[alerts]] as check shows it.
+type AlertSummary struct {
+	Name string `json:"name"`
+	// Events are the types it sends; empty: every type.
+	Events []string `json:"events"`
+	Format string   `json:"format"`
+}
+
+// RoleCounts are the roles of a load, in all and by source.
+type RoleCounts struct {
+	Total   int `json:"total"`
+	Builtin int `json:"builtin"`
+	User    int `json:"user"`
+	Project int `json:"project"`
+}
+
+// Summary summarises the load.
+func (h *Harness) Summary() Summary {
+	s := Summary{ProjectRoles: []string{}, UserRoles: slices.Clone(h.RoleDirs.User), Configuration: slices.Clone(h.Config.Files),
+		Mode: string(h.Config.Mode), Warnings: h.Warnings()}
+	if s.UserRoles == nil {
+		s.UserRoles = []string{}
+	}
+	if s.Configuration == nil {
+		s.Configuration = []string{}
+	}
+	if s.Warnings == nil {
+		s.Warnings = []string{}
+	}
+	s.Alerts = []AlertSummary{}
+	for _, a := range h.Config.Alerts {
+		format := a.Format
+		if format == "" {
+			format = "json"
+		}
+		s.Alerts = append(s.Alerts, AlertSummary{Name: a.Name, Events: append([]string{}, a.Events...), Format: format})
+	}
+	for _, r := range h.Roles.All() {
+		s.Roles.Total++
+		switch r.Source {
+		case roles.SourceBuiltin:
+			s.Roles.Builtin++
+		case roles.SourceUser:
+			s.Roles.User++
+		case roles.SourceProject:
+			s.Roles.Project++
+		}
+	}
+	for _, layer := range h.FoundLayers() {
+		s.ProjectRoles = append(s.ProjectRoles, filepath.Join(layer, "roles"))
+	}
+	for _, m := range h.Custom {
+		if custom.IsTest(m) {
+			s.TestFiles++
+		} else {
+			s.CustomPolicies++
+		}
+	}
+	return s
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/version"
+
 	"github.com/agentharness/harness/alerts"
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/config"
@@ -18,12 +20,17 @@ import (
 	"github.com/agentharness/harness/hook"
 	"github.com/agentharness/harness/metrics"
 	"github.com/agentharness/harness/roles"
+	"github.com/agentharness/harness/transcript"
 )
 
 // StateDir is the user's state directory of the harness, where the ledger,
 // the logs and the hook daemon's socket live by default:
 // $XDG_STATE_HOME/lean-ctx/harness (~/.local/state/lean-ctx/harness).
 func StateDir(e Env) string { return filepath.Dir(budget.DefaultPath(e.getenv, e.Home)) }
+
+// TranscriptsDir is where the state directory keeps what was read of the
+// transcripts in which agents record their model usage.
+func TranscriptsDir(e Env) string { return filepath.Join(StateDir(e), "transcripts") }
 
 // LedgerURL is the ledger a governor opens: the given URL (--ledger), else
 // the configuration's, else the SQLite file in the state directory.
@@ -79,6 +86,11 @@ type OpenOptions struct {
 	// AlertWait is how long Close waits for the alerts still queued
 	// ([[alerts]]) to be delivered (DefaultAlertWait).
 	AlertWait time.Duration
+	// ReadOnly opens the ledger for reading only (a missing SQLite file is
+	// not created) and no log: for the commands that only show what the
+	// ledger holds, which must leave it, and the state directory, as they
+	// found them.
+	ReadOnly bool
 }
 
 // DefaultAlertWait bounds the wait at Close for queued alerts: a command
@@ -88,7 +100,7 @@ const DefaultAlertWait = 2 * time.Second
 
 // Open opens the ledger and the event and decision logs, and wires the
 // governor on the load's rules. Close releases them. A second Open returns
-// the same governor.
+// the same governor (until Close).
 func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, error) {
 	if h.gov != nil {
 		return h.gov, nil
@@ -97,7 +109,9 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	if err != nil {
 		return nil, fmt.Errorf("[log] mask: %w", err)
 	}
-	store, err := budget.Open(ctx, h.LedgerURL(o.Ledger), h.LedgerOptions())
+	lo := h.LedgerOptions()
+	lo.ReadOnly = o.ReadOnly
+	store, err := budget.Open(ctx, h.LedgerURL(o.Ledger), lo)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +120,11 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	opts := govern.Options{
 		Rules: h.Rules(), Store: store, Prices: h.Config.Prices, Shadow: h.Config.Mode == config.Shadow,
 		Project: h.Project(), EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: slices.Clone(o.Sinks), Mask: mask,
+		Transcripts: transcript.Open(TranscriptsDir(h.Params.Env), h.Params.Home, transcript.DefaultLimits),
+	}
+	if o.ReadOnly {
+		h.gov = govern.New(opts)
+		return h.gov, nil
 	}
 	var observer alerts.Observer
 	if m := h.Params.Metrics; m != nil {
@@ -126,9 +145,17 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 		opts.Sinks = append(opts.Sinks, l)
 	}
 	if p := h.DecisionsPath(); p != "" {
+		id, err := InstallationID(StateDir(h.Params.Env))
+		if err != nil {
+			if o.Warn != nil {
+				o.Warn(fmt.Errorf("decision log: the installation's id: %w; this process logs under an id of its own", err))
+			}
+			id = events.NewID(time.Now())
+		}
 		l, err := events.OpenDecisionLog(p, events.DecisionLogOptions{
 			Rotation: rot,
-			Labels:   map[string]string{"app": "agent-harness", "version": Version, "id": instanceID},
+			// As OPA labels its own: the instance's id and OPA's version.
+			Labels: map[string]string{"app": "agent-harness", "id": id, "version": version.Version, "harness_version": Version},
 		})
 		if err != nil {
 			h.Close()
@@ -251,6 +278,3 @@ func (h *Harness) Close() error {
 	h.closers, h.gov, h.store = nil, nil, nil
 	return errors.Join(errs...)
 }
-
-// instanceID names this process in decision-log labels, as OPA's do.
-var instanceID = events.NewID(time.Now())

@@ -39,6 +39,13 @@ func OpenRedis(ctx context.Context, rawURL string, opts Options) (*Redis, error)
 	if err != nil {
 		return nil, fmt.Errorf("redis ledger: %w", err)
 	}
+	// A command whose reply is lost (the server died after running it, the
+	// connection broke) is never sent again: a script sent again would add
+	// its charge or take its shell slot twice, or, being a compare-and-swap,
+	// find its own change and report that another came first, so that its
+	// caller makes it again. A lost reply is an error instead, and the call
+	// it was for is refused or its result withheld.
+	o.MaxRetries = -1
 	r := &Redis{prefix: opts.Prefix, ttl: opts.TTL, timeout: opts.Timeout, where: where, now: time.Now}
 	if r.prefix == "" {
 		r.prefix = DefaultPrefix

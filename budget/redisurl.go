@@ -105,3 +105,18 @@ func redisOptions(raw string) (o *redis.UniversalOptions, where string, err erro
 	}
 	return o, where, nil
 }
+
+// Redacted is a ledger URL as it may be shown: its password, and a
+// Sentinel's (sentinel_password), replaced by "xxxxx".
+func Redacted(ledger string) string {
+	u, err := url.Parse(ledger)
+	if err != nil || u.Host == "" {
+		return ledger
+	}
+	q := u.Query()
+	if q.Has("sentinel_password") {
+		q.Set("sentinel_password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -179,6 +180,11 @@ type Options struct {
 	// replica takes over. 0 is the default: 1 with Sentinels, none
 	// otherwise; a negative number is none.
 	Replicas int
+	// ReadOnly opens the store for reading only: every change is refused
+	// with ErrReadOnly, and an SQLite file that does not exist is not
+	// created (the store is then empty). The commands that only show
+	// what the ledger holds open it so.
+	ReadOnly bool
 }
 
 // DefaultTimeout bounds an operation on Redis when Options set none.
@@ -186,6 +192,56 @@ const DefaultTimeout = 5 * time.Second
 
 // DefaultPrefix is the Redis key prefix when none is configured.
 const DefaultPrefix = "harness:"
+
+// kind is the kind of store a URL names.
+type kind int
+
+const (
+	kindMemory kind = iota
+	kindSQLite
+	kindRedis
+)
+
+// parseURL reads a store's URL (see Open): its kind, and the SQLite file's
+// path. It touches nothing, so that a configuration can be checked before
+// anything is opened.
+func parseURL(rawURL string) (kind, string, error) {
+	switch {
+	case rawURL == "memory:" || rawURL == "memory://":
+		return kindMemory, "", nil
+	case strings.HasPrefix(rawURL, "redis://") || strings.HasPrefix(rawURL, "rediss://") ||
+		strings.HasPrefix(rawURL, "redis+") || strings.HasPrefix(rawURL, "rediss+"):
+		if _, _, err := redisOptions(rawURL); err != nil {
+			return kindRedis, "", err
+		}
+		return kindRedis, "", nil
+	case strings.HasPrefix(rawURL, "sqlite:"):
+		if u, err := url.Parse(rawURL); err == nil && u.RawQuery != "" {
+			return kindSQLite, "", fmt.Errorf("ledger %q: query parameters are not supported", rawURL)
+		}
+		return sqlitePath(strings.TrimPrefix(strings.TrimPrefix(rawURL, "sqlite:"), "//"))
+	case strings.Contains(rawURL, "://"):
+		return 0, "", fmt.Errorf("ledger %q: unknown scheme (want memory:, sqlite:PATH, redis://host:port/db, redis+cluster://host:port,... or redis+sentinel://host:port,.../master)", rawURL)
+	case rawURL == "":
+		return 0, "", errors.New("ledger: empty URL")
+	}
+	return sqlitePath(rawURL)
+}
+
+func sqlitePath(path string) (kind, string, error) {
+	if path == "" {
+		return kindSQLite, "", errors.New("sqlite ledger: empty path")
+	}
+	return kindSQLite, path, nil
+}
+
+// CheckURL returns the error Open would return for rawURL before it opens
+// anything (an unknown scheme, a malformed Redis URL, an empty path), or
+// nil: what `harness check` holds the configured ledger to.
+func CheckURL(rawURL string) error {
+	_, _, err := parseURL(rawURL)
+	return err
+}
 
 // Open opens the store a URL names:
 //
@@ -199,24 +255,30 @@ const DefaultPrefix = "harness:"
 // (rediss+cluster:// and rediss+sentinel:// over TLS; see the Redis store
 // for the options a Redis URL takes).
 func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
-	switch {
-	case rawURL == "memory:" || rawURL == "memory://":
-		return NewMemory(), nil
-	case strings.HasPrefix(rawURL, "redis://") || strings.HasPrefix(rawURL, "rediss://") ||
-		strings.HasPrefix(rawURL, "redis+") || strings.HasPrefix(rawURL, "rediss+"):
-		return OpenRedis(ctx, rawURL, opts)
-	case strings.HasPrefix(rawURL, "sqlite:"):
-		path := strings.TrimPrefix(strings.TrimPrefix(rawURL, "sqlite:"), "//")
-		if u, err := url.Parse(rawURL); err == nil && u.RawQuery != "" {
-			return nil, fmt.Errorf("ledger %q: query parameters are not supported", rawURL)
-		}
-		return OpenSQLite(ctx, path)
-	case strings.Contains(rawURL, "://"):
-		return nil, fmt.Errorf("ledger %q: unknown scheme (want memory:, sqlite:PATH, redis://host:port/db, redis+cluster://host:port,... or redis+sentinel://host:port,.../master)", rawURL)
-	case rawURL == "":
-		return nil, errors.New("ledger: empty URL")
+	k, path, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
 	}
-	return OpenSQLite(ctx, rawURL)
+	var s Store
+	switch k {
+	case kindMemory:
+		s = NewMemory()
+	case kindRedis:
+		s, err = OpenRedis(ctx, rawURL, opts)
+	case kindSQLite:
+		if _, statErr := os.Stat(path); opts.ReadOnly && errors.Is(statErr, fs.ErrNotExist) {
+			s = NewMemory() // nothing to read, and nothing is created
+		} else {
+			s, err = OpenSQLite(ctx, path)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.ReadOnly {
+		s = readOnly{s}
+	}
+	return s, nil
 }
 
 // DefaultPath is the embedded ledger's file in the user's state directory:

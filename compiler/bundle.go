@@ -43,6 +43,8 @@ type Bundle struct {
 	Data     []byte // data.json: {"harness": <document>}
 	Manifest []byte // .manifest
 	Modules  []Module
+	// Revision is the manifest's revision: a hash of the contents.
+	Revision string
 }
 
 // NewBundle lays out doc and modules as an OPA bundle. The revision is a
@@ -60,15 +62,16 @@ func NewBundle(doc *Document, modules []Module) (*Bundle, error) {
 		fmt.Fprintf(h, "\x00%s\x00%d\x00", m.Name, len(m.Source))
 		h.Write(m.Source)
 	}
+	rev := hex.EncodeToString(h.Sum(nil))[:16]
 	man, err := json.MarshalIndent(Manifest{
-		Revision:    hex.EncodeToString(h.Sum(nil))[:16],
+		Revision:    rev,
 		Roots:       []string{Root},
 		RegoVersion: 1,
 	}, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	return &Bundle{Data: data, Manifest: append(man, '\n'), Modules: mods}, nil
+	return &Bundle{Data: data, Manifest: append(man, '\n'), Modules: mods, Revision: rev}, nil
 }
 
 // Write writes the bundle into dir (created if needed): data.json,

@@ -12,7 +12,7 @@ import (
 
 // SchemaVersion is the version of the data document's shape. The Rego policy
 // checks it; bump it with any change the policy must know about.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Root is the data path under which the document lives (data.harness) and
 // the bundle root.
@@ -175,13 +175,16 @@ func OperatorCommands() []string {
 // RoleDoc is one role as the policy sees it.
 type RoleDoc struct {
 	// Source is where the role was defined: "built-in", "user" or "project".
-	Source      string    `json:"source"`
-	Description string    `json:"description"`
-	ShellPolicy string    `json:"shell_policy"`
-	Privileged  bool      `json:"privileged"`
-	Allowed     Matcher   `json:"allowed"`
-	Denied      Matcher   `json:"denied"`
-	Limits      LimitsDoc `json:"limits"`
+	Source      string  `json:"source"`
+	Description string  `json:"description"`
+	ShellPolicy string  `json:"shell_policy"`
+	Privileged  bool    `json:"privileged"`
+	Allowed     Matcher `json:"allowed"`
+	Denied      Matcher `json:"denied"`
+	// Ask are the tools whose calls wait for a person's approval when
+	// they would be allowed.
+	Ask    Matcher   `json:"ask"`
+	Limits LimitsDoc `json:"limits"`
 	// Thresholds are the limits turned into usage counts, per dimension
 	// ("tokens", "shell", "cost"), so that the policy compares integers
 	// instead of doing arithmetic on every call.
@@ -278,6 +281,7 @@ func Compile(set *roles.Set, cfg Config) *Document {
 			Privileged:  r.Privileged,
 			Allowed:     allowed,
 			Denied:      denied,
+			Ask:         NewMatcher(r.Ask),
 			Limits: LimitsDoc{
 				Tokens:       r.Limits.MaxContextTokens,
 				Shell:        r.Limits.MaxShellInvocations,
@@ -321,7 +325,7 @@ func covers(doc *Document, ceiling RoleDoc) map[string]bool {
 // and narrower roles of one's own) stay open, and no role file of a
 // repository can define a way above them.
 func DefaultCeiling(doc *Document) RoleDoc {
-	c := RoleDoc{ShellPolicy: "track", Allowed: NewMatcher([]string{"*"}), Denied: NewMatcher(nil)}
+	c := RoleDoc{ShellPolicy: "track", Allowed: NewMatcher([]string{"*"}), Denied: NewMatcher(nil), Ask: NewMatcher(nil)}
 	for _, name := range roles.BuiltinNames {
 		r, ok := doc.Roles[name]
 		if !ok || r.Privileged {
@@ -379,7 +383,8 @@ var shellRank = map[string]int{"deny": 0, "compress": 1, "track": 2}
 
 // Within reports whether role r is no more privileged than ceiling: it can
 // call no tool the ceiling cannot (it allows only what the ceiling's allowed
-// patterns cover, and denies at least what the ceiling denies), its shell
+// patterns cover, and denies at least what the ceiling denies), it calls
+// without a person's approval no tool the ceiling asks for, its shell
 // policy is no looser (deny, compress, track), no limit and no block
 // percentage is higher, and it is privileged only if the ceiling is. It is
 // conservative: a role it cannot prove within is not.
@@ -393,7 +398,27 @@ func Within(r, ceiling RoleDoc) bool {
 		r.Limits.BlockPercent > ceiling.Limits.BlockPercent:
 		return false
 	}
-	return toolsWithin(r.Allowed.Patterns, r.Denied.Patterns, ceiling.Allowed.Patterns, ceiling.Denied.Patterns)
+	return toolsWithin(r.Allowed.Patterns, r.Denied.Patterns, ceiling.Allowed.Patterns, ceiling.Denied.Patterns) &&
+		asksWithin(r.Allowed.Patterns, r.Denied.Patterns, r.Ask.Patterns, ceiling.Ask.Patterns)
+}
+
+// asksWithin reports whether a role allowing allowed, denying denied and
+// asking for ask calls without asking no tool that a ceiling asking for
+// ceilAsk asks for: each of the ceiling's ask patterns the role asks for
+// or denies, or no pattern the role allows (and neither denies nor asks
+// for) meets it.
+func asksWithin(allowed, denied, ask, ceilAsk []string) bool {
+	for _, q := range ceilAsk {
+		if coveredBy(q, ask) || coveredBy(q, denied) {
+			continue
+		}
+		for _, a := range allowed {
+			if !disjoint(a, q) && !coveredBy(a, denied) && !coveredBy(a, ask) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // toolsWithin reports whether every tool a role allowing allowed and

@@ -164,3 +164,71 @@ func TestToolsWithinIsSound(t *testing.T) {
 	}
 	t.Logf("%d inclusions checked", claims)
 }
+
+// A role is within a ceiling that asks for a tool only if it asks for it
+// too, or denies it, or never allows it: an agent under a ceiling that
+// asks for ctx_shell may not switch into a role that runs it unasked.
+func TestWithinAsks(t *testing.T) {
+	set := testroles.Set(t, map[string]string{
+		"careful":        "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\", \"mcp__*\"]\n",
+		"more-careful":   "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_*\", \"mcp__*\"]\n",
+		"careful-no-mcp": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\ndenied = [\"mcp__*\"]\n",
+		"half-careful":   "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\n",
+	})
+	doc := Compile(set, DefaultConfig())
+	got := slices.Sorted(maps.Keys(doc.Roles["careful"].Covers))
+	// reviewer denies ctx_shell and never allows mcp__*; half-careful runs mcp__* unasked.
+	want := []string{"careful", "careful-no-mcp", "more-careful", "reviewer"}
+	if !slices.Equal(got, want) {
+		t.Errorf("within careful: %v, want %v", got, want)
+	}
+	if !doc.Roles["coder"].Covers["careful"] {
+		t.Error("careful, which only asks more, is not within coder")
+	}
+}
+
+// asksWithin never claims more than is true: whenever it holds, every name
+// the role may call unasked the ceiling does not ask for.
+func TestAsksWithinIsSound(t *testing.T) {
+	pool := []string{"*", "a*", "*a", "ab", "a*b", "*b*", "_a", "a"}
+	var names []string
+	var grow func(prefix string, n int)
+	grow = func(prefix string, n int) {
+		names = append(names, prefix)
+		for _, c := range []string{"a", "b", "_"} {
+			if n > 0 {
+				grow(prefix+c, n-1)
+			}
+		}
+	}
+	grow("", 3)
+	lists := [][]string{nil}
+	for i, p := range pool {
+		lists = append(lists, []string{p})
+		for _, q := range pool[i+1:] {
+			lists = append(lists, []string{p, q})
+		}
+	}
+	claims := 0
+	for _, ra := range lists[:10] {
+		for _, rd := range lists[:10] {
+			for _, rk := range lists {
+				for _, ck := range lists {
+					if !asksWithin(ra, rd, rk, ck) {
+						continue
+					}
+					claims++
+					rA, rD, rK, cK := NewMatcher(ra), NewMatcher(rd), NewMatcher(rk), NewMatcher(ck)
+					for _, n := range names {
+						if rA.Match(n) && !rD.Match(n) && !rK.Match(n) && cK.Match(n) {
+							t.Fatalf("asks within: allowed %q denied %q ask %q under ask %q, but %q runs unasked", ra, rd, rk, ck, n)
+						}
+					}
+				}
+			}
+		}
+	}
+	if claims < 1000 {
+		t.Errorf("only %d inclusions checked", claims)
+	}
+}

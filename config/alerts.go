@@ -34,7 +34,7 @@ func (c *Config) setAlerts(doc *strict.Doc) strict.ErrorList {
 		names[a.Name] = true
 	}
 	for i, t := range list {
-		at := fmt.Sprintf("alerts.%d", i+1)
+		at := fmt.Sprintf("alerts[%d]", i+1)
 		fail := func(key, format string, args ...any) {
 			path := at
 			if key != "" {
@@ -42,7 +42,7 @@ func (c *Config) setAlerts(doc *strict.Doc) strict.ErrorList {
 			}
 			errs = append(errs, doc.Errorf(path, "%s: %s", path, fmt.Sprintf(format, args...)))
 		}
-		a := Alert{Name: at}
+		a := Alert{Name: fmt.Sprintf("alerts.%d", i+1)}
 		bad := false
 		for _, key := range strict.SortedKeys(t) {
 			v := t[key]

@@ -2,9 +2,12 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentharness/harness/events"
 )
 
 // [[alerts]] and [metrics] of the user's file are read, with the alerts'
@@ -56,18 +59,18 @@ func TestAlertErrors(t *testing.T) {
 		want          []string
 	}{
 		{"unknown event", "[[alerts]]\nurl = \"http://x\"\nevents = [\"BudgetWarning\", \"BudgetExhaustd\"]\n", "",
-			[]string{`:3:1: alerts.1.events: item 2: "BudgetExhaustd" is not an event type (want BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged, BudgetReset) (did you mean "BudgetExhausted"?)`}},
-		{"no events", "[[alerts]]\nurl = \"http://x\"\nevents = []\n", "", []string{`:3:1: alerts.1.events: want at least one of`}},
-		{"bad scheme", "[[alerts]]\nurl = \"ftp://hooks.example.com/x\"\n", "", []string{`:2:1: alerts.1.url: want an http:// or https:// URL with a host`}},
-		{"no host", "[[alerts]]\nurl = \"https:///services\"\n", "", []string{`:2:1: alerts.1.url: want an http:// or https:// URL with a host`}},
-		{"not a URL", "[[alerts]]\nurl = \"" + secretURL + "%zz\"\n", "", []string{`:2:1: alerts.1.url: want an http://`}},
-		{"missing url, second alert", "[[alerts]]\nurl = \"http://x\"\n\n[[alerts]]\nname = \"b\"\n", "", []string{`:4:1: alerts.2: url is missing`}},
-		{"unknown key", "[[alerts]]\nurl = \"http://x\"\nretry = \"1m\"\n", "", []string{`:3:1: alerts.1.retry: unknown key "retry" (want name, url, events, format, headers, queue, timeout, retry_for)`}},
-		{"bad format", "[[alerts]]\nurl = \"http://x\"\nformat = \"xml\"\n", "", []string{`:3:1: alerts.1.format: string "xml": want "json"`}},
-		{"bad queue", "[[alerts]]\nurl = \"http://x\"\nqueue = 0\n", "", []string{`:3:1: alerts.1.queue: integer 0: want a whole number from 1 to 100000`}},
-		{"bad timeout", "[[alerts]]\nurl = \"http://x\"\ntimeout = \"1h\"\n", "", []string{`:3:1: alerts.1.timeout: "1h": want a duration from 100ms to 1m0s`}},
-		{"bad header", "[[alerts]]\nurl = \"http://x\"\nheaders = {\"X Bad\" = \"v\"}\n", "", []string{`:3:1: alerts.1.headers: "X Bad" is not a header name`}},
-		{"same name twice", "[[alerts]]\nname = \"a\"\nurl = \"http://x\"\n[[alerts]]\nname = \"a\"\nurl = \"http://y\"\n", "", []string{`:5:1: alerts.2.name: the name "a" is used twice`}},
+			[]string{`:3:1: alerts[1].events: item 2: "BudgetExhaustd" is not an event type (want BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged, BudgetReset, ApprovalRequested) (did you mean "BudgetExhausted"?)`}},
+		{"no events", "[[alerts]]\nurl = \"http://x\"\nevents = []\n", "", []string{`:3:1: alerts[1].events: want at least one of`}},
+		{"bad scheme", "[[alerts]]\nurl = \"ftp://hooks.example.com/x\"\n", "", []string{`:2:1: alerts[1].url: want an http:// or https:// URL with a host`}},
+		{"no host", "[[alerts]]\nurl = \"https:///services\"\n", "", []string{`:2:1: alerts[1].url: want an http:// or https:// URL with a host`}},
+		{"not a URL", "[[alerts]]\nurl = \"" + secretURL + "%zz\"\n", "", []string{`:2:1: alerts[1].url: want an http://`}},
+		{"missing url, second alert", "[[alerts]]\nurl = \"http://x\"\n\n[[alerts]]\nname = \"b\"\n", "", []string{`:4:1: alerts[2]: url is missing`}},
+		{"unknown key", "[[alerts]]\nurl = \"http://x\"\nretry = \"1m\"\n", "", []string{`:3:1: alerts[1].retry: unknown key "retry" (want name, url, events, format, headers, queue, timeout, retry_for)`}},
+		{"bad format", "[[alerts]]\nurl = \"http://x\"\nformat = \"xml\"\n", "", []string{`:3:1: alerts[1].format: string "xml": want "json"`}},
+		{"bad queue", "[[alerts]]\nurl = \"http://x\"\nqueue = 0\n", "", []string{`:3:1: alerts[1].queue: integer 0: want a whole number from 1 to 100000`}},
+		{"bad timeout", "[[alerts]]\nurl = \"http://x\"\ntimeout = \"1h\"\n", "", []string{`:3:1: alerts[1].timeout: "1h": want a duration from 100ms to 1m0s`}},
+		{"bad header", "[[alerts]]\nurl = \"http://x\"\nheaders = {\"X Bad\" = \"v\"}\n", "", []string{`:3:1: alerts[1].headers: "X Bad" is not a header name`}},
+		{"same name twice", "[[alerts]]\nname = \"a\"\nurl = \"http://x\"\n[[alerts]]\nname = \"a\"\nurl = \"http://y\"\n", "", []string{`:5:1: alerts[2].name: the name "a" is used twice`}},
 		{"not an array", "alerts = 3\n", "", []string{`:1:1: alerts: want an array of tables`}},
 		{"project may not send alerts", "", "[[alerts]]\nurl = \"" + secretURL + "\"\n", []string{
 			`:1:1: [[alerts]] may only be set in the user's harness.toml`}},
@@ -102,5 +105,17 @@ func TestAlertErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The alerts may send every harness event, and only those.
+func TestAlertEventsAreTheEvents(t *testing.T) {
+	t.Parallel()
+	var types []string
+	for _, e := range events.Types {
+		types = append(types, string(e))
+	}
+	if !slices.Equal(AlertEvents, types) {
+		t.Errorf("AlertEvents %v, events.Types %v", AlertEvents, types)
 	}
 }

@@ -119,6 +119,10 @@ type Config struct {
 	// RoleRefs are the places that name a role, for checking them against
 	// the roles there are (the configuration does not know the roles).
 	RoleRefs []RoleRef
+	// Places are where the files set each key, by its dotted path
+	// ("ledger.url"; the last file's when several set it): for errors a
+	// later check finds in a value, such as a ledger URL no store opens.
+	Places map[string]Place
 	// Files are the configuration files that were read, in order.
 	Files []string
 }
@@ -132,7 +136,7 @@ const AnyAgent = "*"
 
 // DefaultPolicyTimeout bounds one evaluation of the policy when [policy]
 // timeout is not set.
-const DefaultPolicyTimeout = 250 * time.Millisecond
+const DefaultPolicyTimeout = time.Second
 
 // AgentBudget is one [agents.NAME.budget]: limits across all the agent's
 // sessions in a period. A nil limit leaves that dimension unbounded.
@@ -180,7 +184,7 @@ type Alert struct {
 }
 
 // AlertEvents are the event types an alert may send.
-var AlertEvents = []string{"BudgetWarning", "BudgetExhausted", "PolicyViolation", "RoleChanged", "BudgetReset"}
+var AlertEvents = []string{"BudgetWarning", "BudgetExhausted", "PolicyViolation", "RoleChanged", "BudgetReset", "ApprovalRequested"}
 
 // Upstream is one [[upstream]] of harness.toml: a stdio command or a URL.
 type Upstream struct {
@@ -205,6 +209,21 @@ type Token struct {
 	ClientSessions bool
 }
 
+// Place is where a file sets a key.
+type Place struct {
+	// Key is the key's dotted path: "enforcement.default_role",
+	// "agents.NAME.role", "gateway.tokens[2].max_role" (the second token).
+	Key  string
+	File string
+	Line int
+	Col  int
+}
+
+// Errorf is an error about the key, at its place.
+func (p Place) Errorf(format string, args ...any) *strict.Error {
+	return &strict.Error{File: p.File, Line: p.Line, Col: p.Col, Key: p.Key, Msg: p.Key + ": " + fmt.Sprintf(format, args...)}
+}
+
 // RoleRef is one place of the configuration that names a role.
 type RoleRef struct {
 	Role string
@@ -213,17 +232,7 @@ type RoleRef struct {
 	// Max is true for a most privileged role (max_role), false for a
 	// starting role.
 	Max bool
-	// Key names the place: "enforcement.default_role",
-	// "agents.NAME.role", "gateway.tokens".
-	Key  string
-	File string
-	Line int
-	Col  int
-}
-
-// Errorf is an error about the reference, at its place.
-func (r RoleRef) Errorf(format string, args ...any) *strict.Error {
-	return &strict.Error{File: r.File, Line: r.Line, Col: r.Col, Key: r.Key, Msg: r.Key + ": " + fmt.Sprintf(format, args...)}
+	Place
 }
 
 // Off as a log path turns that log off.
@@ -249,6 +258,7 @@ func Default() Config {
 		AgentBudgets:  map[string]AgentBudget{},
 		ProtectPaths:  []string{},
 		PolicyTimeout: DefaultPolicyTimeout,
+		Places:        map[string]Place{},
 	}
 }
 
@@ -315,19 +325,22 @@ func Load(files Files) (Config, error) {
 		errs = append(errs, c.apply(f.path, src, f.project)...)
 		c.Files = append(c.Files, f.path)
 	}
-	for _, t := range c.Tokens {
-		if t.MaxRole == "" {
+	for _, t := range c.RoleRefs { // the tokens' max_role, after every [agents.NAME] max_role
+		if !t.Max || !strings.HasPrefix(t.Key, "gateway.tokens") {
 			continue
 		}
-		if m, ok := c.AgentMaxRoles[t.Agent]; ok && m != t.MaxRole {
-			errs = append(errs, &strict.Error{File: strings.Join(c.Files, ", "), Key: "gateway.tokens",
-				Msg: fmt.Sprintf("gateway.tokens: agent %s: max_role %q, but %q elsewhere: an agent has one most privileged role", t.Agent, t.MaxRole, m)})
+		if m, ok := c.AgentMaxRoles[t.Agent]; ok && m != t.Role {
+			errs = append(errs, t.Errorf("agent %s: max_role %q, but %q elsewhere: an agent has one most privileged role", t.Agent, t.Role, m))
 			continue
 		}
-		c.AgentMaxRoles[t.Agent] = t.MaxRole
+		c.AgentMaxRoles[t.Agent] = t.Role
 	}
-	if _, err := c.Prices.Price(""); err != nil && len(errs) == 0 {
-		errs = append(errs, &strict.Error{File: strings.Join(c.Files, ", "), Key: "cost.default_model", Msg: "cost.default_model: " + err.Error()})
+	if _, err := c.Prices.Price(""); err != nil {
+		at, ok := c.Places["cost.default_model"]
+		if !ok {
+			at = Place{Key: "cost.default_model", File: strings.Join(c.Files, ", ")}
+		}
+		errs = append(errs, at.Errorf("%v", err))
 	}
 	if err := errs.Err(); err != nil {
 		return Default(), err
@@ -366,9 +379,22 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 	}
 	var errs strict.ErrorList
 	fail := func(key, format string, args ...any) { errs = append(errs, doc.Errorf(key, format, args...)) }
-	ref := func(key, role, agent string, max bool) {
+	// failAt reports err about the key at path, at the key below it that
+	// err names (see placed).
+	failAt := func(path string, err error) {
+		at := path
+		var p *placed
+		if errors.As(err, &p) {
+			at += p.sub
+		}
+		fail(at, "%s: %v", path, err)
+	}
+	place := func(key string) Place {
 		p := doc.Pos.Of(key)
-		c.RoleRefs = append(c.RoleRefs, RoleRef{Role: role, Agent: agent, Max: max, Key: key, File: file, Line: p.Line, Col: p.Col})
+		return Place{Key: key, File: file, Line: p.Line, Col: p.Col}
+	}
+	ref := func(key, role, agent string, max bool) {
+		c.RoleRefs = append(c.RoleRefs, RoleRef{Role: role, Agent: agent, Max: max, Place: place(key)})
 	}
 	for _, section := range strict.SortedKeys(doc.Values) {
 		keys, ok := schema[section]
@@ -382,7 +408,7 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 				continue
 			}
 			if err := c.setUpstreams(doc.Values[section]); err != nil {
-				fail(section, "upstream: %v", err)
+				failAt(section, err)
 			}
 			continue
 		}
@@ -410,6 +436,7 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 					fail(key, "%s: %v", strict.Cut(key), err)
 					continue
 				}
+				c.Places["agents."+name] = place("agents." + name)
 				for _, key := range strict.SortedKeys(table[name].(map[string]any)) {
 					if role, ok := table[name].(map[string]any)[key].(string); ok {
 						ref("agents."+name+"."+key, role, name, key == "max_role")
@@ -434,19 +461,22 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 				continue
 			}
 			if err := c.set(path, v, project); err != nil {
-				fail(path, "%s: %v", path, err)
+				failAt(path, err)
 				continue
 			}
+			c.Places[path] = place(path)
 			switch path {
 			case "enforcement.default_role":
 				ref(path, c.DefaultRole, "", false)
 			case "gateway.tokens":
-				for _, t := range c.Tokens[len(c.Tokens)-len(v.([]map[string]any)):] {
+				added := c.Tokens[len(c.Tokens)-len(v.([]map[string]any)):]
+				for i, t := range added {
+					at := fmt.Sprintf("%s[%d].", path, i+1)
 					if t.Role != "" {
-						ref(path, t.Role, t.Agent, false)
+						ref(at+"role", t.Role, t.Agent, false)
 					}
 					if t.MaxRole != "" {
-						ref(path, t.MaxRole, t.Agent, true)
+						ref(at+"max_role", t.MaxRole, t.Agent, true)
 					}
 				}
 			}
@@ -755,16 +785,16 @@ func (c *Config) setUpstreams(v any) error {
 				err = errors.New(msg)
 			}
 			if err != nil {
-				return fmt.Errorf("%d: %s: %w", i+1, strict.Cut(key), err)
+				return item(i, key, fmt.Errorf("%d: %s: %w", i+1, strict.Cut(key), err))
 			}
 		}
 		switch {
 		case u.Name == "" || !roles.ValidName(u.Name) || strings.Contains(u.Name, "__"):
-			return fmt.Errorf("%d: name: want a name of A-Z, a-z, 0-9, '_' and '-' without \"__\"", i+1)
+			return item(i, "name", fmt.Errorf("%d: name: want a name of A-Z, a-z, 0-9, '_' and '-' without \"__\"", i+1))
 		case names[u.Name]:
-			return fmt.Errorf("%d: name %q is used twice", i+1, u.Name)
+			return item(i, "name", fmt.Errorf("%d: name %q is used twice", i+1, u.Name))
 		case (u.Command == "") == (u.URL == ""):
-			return fmt.Errorf("%d (%s): give a command or a url, not both", i+1, u.Name)
+			return item(i, "", fmt.Errorf("%d (%s): give a command or a url, not both", i+1, u.Name))
 		}
 		names[u.Name] = true
 		c.Upstreams = append(c.Upstreams, u)
@@ -801,14 +831,14 @@ func (c *Config) setTokens(v any) error {
 			if key == "client_sessions" {
 				b, ok := t[key].(bool)
 				if !ok {
-					return fmt.Errorf("%d: %s: %w", i+1, key, strict.WantType("true or false", t[key]))
+					return item(i, key, fmt.Errorf("%d: %s: %w", i+1, key, strict.WantType("true or false", t[key])))
 				}
 				tok.ClientSessions = b
 				continue
 			}
 			s, ok := t[key].(string)
 			if !ok || s == "" {
-				return fmt.Errorf("%d: %s: %w", i+1, strict.Cut(key), strict.WantType("a non-empty string", t[key]))
+				return item(i, key, fmt.Errorf("%d: %s: %w", i+1, strict.Cut(key), strict.WantType("a non-empty string", t[key])))
 			}
 			switch key {
 			case "agent":
@@ -819,7 +849,7 @@ func (c *Config) setTokens(v any) error {
 				tok.SHA256 = s
 			case "role", "max_role":
 				if !roles.ValidName(s) {
-					return fmt.Errorf("%d: %s: %s is not a role name", i+1, key, strict.Quote(s))
+					return item(i, key, fmt.Errorf("%d: %s: %s is not a role name", i+1, key, strict.Quote(s)))
 				}
 				if key == "role" {
 					tok.Role = s
@@ -827,18 +857,18 @@ func (c *Config) setTokens(v any) error {
 					tok.MaxRole = s
 				}
 			default:
-				return fmt.Errorf("%d: unknown key %s (want agent, token or token_sha256, role, max_role, client_sessions)", i+1, strict.Quote(key))
+				return item(i, key, fmt.Errorf("%d: unknown key %s (want agent, token or token_sha256, role, max_role, client_sessions)", i+1, strict.Quote(key)))
 			}
 		}
 		switch {
 		case tok.Agent == "":
-			return fmt.Errorf("%d: agent is missing", i+1)
+			return item(i, "", fmt.Errorf("%d: agent is missing", i+1))
 		case (tok.Token == "") == (tok.SHA256 == ""):
-			return fmt.Errorf("%d (%s): give token or token_sha256, one of them", i+1, tok.Agent)
+			return item(i, "", fmt.Errorf("%d (%s): give token or token_sha256, one of them", i+1, tok.Agent))
 		case tok.SHA256 != "" && !regexp.MustCompile(`^[0-9a-fA-F]{64}$`).MatchString(tok.SHA256):
-			return fmt.Errorf("%d (%s): token_sha256 must be 64 hex digits", i+1, tok.Agent)
+			return item(i, "token_sha256", fmt.Errorf("%d (%s): token_sha256 must be 64 hex digits", i+1, tok.Agent))
 		case tok.Token != "" && len(tok.Token) < 16:
-			return fmt.Errorf("%d (%s): a token must have at least 16 characters", i+1, tok.Agent)
+			return item(i, "token", fmt.Errorf("%d (%s): a token must have at least 16 characters", i+1, tok.Agent))
 		}
 		c.Tokens = append(c.Tokens, tok)
 	}
@@ -861,9 +891,9 @@ func (c *Config) setAgent(name string, v any) (string, error) {
 	for _, key := range strict.SortedKeys(t) {
 		switch key {
 		case "budget":
-			b, err := agentBudget(t[key])
+			b, sub, err := agentBudget(t[key])
 			if err != nil {
-				return at + ".budget", err
+				return at + ".budget" + sub, err
 			}
 			c.AgentBudgets[name] = b
 			continue
@@ -892,27 +922,31 @@ func (c *Config) setAgent(name string, v any) (string, error) {
 }
 
 // agentBudget reads [agents.NAME.budget]: period, the limits of the
-// dimensions it bounds, and the warn and block percentages.
-func agentBudget(v any) (AgentBudget, error) {
+// dimensions it bounds, and the warn and block percentages. On an error it
+// returns the key at fault below the table (".period"), "" for the table.
+func agentBudget(v any) (AgentBudget, string, error) {
 	t, ok := v.(map[string]any)
 	if !ok {
-		return AgentBudget{}, strict.WantType("a table ([agents.NAME.budget])", v)
+		return AgentBudget{}, "", strict.WantType("a table ([agents.NAME.budget])", v)
 	}
 	b := AgentBudget{Period: "day", WarnPercent: 80, BlockPercent: 100}
 	keys := []string{"period", "max_context_tokens", "max_shell_invocations", "max_cost_usd", "warn_at_percent", "block_at_percent"}
 	for _, key := range strict.SortedKeys(t) {
 		x := t[key]
+		fail := func(format string, args ...any) (AgentBudget, string, error) {
+			return b, "." + key, fmt.Errorf(format, args...)
+		}
 		switch key {
 		case "period":
 			p, _ := x.(string)
 			if !slices.Contains([]string{"day", "week", "month", "total"}, p) {
-				return b, fmt.Errorf("period: %s: want \"day\", \"week\", \"month\" or \"total\"", strict.TypeName(x))
+				return fail("%s: want \"day\", \"week\", \"month\" or \"total\"", strict.TypeName(x))
 			}
 			b.Period = p
 		case "max_context_tokens", "max_shell_invocations":
 			n, ok := x.(int64)
 			if !ok || n < 0 {
-				return b, fmt.Errorf("%s: want a whole number >= 0, got %s", key, strict.TypeName(x))
+				return fail("want a whole number >= 0, got %s", strict.TypeName(x))
 			}
 			if key == "max_context_tokens" {
 				b.Tokens = &n
@@ -922,36 +956,40 @@ func agentBudget(v any) (AgentBudget, error) {
 		case "max_cost_usd":
 			m, err := strict.Micros(x, "an amount in US dollars", 1e9)
 			if err != nil {
-				return b, fmt.Errorf("%s: %w", key, err)
+				return fail("%w", err)
 			}
 			b.CostMicros = &m
 		case "warn_at_percent":
 			n, ok := x.(int64)
 			if !ok || n < 0 || n > 100 {
-				return b, fmt.Errorf("%s: want 0 to 100, got %s", key, strict.TypeName(x))
+				return fail("want 0 to 100, got %s", strict.TypeName(x))
 			}
 			b.WarnPercent = n
 		case "block_at_percent":
 			n, ok := x.(int64)
 			if !ok || !(n >= 1 && n <= 100 || n == 255) {
-				return b, fmt.Errorf("%s: want 1 to 100, or 255 to never block, got %s", key, strict.TypeName(x))
+				return fail("want 1 to 100, or 255 to never block, got %s", strict.TypeName(x))
 			}
 			b.BlockPercent = n
 		default:
-			msg := fmt.Sprintf("unknown key %q", key)
+			msg := fmt.Sprintf("unknown key %s", strict.Quote(key))
 			if s := strict.Suggest(key, keys); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
-			return b, errors.New(msg)
+			return fail("%s", msg)
 		}
 	}
 	if b.Tokens == nil && b.Shell == nil && b.CostMicros == nil {
-		return b, errors.New("give at least one of max_context_tokens, max_shell_invocations, max_cost_usd")
+		return b, "", errors.New("give at least one of max_context_tokens, max_shell_invocations, max_cost_usd")
 	}
 	if b.BlockPercent <= 100 && b.WarnPercent > b.BlockPercent {
-		return b, fmt.Errorf("warn_at_percent %d is above block_at_percent %d: the budget would block before it warns", b.WarnPercent, b.BlockPercent)
+		at := ".warn_at_percent"
+		if _, ok := t["warn_at_percent"]; !ok {
+			at = ".block_at_percent"
+		}
+		return b, at, fmt.Errorf("warn_at_percent %d is above block_at_percent %d: the budget would block before it warns", b.WarnPercent, b.BlockPercent)
 	}
-	return b, nil
+	return b, "", nil
 }
 
 func (c *Config) setModels(v any) error {
@@ -962,37 +1000,60 @@ func (c *Config) setModels(v any) error {
 	for _, name := range strict.SortedKeys(models) {
 		m, ok := models[name].(map[string]any)
 		if !ok {
-			return fmt.Errorf("model %s: %w", strict.Quote(name), strict.WantType("a table", models[name]))
+			return &placed{"." + name, fmt.Errorf("model %s: %w", strict.Quote(name), strict.WantType("a table", models[name]))}
 		}
 		var p pricing.Price
+		fields := map[string]*int64{
+			"input_usd_per_mtok":          &p.InputMicrosPerMTok,
+			"output_usd_per_mtok":         &p.OutputMicrosPerMTok,
+			"cache_write_usd_per_mtok":    &p.CacheWriteMicrosPerMTok,
+			"cache_write_1h_usd_per_mtok": &p.CacheWrite1hMicrosPerMTok,
+			"cache_read_usd_per_mtok":     &p.CacheReadMicrosPerMTok,
+		}
 		for _, key := range strict.SortedKeys(m) {
-			var dst *int64
-			switch key {
-			case "input_usd_per_mtok":
-				dst = &p.InputMicrosPerMTok
-			case "output_usd_per_mtok":
-				dst = &p.OutputMicrosPerMTok
-			default:
+			dst, ok := fields[key]
+			if !ok {
 				msg := fmt.Sprintf("model %s: unknown key %s", strict.Quote(name), strict.Quote(key))
-				if s := strict.Suggest(key, []string{"input_usd_per_mtok", "output_usd_per_mtok"}); s != "" {
+				if s := strict.Suggest(key, strict.SortedKeys(fields)); s != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", s)
 				}
-				return errors.New(msg)
+				return &placed{"." + name + "." + key, errors.New(msg)}
 			}
 			micros, err := strict.Micros(m[key], "a price in US dollars", 1e6)
 			if err != nil {
-				return fmt.Errorf("model %s: %s: %w", strict.Quote(name), key, err)
+				return &placed{"." + name + "." + key, fmt.Errorf("model %s: %s: %w", strict.Quote(name), key, err)}
 			}
 			*dst = micros
 		}
 		for _, key := range []string{"input_usd_per_mtok", "output_usd_per_mtok"} {
 			if _, ok := m[key]; !ok {
-				return fmt.Errorf("model %s: %s is missing", strict.Quote(name), key)
+				return &placed{"." + name, fmt.Errorf("model %s: %s is missing", strict.Quote(name), key)}
 			}
 		}
 		c.Prices.Models[name] = p
 	}
 	return nil
+}
+
+// placed is an error about a key below the one being set, which says
+// where it is: sub is its path below that key ("[2].max_role", the second
+// table's max_role; ".x.input_usd_per_mtok"). The message is err's.
+type placed struct {
+	sub string
+	err error
+}
+
+func (p *placed) Error() string { return p.err.Error() }
+func (p *placed) Unwrap() error { return p.err }
+
+// item is an error about key of the i-th (from 0) table of an array of
+// tables, placed there.
+func item(i int, key string, err error) error {
+	sub := fmt.Sprintf("[%d]", i+1)
+	if key != "" {
+		sub += "." + key
+	}
+	return &placed{sub: sub, err: err}
 }
 
 func nonEmpty(v any) (string, error) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -49,6 +50,13 @@ default_model = "sonnet"
 [cost.models.sonnet]
 input_usd_per_mtok = 3
 output_usd_per_mtok = 15.0
+
+[cost.models.claude-haiku-4-5]          # replaces the built-in price
+input_usd_per_mtok = 0.5
+output_usd_per_mtok = 2.5
+cache_write_usd_per_mtok = 0.625
+cache_write_1h_usd_per_mtok = 1
+cache_read_usd_per_mtok = 0.05
 
 [agents.claude-code]
 role = "reviewer"
@@ -109,6 +117,13 @@ mask = ["/arguments/password"]
 	if p, _ := c.Prices.Price(""); p != (pricing.Price{InputMicrosPerMTok: 3_000_000, OutputMicrosPerMTok: 15_000_000}) {
 		t.Errorf("default price %+v", p)
 	}
+	if p, _ := c.Prices.Price("claude-haiku-4-5-20251001"); p != (pricing.Price{InputMicrosPerMTok: 500_000, OutputMicrosPerMTok: 2_500_000,
+		CacheWriteMicrosPerMTok: 625_000, CacheWrite1hMicrosPerMTok: 1_000_000, CacheReadMicrosPerMTok: 50_000}) {
+		t.Errorf("an overridden built-in price: %+v", p)
+	}
+	if p, _ := c.Prices.Price("gpt-5.4"); p.OutputMicrosPerMTok != 15_000_000 {
+		t.Errorf("a built-in price: %+v", p)
+	}
 	if _, err := c.Prices.Price("default"); err != nil {
 		t.Errorf("the built-in price must stay available: %v", err)
 	}
@@ -167,9 +182,12 @@ func TestErrors(t *testing.T) {
 			`:2:1: ledger.replicas may only be set in the user's harness.toml`,
 			`:3:1: ledger.timeout may only be set in the user's harness.toml`}},
 		{"pattern as shell tool", "[tools]\nshell = [\"ctx_*\"]\n", "", []string{`tools.shell: item 1: string "ctx_*" is not a tool name`}},
-		{"unpriced default model", "[cost]\ndefault_model = \"gpt-9\"\n", "", []string{`cost.default_model: no price for model "gpt-9"; priced models: default`}},
-		{"model missing a price", "[cost.models.x]\ninput_usd_per_mtok = 1\n", "", []string{`cost.models: model "x": output_usd_per_mtok is missing`}},
-		{"negative price", "[cost.models.x]\ninput_usd_per_mtok = -1\noutput_usd_per_mtok = 1\n", "", []string{`-1 is out of range`}},
+		{"unpriced default model", "[cost]\ndefault_model = \"gpt-9\"\n", "", []string{`:2:1: cost.default_model: no price for model "gpt-9"`}},
+		{"unpriced default model beside another error", "[cost]\ndefault_model = \"gpt-9\"\n[log]\nmax_files = 0\n", "", []string{
+			`:2:1: cost.default_model: no price for model "gpt-9"`, `:4:1: log.max_files: integer 0: want a whole number`}},
+		{"a cache price's typo", "[cost.models.x]\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 1\ncache_reads_usd_per_mtok = 1\n", "", []string{`unknown key "cache_reads_usd_per_mtok" (did you mean "cache_read_usd_per_mtok"?)`}},
+		{"model missing a price", "[cost.models.x]\ninput_usd_per_mtok = 1\n", "", []string{`:1:1: cost.models: model "x": output_usd_per_mtok is missing`}},
+		{"negative price", "[cost.models.x]\ninput_usd_per_mtok = -1\noutput_usd_per_mtok = 1\n", "", []string{`:2:1: cost.models: model "x": input_usd_per_mtok: -1 is out of range`}},
 		{"project may not shadow", "", "[enforcement]\nmode = \"shadow\"\n", []string{
 			`:2:1: enforcement.mode may only be set in the user's harness.toml: a project's file may only add shell tools`}},
 		{"project may not mask", "", "[tools]\nshell = [\"bash\"]\n\n[log]\nmask = [\"/arguments\", \"/tool\", \"/agent\", \"/session\", \"/role\"]\n", []string{
@@ -179,10 +197,12 @@ func TestErrors(t *testing.T) {
 		{"agent without role", "[agents.x]\nrol = \"coder\"\n", "", []string{`:2:1: agents.x.rol: unknown key "rol" (want role, max_role, budget) (did you mean "role"?)`}},
 		{"empty agent", "[agents.x]\n", "", []string{`agents.x: give role, max_role, budget or several`}},
 		{"bad max role", "[agents.x]\nmax_role = 3\n", "", []string{`:2:1: agents.x.max_role: want a role name, got integer`}},
-		{"budget without limits", "[agents.x.budget]\nperiod = \"day\"\n", "", []string{`agents.x.budget: give at least one of max_context_tokens`}},
-		{"bad period", "[agents.x.budget]\nperiod = \"hour\"\nmax_cost_usd = 1\n", "", []string{`agents.x.budget: period: string "hour": want "day", "week", "month" or "total"`}},
-		{"budget typo", "[agents.x.budget]\nmax_cost = 1\n", "", []string{`agents.x.budget: unknown key "max_cost" (did you mean "max_cost_usd"?)`}},
-		{"budget warns after it blocks", "[agents.x.budget]\nmax_cost_usd = 1\nwarn_at_percent = 90\nblock_at_percent = 50\n", "", []string{`warn_at_percent 90 is above block_at_percent 50`}},
+		{"budget without limits", "[agents.x.budget]\nperiod = \"day\"\n", "", []string{`:1:1: agents.x.budget: give at least one of max_context_tokens`}},
+		{"bad period", "[agents.x.budget]\nmax_cost_usd = 1\nperiod = \"hour\"\n", "", []string{`:3:1: agents.x.budget.period: string "hour": want "day", "week", "month" or "total"`}},
+		{"budget typo", "[agents.x.budget]\nmax_cost = 1\n", "", []string{`:2:1: agents.x.budget.max_cost: unknown key "max_cost" (did you mean "max_cost_usd"?)`}},
+		{"bad budget limit", "[agents.x]\nrole = \"coder\"\nbudget = { max_shell_invocations = -1 }\n", "", []string{`:3:1: agents.x.budget.max_shell_invocations: want a whole number >= 0, got integer -1`}},
+		{"budget warns after it blocks", "[agents.x.budget]\nmax_cost_usd = 1\nwarn_at_percent = 90\nblock_at_percent = 50\n", "", []string{
+			`:3:1: agents.x.budget.warn_at_percent: warn_at_percent 90 is above block_at_percent 50`}},
 		{"every agent has only a budget", "[agents.\"*\"]\nrole = \"reviewer\"\n", "", []string{`may only hold a budget`}},
 		{"project may not set agent budgets", "", "[agents.x.budget]\nmax_cost_usd = 100\n", []string{`[agents] may only be set in the user's harness.toml`}},
 		{"project may not turn protection off", "", "[protect]\nenabled = false\n", []string{`protect.enabled may only be set in the user's harness.toml`}},
@@ -191,10 +211,14 @@ func TestErrors(t *testing.T) {
 		{"relative protected path", "[protect]\npaths = [\"secrets\"]\n", "", []string{`protect.paths: item 1: "secrets" is not an absolute path`}},
 		{"bad deadline", "[policy]\ntimeout = \"2h\"\n", "", []string{`policy.timeout: "2h": want a duration from 1ms to 1m`}},
 		{"two max roles", "[agents.x]\nmax_role = \"coder\"\n[[gateway.tokens]]\nagent = \"x\"\ntoken = \"0123456789abcdef-x\"\nmax_role = \"reviewer\"\n", "",
-			[]string{`gateway.tokens: agent x: max_role "reviewer", but "coder" elsewhere: an agent has one most privileged role`}},
-		{"token max role", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"0123456789abcdef-x\"\nmax_role = \"no good\"\n", "", []string{`max_role: "no good" is not a role name`}},
+			[]string{`:6:1: gateway.tokens[1].max_role: agent x: max_role "reviewer", but "coder" elsewhere: an agent has one most privileged role`}},
+		{"token max role", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"0123456789abcdef-x\"\nmax_role = \"no good\"\n", "", []string{`:4:1: gateway.tokens: 1: max_role: "no good" is not a role name`}},
+		{"second token", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"0123456789abcdef-a\"\n\n[[gateway.tokens]]\nagent = \"b\"\ntoken = \"short\"\n", "", []string{
+			`:7:1: gateway.tokens: 2 (b): a token must have at least 16 characters`}},
 		{"project may not add upstreams", "", "[[upstream]]\nname = \"x\"\ncommand = \"sh\"\n", []string{`[[upstream]] may only be set in the user's harness.toml: a cloned repository must not start programs`}},
-		{"upstream with both", "[[upstream]]\nname = \"x\"\ncommand = \"a\"\nurl = \"http://b\"\n", "", []string{`upstream: 1 (x): give a command or a url, not both`}},
+		{"upstream with both", "[[upstream]]\nname = \"x\"\ncommand = \"a\"\nurl = \"http://b\"\n", "", []string{`:1:1: upstream: 1 (x): give a command or a url, not both`}},
+		{"second upstream's key", "[[upstream]]\nname = \"x\"\ncommand = \"a\"\n[[upstream]]\nname = \"y\"\nargs = \"-v\"\n", "", []string{
+			`:6:1: upstream: 2: args: want an array of strings, got string "-v"`}},
 		{"short token", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"short\"\n", "", []string{`a token must have at least 16 characters`}},
 		{"project may not map hook tools", "", "[hook.tools]\nBash = \"ctx_read\"\n", []string{`hook.tools may only be set in the user's harness.toml`}},
 		{"bad mask", "[log]\nmask = [\"arguments.password\"]\n", "", []string{`log.mask: item 1: string "arguments.password" is not a JSON pointer`}},
@@ -219,6 +243,10 @@ func TestErrors(t *testing.T) {
 			for i, w := range tt.want {
 				if !strings.Contains(lines[i], w) {
 					t.Errorf("error %d:\n got %s\nwant …%s…", i, lines[i], w)
+				}
+				// Every error names its file, line and column.
+				if !regexp.MustCompile(`^/\S+/harness\.toml:\d+:\d+: `).MatchString(lines[i]) {
+					t.Errorf("error %d names no file, line and column: %s", i, lines[i])
 				}
 			}
 		})

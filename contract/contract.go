@@ -43,10 +43,13 @@ type Input struct {
 	Project string `json:"project"`
 }
 
-// Outcomes of a decision, from least to most restrictive.
+// Outcomes of a decision, from least to most restrictive: deny > ask >
+// warn > allow. An ask is not allowed until a person approves the call
+// (section 8).
 const (
 	Allow = "allow"
 	Warn  = "warn"
+	Ask   = "ask"
 	Deny  = "deny"
 )
 
@@ -78,6 +81,9 @@ const (
 	// commands are out of an agent's reach.
 	CodeHarnessFiles    = "harness_files"
 	CodeOperatorCommand = "operator_command"
+	// A call a role's [tools] ask matches, which would be allowed, waits
+	// for a person's approval (section 8).
+	CodeApprovalRequired = "approval_required"
 )
 
 // Reason explains a deny or a warning.
@@ -202,6 +208,25 @@ type SwitchDecision struct {
 	To      string   `json:"to"`
 	By      string   `json:"by"`
 	Reasons []Reason `json:"reasons"`
+}
+
+// ResetInput is the operator's reset of usage, as the decision log records
+// it (path "harness/reset"): of a session's (scope "session"), or of an
+// agent's across its sessions in the current period of its budget (scope
+// "agent", no session).
+type ResetInput struct {
+	Session string `json:"session"`
+	Agent   string `json:"agent"`
+	Scope   string `json:"scope"`
+	Period  string `json:"period,omitempty"`
+	By      string `json:"by"`
+}
+
+// ResetResult is what came of a reset: its usage is zero; a session keeps
+// its role.
+type ResetResult struct {
+	Reset bool   `json:"reset"`
+	Role  string `json:"role,omitempty"`
 }
 
 // The contract's defaults (section 4), which harness.toml may change.

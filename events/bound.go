@@ -286,14 +286,17 @@ func bounded(raw json.RawMessage, budget int) (json.RawMessage, error) {
 // half; erased paths take at most 4 KiB.
 func boundEntry(e Entry) ([]byte, error) {
 	var err error
-	if e.Erased != nil {
-		raw, _ := json.Marshal(e.Erased)
+	for _, l := range []*[]string{&e.Erased, &e.Masked} {
+		if *l == nil {
+			continue
+		}
+		raw, _ := json.Marshal(*l)
 		if raw, err = bounded(raw, 4<<10); err != nil {
 			return nil, err
 		}
 		var list []string
 		json.Unmarshal(raw, &list)
-		e.Erased = list
+		*l = list
 	}
 	rest := e
 	rest.Input, rest.Result = json.RawMessage("0"), json.RawMessage("0")
@@ -317,7 +320,7 @@ func boundEntry(e Entry) ([]byte, error) {
 	// Only labels or metrics beyond reason could get here: keep the ids.
 	e.Input = json.RawMessage(fmt.Sprintf(`{"…":"[cut: %d bytes]"}`, len(in)))
 	e.Result = json.RawMessage(fmt.Sprintf(`{"…":"[cut: %d bytes]"}`, len(out)))
-	e.Erased, e.Labels, e.Metrics = nil, nil, nil
+	e.Erased, e.Masked, e.Labels, e.Metrics, e.Bundles = nil, nil, nil, nil, nil
 	return json.Marshal(e)
 }
 

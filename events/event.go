@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"time"
 
 	"github.com/agentharness/harness/contract"
@@ -19,18 +20,21 @@ const (
 	PolicyViolation Type = "PolicyViolation"
 	RoleChanged     Type = "RoleChanged"
 	// BudgetReset is the operator's reset of a session's usage, or of an
-	// agent's in the current period of its budget across sessions.
+	// agent's across its sessions.
 	BudgetReset Type = "BudgetReset"
+	// ApprovalRequested is a call decided "ask": it waits for a person's
+	// approval (contract section 8). Its fields are a PolicyViolation's.
+	ApprovalRequested Type = "ApprovalRequested"
 )
 
 // Types are all event types, for validation and help.
-var Types = []Type{BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged, BudgetReset}
+var Types = []Type{BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged, BudgetReset, ApprovalRequested}
 
 // Event is one harness event. The fields of its type are flat in the JSON
 // object, as in the contract: BudgetWarning{role, dimension, used, limit,
 // percent}, BudgetExhausted{role, dimension, used, limit},
 // PolicyViolation{role, tool, reason}, RoleChanged{from, to},
-// BudgetReset{reset, reset_period}.
+// BudgetReset{by, scope, period}.
 type Event struct {
 	ID      string    `json:"id"`
 	Type    Type      `json:"type"`
@@ -44,7 +48,8 @@ type Event struct {
 	*Budget
 	*Violation
 	*Switch
-	*Reset
+	// Reset are the fields of BudgetReset (see MarshalJSON).
+	Reset *Reset `json:"-"`
 }
 
 // Budget are the fields of BudgetWarning and BudgetExhausted. An agent's
@@ -62,7 +67,10 @@ type Budget struct {
 // ScopeAgent is the scope of a budget event of an agent's budget.
 const ScopeAgent = "agent"
 
-// Violation are the fields of PolicyViolation.
+// ScopeSession is the scope of a reset of a session's usage.
+const ScopeSession = "session"
+
+// Violation are the fields of PolicyViolation and ApprovalRequested.
 type Violation struct {
 	Tool string `json:"tool"`
 	// Reason is the reasons' codes and messages in one line.
@@ -80,20 +88,48 @@ type Switch struct {
 	By string `json:"by,omitempty"`
 }
 
-// Reset are the fields of BudgetReset: what the operator reset, a
-// session's usage (ResetSession; the event names the session) or an
-// agent's usage in one period of its budget across sessions (ResetAgent,
-// with the period; the event's session is "").
+// Reset are the fields of BudgetReset: who reset (by, "operator"), what
+// (scope: ScopeSession, or ScopeAgent for an agent's budget across its
+// sessions, with the period reset), and the decision-log entry of the
+// reset.
 type Reset struct {
-	What        string `json:"reset"`
-	ResetPeriod string `json:"reset_period,omitempty"`
+	By         string `json:"by"`
+	Scope      string `json:"scope"`
+	Period     string `json:"period,omitempty"`
+	DecisionID string `json:"decision_id,omitempty"`
 }
 
-// What a BudgetReset reset.
-const (
-	ResetSession = "session"
-	ResetAgent   = "agent"
-)
+// MarshalJSON writes the event as one flat object. A reset's by, scope,
+// period and decision_id have the names of a switch's by, a budget event's
+// scope and period and a violation's decision_id, which a flat object
+// holds once: they are written from Reset.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event // the fields, without these methods
+	if e.Reset == nil {
+		return json.Marshal(plain(e))
+	}
+	return json.Marshal(struct {
+		plain
+		*Reset // shallower than Budget's and Switch's fields: these win
+	}{plain(e), e.Reset})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event
+	if err := json.Unmarshal(b, (*plain)(e)); err != nil {
+		return err
+	}
+	if e.Type != BudgetReset {
+		return nil
+	}
+	var r Reset
+	if err := json.Unmarshal(b, &r); err != nil {
+		return err
+	}
+	e.Reset, e.Budget, e.Violation, e.Switch = &r, nil, nil, nil // their keys were the reset's
+	return nil
+}
 
 // NewID returns a UUID version 7: time-ordered, random below the
 // millisecond.

@@ -216,7 +216,7 @@ func TestDecisionLogMasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = l.Log(Entry{DecisionID: "d-1", Path: "harness/decision", Timestamp: time.Unix(0, 0).UTC(), Metrics: map[string]int64{"timer_rego_query_eval_ns": 5}, Shadow: true},
+	err = l.Log(Entry{DecisionID: "d-1", Path: "harness/decision", Timestamp: time.Unix(0, 0).UTC(), Metrics: map[string]int64{"timer_rego_query_eval_ns": 5}, Custom: &Custom{Shadow: true}},
 		r, map[string]any{"decision": "allow"})
 	if err != nil {
 		t.Fatal(err)
@@ -232,12 +232,14 @@ func TestDecisionLogMasks(t *testing.T) {
 	if err := json.Unmarshal(raw, &e); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"decision_id", "path", "input", "result", "timestamp", "metrics", "labels", "erased", "shadow"} {
+	for _, key := range []string{"decision_id", "path", "input", "result", "timestamp", "metrics", "labels", "erased", "custom"} {
 		if _, ok := e[key]; !ok {
 			t.Errorf("entry lacks %q: %s", key, raw)
 		}
 	}
-	if fmt.Sprint(e["erased"]) != "[/arguments/Password /arguments/env/KEY /arguments/env/TOKEN]" {
+	// The rules that erased something, as written and rooted at the input:
+	// OPA's form. /arguments/missing erased nothing.
+	if fmt.Sprint(e["erased"]) != "[/input/arguments/env/* /input/arguments/password]" || fmt.Sprint(e["custom"]) != "map[shadow:true]" {
 		t.Errorf("erased %v", e["erased"])
 	}
 	if e["input"].(map[string]any)["arguments"].(map[string]any)["host"] != "db1" {
@@ -292,5 +294,38 @@ func TestFollowAcrossRotation(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A BudgetReset carries by, scope and period flat, as the contract's
+// events do, beside the budget and switch events that have keys of those
+// names; it reads back whole.
+func TestResetEventJSON(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		e    Event
+		want string
+	}{
+		{Event{Type: BudgetReset, Session: "s", Agent: "a", Role: "coder", Reset: &Reset{By: "operator", Scope: ScopeSession, DecisionID: "d-1"}},
+			`{"type":"BudgetReset","time":"2026-12-01T10:00:00Z","session":"s","agent":"a","role":"coder","by":"operator","scope":"session","decision_id":"d-1"}`},
+		{Event{Type: BudgetReset, Agent: "a", Reset: &Reset{By: "operator", Scope: ScopeAgent, Period: "day:2026-12-01"}},
+			`{"type":"BudgetReset","time":"2026-12-01T10:00:00Z","session":"","agent":"a","by":"operator","scope":"agent","period":"day:2026-12-01"}`},
+	} {
+		tt.e.Stamp(now)
+		b, err := json.Marshal(tt.e)
+		if got := strings.Replace(string(b), `"id":"`+tt.e.ID+`",`, "", 1); err != nil || got != tt.want {
+			t.Errorf("\n got %s (%v)\nwant %s", got, err, tt.want)
+		}
+		var back Event
+		if err := json.Unmarshal(b, &back); err != nil || back.Reset == nil || *back.Reset != *tt.e.Reset || back.Budget != nil || back.Switch != nil || back.Violation != nil {
+			t.Errorf("round trip: %+v %+v, %v", back, back.Reset, err)
+		}
+	}
+	// The other events read back as they did.
+	var sw Event
+	if err := json.Unmarshal([]byte(`{"type":"RoleChanged","session":"s","from":"a","to":"b","by":"agent"}`), &sw); err != nil ||
+		sw.Switch == nil || sw.By != "agent" || sw.Reset != nil {
+		t.Errorf("switch event: %+v, %v", sw, err)
 	}
 }

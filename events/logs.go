@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -46,22 +47,57 @@ func Marshal(e Event) ([]byte, error) {
 // Close closes the file.
 func (l *EventLog) Close() error { return l.f.Close() }
 
-// Entry is one decision-log line, in the shape of OPA's decision logs, so
-// that tools that read those read these.
+// Entry is one decision-log line, in the shape of OPA's decision logs
+// (EventV1 of OPA's v1/plugins/logs, whose fields it uses and no other),
+// so that tools that read those read these.
 type Entry struct {
-	DecisionID string            `json:"decision_id"`
-	Path       string            `json:"path"`
-	Input      json.RawMessage   `json:"input"`
-	Result     json.RawMessage   `json:"result"`
-	Timestamp  time.Time         `json:"timestamp"`
-	Metrics    map[string]int64  `json:"metrics,omitempty"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	// Erased lists the input paths removed by masking.
+	DecisionID string `json:"decision_id"`
+	// Labels describe the harness that decided: OPA's id (of the
+	// installation) and version, the harness's version (harness_version),
+	// and the client that asked, when it said.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Bundles are the bundles the decision was made with, by name: the
+	// harness's, at its revision.
+	Bundles   map[string]BundleInfo `json:"bundles,omitempty"`
+	Path      string                `json:"path"`
+	Input     json.RawMessage       `json:"input,omitempty"`
+	Result    json.RawMessage       `json:"result,omitempty"`
+	Timestamp time.Time             `json:"timestamp"`
+	Metrics   map[string]int64      `json:"metrics,omitempty"`
+	// Erased lists what masking removed, as OPA does: the rules that
+	// erased something from the input (/input/arguments/password), and
+	// the result's paths left out (/result/...).
 	Erased []string `json:"erased,omitempty"`
+	// Masked lists the result's paths whose value masking replaced by
+	// Masked (/result/tool, /result/reasons/0/message).
+	Masked []string `json:"masked,omitempty"`
+	// Custom holds what OPA's schema has no field for.
+	Custom *Custom `json:"custom,omitempty"`
+}
+
+// BundleInfo is a bundle a decision was made with.
+type BundleInfo struct {
+	Revision string `json:"revision,omitempty"`
+}
+
+// Custom are the harness's own fields of a decision-log entry, under
+// EventV1's custom.
+type Custom struct {
 	// Shadow is true when the enforcement mode is shadow: the decision was
 	// recorded but not enforced.
 	Shadow bool `json:"shadow,omitempty"`
+	// CostSource says where the session's cost comes from: "transcript"
+	// (the usage its agent recorded, at the model's price) or "estimate"
+	// (the tokens of its tool calls); "" when not known.
+	CostSource string `json:"cost_source,omitempty"`
+	// ApprovedBy says who approved a call the policy decided ask, which
+	// then ran (the gateway's elicitation of the agent's client); "" for
+	// a call nobody approved.
+	ApprovedBy string `json:"approved_by,omitempty"`
 }
+
+// Empty reports whether c says nothing.
+func (c *Custom) Empty() bool { return c == nil || *c == Custom{} }
 
 // DecisionLog appends decision-log entries.
 type DecisionLog struct {
@@ -95,10 +131,14 @@ func (l *DecisionLog) Log(e Entry, r *Redaction, result any) error {
 	if e.Input, err = r.Input(); err != nil {
 		return err
 	}
-	if e.Result, err = r.Result(summarised(result)); err != nil {
+	var erased, masked []string
+	if e.Result, erased, masked, err = r.MaskResult(summarised(result)); err != nil {
 		return err
 	}
-	e.Erased = r.Erased()
+	e.Erased, e.Masked = append(slices.Clone(r.Erased()), erased...), masked
+	if e.Custom.Empty() {
+		e.Custom = nil
+	}
 	if e.Labels == nil {
 		e.Labels = l.labels
 	} else { // the entry's own labels (the client that asked) beside the log's

@@ -35,7 +35,10 @@ const minNumber = 4
 // values are kept out of the logs. A key matches whatever its case
 // ("/arguments/password" masks Password and PASSWORD); a "*" segment
 // matches every key. A nil Mask masks nothing.
-type Mask struct{ paths [][]string }
+type Mask struct {
+	paths [][]string
+	rules []string // each path as written
+}
 
 // NewMask compiles JSON pointers ("/arguments/password",
 // "/arguments/env/*").
@@ -47,6 +50,7 @@ func NewMask(pointers []string) (*Mask, error) {
 			return nil, err
 		}
 		m.paths = append(m.paths, parts)
+		m.rules = append(m.rules, p)
 	}
 	return m, nil
 }
@@ -80,9 +84,14 @@ func ParsePointer(p string) ([]string, error) {
 //
 // A Redaction is safe for concurrent use.
 type Redaction struct {
-	in     any // the input, not yet marshalled (no masks)
-	input  json.RawMessage
+	in    any // the input, not yet marshalled (no masks)
+	input json.RawMessage
+	// erased are the input paths erased, each key as the input has it
+	// (the masks match keys whatever their case, and "*" every key).
 	erased []string
+	// rules are the masks that erased something, as OPA's decision log
+	// records its own: /input and the rule as written.
+	rules []string
 	// fields are the erased top-level keys of the input.
 	fields map[string]bool
 	// values are the masked values as text may quote them, longest first.
@@ -105,13 +114,18 @@ func (m *Mask) Apply(input any) (*Redaction, error) {
 		var doc any
 		if doc, err = decode(b); err == nil {
 			var found []any
-			for _, p := range m.paths {
+			for i, p := range m.paths {
+				n := len(r.erased)
 				erase(doc, p, "", &r.erased, &found)
+				if rule := "/input" + m.rules[i]; len(r.erased) > n && !slices.Contains(r.rules, rule) {
+					r.rules = append(r.rules, rule)
+				}
 			}
 			r.input = b
 			if len(r.erased) > 0 {
 				r.input, err = json.Marshal(doc)
 				slices.Sort(r.erased)
+				slices.Sort(r.rules)
 				r.fields = map[string]bool{}
 				for _, p := range r.erased {
 					parts, _ := ParsePointer(p)
@@ -226,12 +240,16 @@ func (r *Redaction) Input() (json.RawMessage, error) {
 	return json.Marshal(r.in)
 }
 
-// Erased are the input paths the masks erased, sorted.
+// Erased are the masks that erased something from the input, as OPA's
+// decision log records its own: JSON pointers rooted at the input document
+// (/input/arguments/password), each rule as written, once, sorted. (OPA
+// names the rule, not the keys it removed; a rule's "*" and its matching
+// of keys whatever their case are the harness's.)
 func (r *Redaction) Erased() []string {
 	if r == nil {
 		return nil
 	}
-	return r.erased
+	return r.rules
 }
 
 // masks reports whether anything is to be masked.
@@ -308,50 +326,78 @@ func (r *Redaction) reasons(reasons []contract.Reason) []contract.Reason {
 // Masked, other values at erased paths are left out, and the messages of
 // its reasons and warnings are redacted.
 func (r *Redaction) Result(result any) (json.RawMessage, error) {
-	b, err := json.Marshal(result)
+	b, _, _, err := r.MaskResult(result)
+	return b, err
+}
+
+// MaskResult is Result, with the paths of the result it left out (erased)
+// and those whose value it replaced by Masked (masked), as JSON pointers
+// rooted at the result (/result/tool, /result/reasons/0/message), sorted:
+// what OPA's decision log records of its own masks.
+func (r *Redaction) MaskResult(result any) (b json.RawMessage, erased, masked []string, err error) {
+	b, err = json.Marshal(result)
 	if err != nil || !r.masks() {
-		return b, err
+		return b, nil, nil, err
 	}
 	doc, err := decode(b)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return b, nil
+		return b, nil, nil, nil
 	}
 	for _, p := range r.erased {
 		parts, _ := ParsePointer(p)
-		maskAt(obj, parts)
+		switch maskAt(obj, parts) {
+		case 'm':
+			masked = append(masked, "/result"+p)
+		case 'e':
+			erased = append(erased, "/result"+p)
+		}
 	}
 	for _, key := range []string{"reasons", "warnings"} {
 		list, _ := obj[key].([]any)
-		for _, item := range list {
+		for i, item := range list {
 			if m, ok := item.(map[string]any); ok {
 				if s, ok := m["message"].(string); ok {
-					m["message"] = r.Text(s)
+					if m["message"] = r.Text(s); m["message"] != s {
+						masked = append(masked, fmt.Sprintf("/result/%s/%d/message", key, i))
+					}
 				}
 			}
 		}
 	}
-	return json.Marshal(obj)
+	slices.Sort(erased)
+	slices.Sort(masked)
+	b, err = json.Marshal(obj)
+	return b, slices.Compact(erased), slices.Compact(masked), err
 }
 
 // maskAt masks the value at path exactly, if there is one: a string by
-// Masked, anything else by leaving it out.
-func maskAt(obj map[string]any, path []string) {
+// Masked ('m'), anything else by leaving it out ('e'); 0 when there is
+// none.
+func maskAt(obj map[string]any, path []string) byte {
 	for len(path) > 1 {
 		next, ok := obj[path[0]].(map[string]any)
 		if !ok {
-			return
+			return 0
 		}
 		obj, path = next, path[1:]
 	}
-	if _, ok := obj[path[0]].(string); ok {
+	v, ok := obj[path[0]]
+	switch {
+	case !ok:
+		return 0
+	case v == Masked:
+		return 'm'
+	}
+	if _, ok := v.(string); ok {
 		obj[path[0]] = Masked
-		return
+		return 'm'
 	}
 	delete(obj, path[0])
+	return 'e'
 }
 
 // Event returns e as the decision may write it: the fields that carry a

@@ -39,19 +39,19 @@ func TestMaskErases(t *testing.T) {
 		want   string
 	}{
 		{"exact", []string{"/arguments/password"}, `{"arguments": {"password": "p", "x": 1}}`,
-			"/arguments/password", `{"arguments":{"x":1}}`},
+			"/input/arguments/password", `{"arguments":{"x":1}}`},
 		{"any case of the key", []string{"/arguments/password"}, `{"arguments": {"Password": "a", "PASSWORD": "b", "passWord": "c", "pass": "d"}}`,
-			"/arguments/PASSWORD /arguments/Password /arguments/passWord", `{"arguments":{"pass":"d"}}`},
+			"/input/arguments/password", `{"arguments":{"pass":"d"}}`},
 		{"any case of the mask", []string{"/Arguments/PASSWORD"}, `{"arguments": {"password": "a"}}`,
-			"/arguments/password", `{"arguments":{}}`},
+			"/input/Arguments/PASSWORD", `{"arguments":{}}`},
 		{"star", []string{"/arguments/env/*"}, `{"arguments": {"env": {"A": "1", "b": "2"}, "keep": true}}`,
-			"/arguments/env/A /arguments/env/b", `{"arguments":{"env":{},"keep":true}}`},
+			"/input/arguments/env/*", `{"arguments":{"env":{},"keep":true}}`},
 		{"escaped pointer", []string{"/arguments/a~1b"}, `{"arguments": {"A/B": "x", "a~1b": "y"}}`,
-			"/arguments/A~1B", `{"arguments":{"a~1b":"y"}}`},
+			"/input/arguments/a~1b", `{"arguments":{"a~1b":"y"}}`},
 		{"top-level fields", []string{"/tool", "/session"}, `{"tool": "t", "session": "s", "role": "coder"}`,
-			"/session /tool", `{"role":"coder"}`},
+			"/input/session /input/tool", `{"role":"coder"}`},
 		{"absent", []string{"/arguments/password"}, `{"arguments": "not an object"}`, "", `{"arguments":"not an object"}`},
-		{"numbers stay exact", []string{"/x"}, `{"x": 1, "n": 12345678901234567890}`, "/x", `{"n":12345678901234567890}`},
+		{"numbers stay exact", []string{"/x"}, `{"x": 1, "n": 12345678901234567890}`, "/input/x", `{"n":12345678901234567890}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,5 +187,26 @@ func TestMaskEvent(t *testing.T) {
 	r := apply(t, []string{"/to"}, `{"from": "coder", "to": "reviewer", "by": "agent"}`)
 	if got := r.Event(sw); got.To != Masked || got.From != "coder" || sw.To != "reviewer" {
 		t.Errorf("switch event %+v", got.Switch)
+	}
+}
+
+// MaskResult lists what it changed of the result as OPA lists its masks:
+// a replaced value under masked, a value left out under erased, as JSON
+// pointers rooted at the result.
+func TestMaskResultPaths(t *testing.T) {
+	t.Parallel()
+	r := apply(t, []string{"/tool", "/budget", "/arguments/password"}, `{"tool": "t", "budget": {"tokens": 1}, "arguments": {"password": "hunter2hunter2"}}`)
+	result := map[string]any{"tool": "t", "budget": map[string]any{"tokens": 1}, "decision": "deny",
+		"reasons":  []any{map[string]any{"code": "policy", "message": "bad hunter2hunter2"}, map[string]any{"code": "policy", "message": "fine"}},
+		"warnings": []any{map[string]any{"code": "policy", "message": "w hunter2hunter2"}}}
+	b, erased, masked, err := r.MaskResult(result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "hunter2") || !strings.Contains(string(b), `"tool":"[masked]"`) || strings.Contains(string(b), `"budget"`) {
+		t.Errorf("result %s", b)
+	}
+	if strings.Join(erased, " ") != "/result/budget" || strings.Join(masked, " ") != "/result/reasons/0/message /result/tool /result/warnings/0/message" {
+		t.Errorf("erased %q masked %q", erased, masked)
 	}
 }

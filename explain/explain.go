@@ -58,6 +58,11 @@ func Write(w io.Writer, x policy.Explanation, r *roles.Role) {
 		default:
 			p("    allowed: no pattern of tools.allowed matches (%s) → tool_not_allowed", patterns(r.Allowed))
 		}
+		if len(x.AskedBy) > 0 {
+			p("    ask: pattern %q of tools.ask (%s) matches → approval_required, unless something refuses the call (deny beats ask)", x.AskedBy[0], origin("tools.ask"))
+		} else if len(r.Ask) > 0 {
+			p("    ask: no pattern of tools.ask matches (%s)", patterns(r.Ask))
+		}
 	}
 	p("  shell_policy %s (%s)", d.ShellPolicy, origin("role.shell_policy"))
 

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/pricing"
 	"github.com/agentharness/harness/roles"
+	"github.com/agentharness/harness/transcript"
 )
 
 // maxAttempts bounds the retries of a shell reservation. Every failed
@@ -68,6 +70,9 @@ type Governor struct {
 	observer  Observer
 	project   string
 	envRole   string
+	unpriced  sync.Map // models without a price, told of once
+	book      *transcript.Book
+	unread    sync.Map // transcripts that could not be read, told of once
 }
 
 // Options are a Governor's parts.
@@ -88,6 +93,9 @@ type Options struct {
 	Sinks []events.Sink
 	// Decisions, if set, records every decision.
 	Decisions *events.DecisionLog
+	// Transcripts keeps what was read of the transcripts in which agents
+	// record their model usage (nil: none are read; see Usage).
+	Transcripts *transcript.Book
 	// Mask keeps input paths ([log] mask) out of the decision log and the
 	// events: erased from the logged input, their values redacted from the
 	// messages of the decision and of its events. Nil masks nothing.
@@ -105,7 +113,7 @@ type Options struct {
 func New(o Options) *Governor {
 	g := &Governor{store: o.Store, tokens: o.Tokenizer, prices: o.Prices, shadow: o.Shadow,
 		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project,
-		observer: o.Observer}
+		book: o.Transcripts, observer: o.Observer}
 	g.Swap(o.Rules)
 	if g.observer == nil {
 		g.observer = noObserver{}
@@ -193,12 +201,28 @@ type Call struct {
 	// "name/version"): recorded as a label of the decision-log entry,
 	// never used to decide who the agent is.
 	Client string
+	// Transcript is where the session's agent records its model usage
+	// (Claude Code's transcript_path), "" for none: what is new in it is
+	// charged before the call is decided (see Usage).
+	Transcript string
 	// Role is the role a new session starts in; "" for the default. A
 	// session that has a role keeps it.
 	Role string
 	// Reserve takes the shell slot of an allowed shell call: the call is
 	// going to run. Without it the decision is only a question.
 	Reserve bool
+	// ReserveOnAsk takes the shell slot of a shell call decided ask too:
+	// the transport lets the call run once a person approves it, without
+	// asking the harness again (Claude Code's own ask), so the slot is
+	// taken with the decision, or an approved call would not be counted.
+	// A declined call's slot stays spent: counting one call too many is
+	// the side to err on.
+	ReserveOnAsk bool
+	// Approved says who approved the call, "" for nobody: a person asked
+	// for the approval an ask waits for (the gateway, by an elicitation of
+	// the agent's client). It lets a call decided ask run, and nothing
+	// else: the decision stays the policy's, a deny stays a deny.
+	Approved string
 	// Background writes the decision's log entry and events while the
 	// caller goes on (the gateway overlaps them with the upstream call):
 	// Outcome.Wait waits for them. Without it they are written before
@@ -210,10 +234,15 @@ type Call struct {
 type Outcome struct {
 	Decision contract.Decision
 	// Allowed says whether the call may run: the decision's word, or always
-	// true in shadow mode.
+	// true in shadow mode. An ask is not allowed: a transport that can put
+	// the question to a person (the hook, as Claude Code's own "ask") does,
+	// and one that cannot refuses the call.
 	Allowed bool
 	// Shadowed is true when shadow mode let through a call the policy denied.
 	Shadowed bool
+	// Approved is true when the call was decided ask and runs because
+	// Call.Approved says who approved it.
+	Approved bool
 	// Reserved is true when a shell slot was taken for the call.
 	Reserved bool
 	// Counters are the session's counters after the reservation.
@@ -287,6 +316,21 @@ func (g *Governor) session(ctx context.Context, r *Rules, k budget.Key, role str
 	return c, nil
 }
 
+// view returns the session's counters as session does, without writing
+// anything: a session the ledger does not have (or has without a role) is
+// shown in the role it would start in, and is not created. What a session
+// may ask and what the operator's commands show read through it.
+func (g *Governor) view(ctx context.Context, r *Rules, k budget.Key, role string, period budget.Period) (budget.Counters, error) {
+	c, err := g.store.Get(ctx, k, period)
+	if err != nil {
+		return c, fmt.Errorf("ledger: %w", err)
+	}
+	if c.Role == "" {
+		c.Role = g.startRole(r, k.Agent, role)
+	}
+	return c, nil
+}
+
 // period is the ledger's name of the current period of agent's budget
 // ("day:2026-12-01", "week:2026-W49", "month:2026-12", "total"; in UTC),
 // "" when no agent budget applies.
@@ -338,7 +382,9 @@ func usage(c budget.Counters) contract.Usage {
 	return contract.Usage{Tokens: c.Tokens, Shell: c.Shell, CostMicros: c.CostMicros}
 }
 
-// Decide decides a call with the session's live counters. With Reserve, an
+// Decide decides a call with the session's live counters (for a session
+// whose agent records its model usage, after charging what is new in it:
+// see Call.Transcript). With Reserve, an
 // allowed shell call takes its slot by a compare-and-swap on the very
 // counters the decision was made on; if another call changed them first,
 // the call is decided again on the new counters. So under any concurrency,
@@ -360,6 +406,21 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	source := ""
+	if call.Transcript != "" && g.book != nil {
+		// What the agent's model used since its last call is charged
+		// first, so that the call is decided on the session's real cost.
+		ch, err := g.usage(ctx, r, call.Session, call.Tool, call.Transcript, 0, 0)
+		if err != nil {
+			return Outcome{}, err
+		}
+		source = ch.Source
+		if ch.CostMicros > 0 {
+			if cur, err = g.session(ctx, r, call.Session, call.Role, period); err != nil {
+				return Outcome{}, err
+			}
+		}
+	}
 	for range maxAttempts {
 		in := g.input(call.Session, cur, call, period)
 		start := g.now()
@@ -369,11 +430,15 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 			return Outcome{Decision: d}, err
 		}
 		o := Outcome{Decision: d, Allowed: d.Allowed, Counters: cur}
-		if !d.Allowed && g.shadow {
+		if d.Decision == contract.Ask && call.Approved != "" {
+			o.Allowed, o.Approved = true, true
+		}
+		if !o.Allowed && g.shadow {
 			o.Allowed, o.Shadowed = true, true
 		}
+		asked := d.Decision == contract.Ask && call.ReserveOnAsk && !o.Allowed
 		switch {
-		case !call.Reserve || !d.ShellTool || !o.Allowed:
+		case !call.Reserve || !d.ShellTool || !o.Allowed && !asked:
 		case o.Shadowed: // the call runs although the policy refused it: count it
 			o.Counters, err = g.store.AddShell(ctx, call.Session, period)
 			if err != nil {
@@ -394,7 +459,7 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 		at := g.now()
 		o.DecisionID = events.NewID(at)
 		record := func() {
-			red := g.recordDecision(o, at, in, elapsed, call.Client)
+			red := g.recordDecision(o, r, at, in, elapsed, call, source)
 			if o.Reserved {
 				before := o.Counters
 				before.Shell--
@@ -437,6 +502,9 @@ type Result struct {
 	// context: what the agent's model read and wrote for someone else
 	// (an upstream's sampling request), which its context does not keep.
 	CostOnly bool
+	// Transcript is where the session's agent records its model usage
+	// (Claude Code's transcript_path), "" for none: see Usage.
+	Transcript string
 }
 
 // Charge is what a result cost.
@@ -450,10 +518,15 @@ type Charge struct {
 	// Signal is the session's budget signal after the charge, as the
 	// policy measures it ("" when its role is not defined).
 	Signal string `json:"signal"`
+	// Source says where the session's cost comes from ("transcript",
+	// "estimate"), for a session whose agent records its usage.
+	Source string `json:"cost_source,omitempty"`
 }
 
 // Record charges a finished call: the o200k_base tokens of its output to the
-// context budget, and the cost of its input and output tokens.
+// context budget, and the cost of its input and output tokens. For a
+// session whose agent records its model usage (Result.Transcript), the
+// cost is that usage's: see Usage.
 func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	if res.Session.Session == "" {
 		return Charge{}, errors.New("record: a session id is required")
@@ -467,50 +540,87 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	if err != nil {
 		return Charge{}, err
 	}
-	cost, err := g.prices.Cost(res.Model, in, out)
+	est, err := g.price(res.Model).Of(pricing.Usage{Input: in, Output: out})
 	if err != nil {
 		return Charge{}, err
 	}
-	period := g.period(r, res.Session.Agent)
 	held := out // what the context keeps
 	if res.CostOnly {
 		held = 0
 	}
-	after, err := g.store.Charge(ctx, res.Session, period, held, cost)
+	if res.Transcript == "" || g.book == nil {
+		ch, err := g.charge(ctx, r, res.Session, res.Tool, held, est)
+		ch.InputTokens, ch.OutputTokens = in, out
+		return ch, err
+	}
+	ch, err := g.usage(ctx, r, res.Session, res.Tool, res.Transcript, held, est)
+	ch.InputTokens, ch.OutputTokens = in, out
+	return ch, err
+}
+
+// charge charges a session tokens and cost, gives a session charged before
+// any decision its role, and emits the budget events the charge crossed.
+func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, tool string, tokens, cost int64) (Charge, error) {
+	period := g.period(r, k.Agent)
+	after, err := g.store.Charge(ctx, k, period, tokens, cost)
 	if err != nil {
 		return Charge{}, fmt.Errorf("ledger: %w", err)
 	}
 	if after.Role == "" { // a session charged before any decision: give it its role
 		agent := after.AgentUsage
-		if after, err = g.store.InitRole(ctx, res.Session, g.startRole(r, res.Session.Agent, "")); err != nil {
+		if after, err = g.store.InitRole(ctx, k, g.startRole(r, k.Agent, "")); err != nil {
 			return Charge{}, fmt.Errorf("ledger: %w", err)
 		}
 		after.AgentUsage = agent
 	}
 	before := after
-	before.Tokens -= held
+	before.Tokens -= tokens
 	before.CostMicros -= cost
 	if period != "" {
-		before.AgentUsage.Tokens -= held
+		before.AgentUsage.Tokens -= tokens
 		before.AgentUsage.CostMicros -= cost
 	}
-	g.observer.Charged(res.Session.Agent, after.Role, contract.Usage{Tokens: held, CostMicros: cost})
-	levels, crossed := g.crossings(ctx, r, res.Session, period, before, after)
+	g.observer.Charged(k.Agent, after.Role, contract.Usage{Tokens: tokens, CostMicros: cost})
+	levels, crossed := g.crossings(ctx, r, k, period, before, after)
 	if len(crossed) > 0 {
 		// A charge has no decision input; its events are masked as one
 		// of a call of the tool by the session would be.
-		red := g.redact(contract.Input{Role: after.Role, Tool: res.Tool, Session: res.Session.Session, Agent: res.Session.Agent, Project: g.project})
+		red := g.redact(contract.Input{Role: after.Role, Tool: tool, Session: k.Session, Agent: k.Agent, Project: g.project})
 		for _, e := range crossed {
 			g.emit(red, e)
 		}
 	}
-	return Charge{InputTokens: in, OutputTokens: out, CostMicros: cost, Before: before, After: after, Signal: levels.Signal}, nil
+	return Charge{OutputTokens: tokens, CostMicros: cost, Before: before, After: after, Signal: levels.Signal}, nil
+}
+
+// price is the price of model ("" for the configured default): the price
+// table's, else the default model's, saying so once per model (OnError).
+func (g *Governor) price(model string) pricing.Price {
+	p, name, known := g.prices.Lookup(model)
+	if !known {
+		if _, told := g.unpriced.LoadOrStore(model, true); !told {
+			d, _, _ := g.prices.Lookup("")
+			g.onError(fmt.Errorf("no price for model %q: charged at the price of %s ($%s in, $%s out per million tokens; [cost.models.NAME] in harness.toml sets one)",
+				model, name, dollars(d.InputMicrosPerMTok), dollars(d.OutputMicrosPerMTok)))
+		}
+	}
+	return p
+}
+
+// dollars formats micro-dollars as dollars, without trailing zeros past
+// the cents.
+func dollars(micros int64) string {
+	s := fmt.Sprintf("%d.%06d", micros/1_000_000, micros%1_000_000)
+	for strings.HasSuffix(s, "0") && len(s) > len(s[:strings.IndexByte(s, '.')])+3 {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // ResetAgent is the operator's reset of an agent's usage in the current
 // period of its budget across sessions; it returns that period. An agent
 // without a budget, or without usage in the period, is an error. A reset
-// is an event (BudgetReset, of the agent and the period).
+// is an event (BudgetReset) and a decision-log entry (harness/reset).
 func (g *Governor) ResetAgent(ctx context.Context, agent string) (budget.Period, error) {
 	period := g.period(g.rules.Load(), agent)
 	if period == "" {
@@ -522,18 +632,38 @@ func (g *Governor) ResetAgent(ctx context.Context, agent string) (budget.Period,
 		}
 		return period, fmt.Errorf("ledger: %w", err)
 	}
-	g.emit(g.redact(contract.Input{Agent: agent, Project: g.project}), events.Event{Type: events.BudgetReset, Agent: agent,
-		Reset: &events.Reset{What: events.ResetAgent, ResetPeriod: period}})
+	g.recordReset(contract.ResetInput{Agent: agent, Scope: events.ScopeAgent, Period: period, By: contract.ByOperator}, "")
 	return period, nil
 }
 
 // Reset is the operator's reset of a session's usage (its role stays). A
-// reset is an event (BudgetReset, of the session).
+// session the ledger does not have is budget.ErrNoSession. A reset is an
+// event (BudgetReset) and a decision-log entry (harness/reset).
 func (g *Governor) Reset(ctx context.Context, k budget.Key) error {
+	c, err := g.store.Get(ctx, k, "") // for its role, which a reset keeps
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
 	if err := g.store.Reset(ctx, k); err != nil {
 		return err
 	}
-	g.emit(g.redact(contract.Input{Session: k.Session, Agent: k.Agent, Project: g.project}), events.Event{Type: events.BudgetReset,
-		Session: k.Session, Agent: k.Agent, Reset: &events.Reset{What: events.ResetSession}})
+	g.recordReset(contract.ResetInput{Session: k.Session, Agent: k.Agent, Scope: events.ScopeSession, By: contract.ByOperator}, c.Role)
 	return nil
+}
+
+// recordReset writes the decision-log entry and the event of a reset made
+// (in the role of the session it reset, if any).
+func (g *Governor) recordReset(in contract.ResetInput, role string) {
+	at := g.now()
+	id := events.NewID(at)
+	red := g.redact(in)
+	if g.decisions != nil {
+		err := g.decisions.Log(events.Entry{DecisionID: id, Path: "harness/reset", Timestamp: at.UTC()}, red,
+			contract.ResetResult{Reset: true, Role: role})
+		if err != nil {
+			g.onError(fmt.Errorf("decision log: %w", err))
+		}
+	}
+	g.emit(red, events.Event{Type: events.BudgetReset, Session: in.Session, Agent: in.Agent, Role: role,
+		Reset: &events.Reset{By: in.By, Scope: in.Scope, Period: in.Period, DecisionID: id}})
 }

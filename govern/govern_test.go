@@ -244,16 +244,16 @@ func TestSessionViews(t *testing.T) {
 	if err != nil || st.Role != "reviewer" || st.StatusLine() != "Budget[reviewer]: tokens 0/150000 (0%) | shell 0/0 (0%) | cost $0.00/$3.00 (0%) → OK" {
 		t.Errorf("status of a new session: %+v, %v", st, err)
 	}
-	shown, err := g.Visible(ctx, k, "", contract.Named("ctx_read", "ctx_edit", "ctx_shell", "ctx_session"))
+	shown, err := g.Visible(ctx, k, "reviewer", contract.Named("ctx_read", "ctx_edit", "ctx_shell", "ctx_session"))
 	if err != nil || len(shown) != 2 || !shown["ctx_read"] || !shown["ctx_session"] {
 		t.Errorf("a reviewer sees %v, %v", shown, err)
 	}
-	info, err := g.RoleInfo(ctx, k, "")
+	info, err := g.RoleInfo(ctx, k, "reviewer")
 	if err != nil || info.Role == nil || info.Role.Name != "reviewer" || info.Status != st ||
 		!slices.Equal(info.MayEnter(), []string{"coder"}) || !slices.Equal(info.OperatorOnly(), []string{"admin", "debugger", "ops"}) {
 		t.Errorf("role info: %+v (may enter %v, operator only %v), %v", info, info.MayEnter(), info.OperatorOnly(), err)
 	}
-	x, err := g.Explain(ctx, k, "", "ctx_edit", nil)
+	x, err := g.Explain(ctx, k, "reviewer", "ctx_edit", nil)
 	if err != nil || x.Decision.Decision != contract.Deny || !slices.Equal(x.DeniedBy, []string{"ctx_edit"}) || x.Role.Name != "reviewer" {
 		t.Errorf("explanation: %+v, %v", x, err)
 	}
@@ -273,6 +273,48 @@ func TestSessionViews(t *testing.T) {
 	}
 	if shown, _ := g.Visible(ctx, gone, "", contract.Named("ctx_read", "ctx_session")); len(shown) != 0 {
 		t.Errorf("a role that is gone sees %v", shown)
+	}
+}
+
+// What a session may ask (its budget, role, visible tools, explanations)
+// and the listings of sessions read the ledger and never write it: a new
+// session is shown in its starting role and not created, an existing one
+// as it is. On a read-only store any write would be an error.
+func TestViewsWriteNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := budget.Open(ctx, "memory:", budget.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(Options{Rules: Rules{Engine: engine(t), AgentRoles: map[string]string{"claude-code": "reviewer"}}, Store: s})
+	k := budget.Key{Agent: "claude-code", Session: "new"}
+	views := map[string]func() (string, error){
+		"Status": func() (string, error) { st, err := g.Status(ctx, k, ""); return st.Role, err },
+		"RoleInfo": func() (string, error) {
+			info, err := g.RoleInfo(ctx, k, "")
+			return info.Status.Role, err
+		},
+		"Visible": func() (string, error) {
+			shown, err := g.Visible(ctx, k, "", contract.Named("ctx_read", "ctx_edit"))
+			return fmt.Sprint(shown), err
+		},
+		"Explain": func() (string, error) {
+			x, err := g.Explain(ctx, k, "", "ctx_edit", nil)
+			return x.Decision.Role, err
+		},
+	}
+	want := map[string]string{"Status": "reviewer", "RoleInfo": "reviewer", "Visible": "map[ctx_read:true]", "Explain": "reviewer"}
+	for name, view := range views {
+		if got, err := view(); err != nil || got != want[name] {
+			t.Errorf("%s of a new session: %s, %v; want %s", name, got, err, want[name])
+		}
+	}
+	if _, found, err := g.Find(ctx, k.Session, k.Agent, true); found || err != nil {
+		t.Errorf("find: %v, %v", found, err)
+	}
+	if list, err := g.Sessions(ctx, ""); len(list) != 0 || err != nil {
+		t.Errorf("sessions %+v, %v", list, err)
 	}
 }
 
@@ -386,5 +428,126 @@ func TestFindAndSessions(t *testing.T) {
 	s.SetRole(ctx, budget.Key{Session: "gone"}, "retired")
 	if list, _ := g.Sessions(ctx, "gone"); len(list) != 1 || list[0].Defined {
 		t.Errorf("a session whose role is gone: %+v", list)
+	}
+}
+
+// A call decided "ask" is not allowed (a transport that cannot ask a
+// person refuses it), takes no shell slot, is logged with its decision,
+// and is an ApprovalRequested event, not a PolicyViolation; in shadow mode
+// it runs, flagged.
+func TestAskIsNotAllowed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set := testroles.Set(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\n"})
+	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shadow := range []bool{false, true} {
+		t.Run(fmt.Sprint("shadow=", shadow), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "decisions.jsonl")
+			log, err := events.OpenDecisionLog(path, events.DecisionLogOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			s := budget.NewMemory()
+			g := New(Options{Rules: Rules{Engine: relaxed(e)}, Store: s, Sinks: []events.Sink{rec}, Decisions: log, Shadow: shadow})
+			k := budget.Key{Session: "s", Agent: "a"}
+			o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "careful", Reserve: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Decision.Decision != contract.Ask || o.Allowed != shadow || o.Shadowed != shadow || o.Reserved != shadow {
+				t.Errorf("%+v", o)
+			}
+			asked := rec.of(events.ApprovalRequested)
+			if len(asked) != 1 || len(rec.of(events.PolicyViolation)) != 0 || asked[0].Violation.Reasons[0].Code != contract.CodeApprovalRequired ||
+				asked[0].Violation.DecisionID != o.DecisionID || asked[0].Shadow != shadow {
+				t.Errorf("events: %+v", rec.events)
+			}
+			b, _ := os.ReadFile(path)
+			if !strings.Contains(string(b), `"decision":"ask"`) || !strings.Contains(string(b), o.DecisionID) {
+				t.Errorf("decision log: %s", b)
+			}
+			slots := int64(0)
+			if shadow {
+				slots = 1 // the call ran: it is counted
+			}
+			if c, _ := s.Get(ctx, k, ""); c.Shell != slots {
+				t.Errorf("shell slots taken: %d, want %d", c.Shell, slots)
+			}
+		})
+	}
+}
+
+// A call decided "ask" that a person approved (Call.Approved) runs: it
+// takes its shell slot, is logged with the decision the policy made and
+// who approved it, and is no ApprovalRequested event; the approval lets
+// an ask run and nothing else (a denied call stays denied).
+func TestApprovedAskRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set := testroles.Set(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\ndenied = [\"ctx_edit\"]\n"})
+	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "decisions.jsonl")
+	log, err := events.OpenDecisionLog(path, events.DecisionLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	s := budget.NewMemory()
+	g := New(Options{Rules: Rules{Engine: relaxed(e)}, Store: s, Sinks: []events.Sink{rec}, Decisions: log})
+	k := budget.Key{Session: "s", Agent: "a"}
+	o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "careful", Reserve: true, Approved: "elicitation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Decision.Decision != contract.Ask || o.Decision.Allowed || !o.Allowed || !o.Approved || !o.Reserved {
+		t.Errorf("approved: %+v", o)
+	}
+	if n := len(rec.of(events.ApprovalRequested)) + len(rec.of(events.PolicyViolation)); n != 0 {
+		t.Errorf("events of an approved call: %+v", rec.events)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), `"approved_by":"elicitation"`) || !strings.Contains(string(b), `"decision":"ask"`) {
+		t.Errorf("decision log: %s", b)
+	}
+	if c, _ := s.Get(ctx, k, ""); c.Shell != 1 {
+		t.Errorf("shell slots taken: %d, want 1", c.Shell)
+	}
+	for _, tool := range []string{"ctx_edit"} {
+		o, err := g.Decide(ctx, Call{Session: k, Tool: tool, Role: "careful", Reserve: true, Approved: "elicitation"})
+		if err != nil || o.Allowed || o.Approved || o.Decision.Decision != contract.Deny {
+			t.Errorf("an approval of a denied %s: %+v, %v", tool, o, err)
+		}
+	}
+}
+
+// A model the price table does not know is charged the default price, and
+// said so once per model.
+func TestUnknownModelWarnedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var warnings []string
+	g := New(Options{Rules: Rules{Engine: engine(t)}, Store: budget.NewMemory(), OnError: func(err error) { warnings = append(warnings, err.Error()) }})
+	k := budget.Key{Session: "s", Agent: "a"}
+	var costs []int64
+	for _, model := range []string{"gpt-9", "gpt-9", "claude-opus-9", "", "claude-sonnet-4-5-20250929"} {
+		ch, err := g.Record(ctx, Result{Session: k, Tool: "ctx_read", Output: strings.Repeat("hello world ", 100), Model: model})
+		if err != nil {
+			t.Fatal(err)
+		}
+		costs = append(costs, ch.CostMicros)
+	}
+	if len(warnings) != 2 || !strings.Contains(warnings[0], `no price for model "gpt-9": charged at the price of default ($2.50 in, $10.00 out`) ||
+		!strings.Contains(warnings[1], `"claude-opus-9"`) {
+		t.Errorf("warnings %q", warnings)
+	}
+	if costs[0] != costs[3] || costs[2] != costs[3] || costs[4] == costs[3] {
+		t.Errorf("costs %v: unknown models at the default's price, a known one at its own", costs)
 	}
 }

@@ -99,7 +99,7 @@ func TestObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	resets := rec.of(events.BudgetReset)
-	if len(resets) != 1 || resets[0].Session != "s" || resets[0].Agent != "a" || resets[0].Reset == nil || resets[0].What != events.ResetSession {
+	if len(resets) != 1 || resets[0].Session != "s" || resets[0].Agent != "a" || resets[0].Reset == nil || resets[0].Reset.Scope != events.ScopeSession {
 		t.Errorf("reset events %+v", resets)
 	}
 

@@ -15,10 +15,18 @@ import (
 )
 
 // loggedInput is the input as the policy saw it, with the shell policy the
-// engine filled in.
+// engine filled in, and arguments {} for a call without any.
 type loggedInput struct {
 	contract.Input
 	ShellPolicy string `json:"shell_policy"`
+}
+
+// seen is in as the policy saw it (see loggedInput).
+func seen(in contract.Input, shellPolicy string) loggedInput {
+	if in.Arguments == nil {
+		in.Arguments = map[string]any{}
+	}
+	return loggedInput{in, shellPolicy}
 }
 
 // redact is the redaction of the decision whose input is input: what the
@@ -31,22 +39,37 @@ func (g *Governor) redact(input any) *events.Redaction {
 	return r
 }
 
-// logEntry writes the decision-log entry of the decision id, made at, its
-// input as red masked it, for a client (its name and version as it says
-// them, "" when unknown).
-func (g *Governor) logEntry(id string, at time.Time, path string, red *events.Redaction, result any, elapsed time.Duration, shadow bool, client string) {
+// entry is what a decision-log entry says beside its input and result.
+type entry struct {
+	id       string
+	at       time.Time
+	path     string
+	elapsed  time.Duration
+	revision string // the bundle's revision the decision was made with
+	client   string // the client's name and version as it says them, "" when unknown
+	custom   events.Custom
+}
+
+// logEntry writes the decision-log entry e, its input as red masked it.
+func (g *Governor) logEntry(e entry, red *events.Redaction, result any) {
 	if g.decisions != nil {
 		var labels map[string]string
-		if client != "" {
-			labels = map[string]string{"client": client}
+		if e.client != "" {
+			labels = map[string]string{"client": e.client}
 		}
+		var bundles map[string]events.BundleInfo
+		if e.revision != "" {
+			bundles = map[string]events.BundleInfo{policy.BundleName: {Revision: e.revision}}
+		}
+		custom := e.custom
 		err := g.decisions.Log(events.Entry{
-			DecisionID: id,
-			Path:       path,
-			Timestamp:  at.UTC(),
-			Metrics:    map[string]int64{"timer_rego_query_eval_ns": elapsed.Nanoseconds()},
+			DecisionID: e.id,
+			Path:       e.path,
+			Timestamp:  e.at.UTC(),
+			Metrics:    map[string]int64{"timer_rego_query_eval_ns": e.elapsed.Nanoseconds()},
 			Labels:     labels,
-			Shadow:     shadow,
+			Bundles:    bundles,
+			Custom:     &custom,
 		}, red, result)
 		if err != nil {
 			g.onError(fmt.Errorf("decision log: %w", err))
@@ -55,20 +78,34 @@ func (g *Governor) logEntry(id string, at time.Time, path string, red *events.Re
 }
 
 // recordDecision writes the decision log entry and, for a deny, the
-// PolicyViolation event (its reasons summarised), both masked; it returns
-// the decision's redaction, for the events that follow from it.
-func (g *Governor) recordDecision(o Outcome, at time.Time, in contract.Input, elapsed time.Duration, client string) *events.Redaction {
+// PolicyViolation event (for an ask, ApprovalRequested: the call waits for
+// a person, it broke no rule), its reasons summarised, both masked; it
+// returns the decision's redaction, for the events that follow from it.
+func (g *Governor) recordDecision(o Outcome, r *Rules, at time.Time, in contract.Input, elapsed time.Duration, call Call, costSource string) *events.Redaction {
 	d := o.Decision
-	red := g.redact(loggedInput{in, d.ShellPolicy})
-	g.logEntry(o.DecisionID, at, "harness/decision", red, d, elapsed, g.shadow, client)
-	if !d.Allowed {
+	red := g.redact(seen(in, d.ShellPolicy))
+	g.logEntry(entry{id: o.DecisionID, at: at, path: "harness/decision", elapsed: elapsed, revision: r.Engine.Revision(),
+		client: call.Client, custom: events.Custom{Shadow: g.shadow, CostSource: costSource, ApprovedBy: approvedBy(o, call)}}, red, d)
+	if !d.Allowed && !o.Approved {
+		typ := events.PolicyViolation
+		if d.Decision == contract.Ask {
+			typ = events.ApprovalRequested
+		}
 		reasons := events.SummariseReasons(d.Reasons)
 		g.emit(red, events.Event{
-			Type: events.PolicyViolation, Session: in.Session, Agent: in.Agent, Role: d.Role, Shadow: o.Shadowed,
+			Type: typ, Session: in.Session, Agent: in.Agent, Role: d.Role, Shadow: o.Shadowed,
 			Violation: &events.Violation{Tool: d.Tool, Reason: oneLine(reasons, false), Reasons: reasons, DecisionID: o.DecisionID},
 		})
 	}
 	return red
+}
+
+// approvedBy is who approved a call decided ask that runs, "" otherwise.
+func approvedBy(o Outcome, call Call) string {
+	if o.Approved {
+		return call.Approved
+	}
+	return ""
 }
 
 // oneLine is reasons as one line: "code: message; …" (with the rule that

@@ -45,13 +45,14 @@ func roleNames(r *Rules) []string {
 	return names
 }
 
-// Status is the session's budget as the policy measures it now, giving a
-// new session its starting role (role, else the default). A role the rules
-// do not define is an *UnknownRoleError, with the status of limits 0.
+// Status is the session's budget as the policy measures it now; a new
+// session is shown in its starting role (role, else the default) and not
+// created (see view: no view writes the ledger). A role the rules do not
+// define is an *UnknownRoleError, with the status of limits 0.
 func (g *Governor) Status(ctx context.Context, k budget.Key, role string) (contract.Status, error) {
 	r := g.rules.Load()
 	period := g.period(r, k.Agent)
-	c, err := g.session(ctx, r, k, role, period)
+	c, err := g.view(ctx, r, k, role, period)
 	if err != nil {
 		return contract.Status{}, err
 	}
@@ -64,7 +65,7 @@ func (g *Governor) Status(ctx context.Context, k budget.Key, role string) (contr
 // tools shows it. On an error it shows none.
 func (g *Governor) Visible(ctx context.Context, k budget.Key, role string, tools []contract.Tool) (map[string]bool, error) {
 	r := g.rules.Load()
-	c, err := g.session(ctx, r, k, role, "")
+	c, err := g.view(ctx, r, k, role, "")
 	if err != nil {
 		return map[string]bool{}, err
 	}
@@ -116,7 +117,7 @@ func (i RoleInfo) targets(open bool) []string {
 func (g *Governor) RoleInfo(ctx context.Context, k budget.Key, role string) (RoleInfo, error) {
 	r := g.rules.Load()
 	period := g.period(r, k.Agent)
-	c, err := g.session(ctx, r, k, role, period)
+	c, err := g.view(ctx, r, k, role, period)
 	if err != nil {
 		return RoleInfo{}, err
 	}
@@ -159,7 +160,7 @@ type Explanation struct {
 func (g *Governor) Explain(ctx context.Context, k budget.Key, role, tool string, args map[string]any) (Explanation, error) {
 	r := g.rules.Load()
 	period := g.period(r, k.Agent)
-	c, err := g.session(ctx, r, k, role, period)
+	c, err := g.view(ctx, r, k, role, period)
 	if err != nil {
 		return Explanation{}, err
 	}

@@ -1,7 +1,8 @@
 // Package hook governs the built-in tools of a coding agent through its hook
 // protocol, Claude Code's first: before a tool runs (PreToolUse) the call is
 // decided like any other, with the session's role and live counters, and
-// after it (PostToolUse) what the tool returned is charged. It is transport
+// after it (PostToolUse, or PostToolUseFailure when it failed) what reached
+// the model is charged: the content of the tool's response, or the error. It is transport
 // only: the orchestrator (govern) decides and charges.
 package hook
 
@@ -21,20 +22,84 @@ import (
 // Agent is the agent name of Claude Code's sessions in the ledger.
 const Agent = "claude-code"
 
-// DefaultTools maps Claude Code's built-in tools to the harness's
-// vocabulary, so that roles written for ctx_* tools govern them: Bash is a
-// shell tool, the editing tools are ctx_edit, the reading ones ctx_read.
-// MCP tools (mcp__<server>__<tool>) and unmapped tools keep their names.
+// DefaultTools maps every tool of Claude Code's tools reference
+// (code.claude.com/docs/en/tools-reference), and the older names its
+// hooks still send, to the harness's vocabulary, so that roles written
+// for ctx_* tools govern them as they describe themselves:
+//
+//   - ctx_shell: the tools that run a command (Bash, PowerShell, and
+//     Monitor, which runs one in the background): the shell policy and
+//     the shell budget apply;
+//   - ctx_execute: the tools that run code another way: Skill (a skill
+//     may run shell commands as it loads, before the model sees it) and
+//     REPL;
+//   - ctx_edit: the tools that change files: Edit, Write, MultiEdit,
+//     NotebookEdit, EnterWorktree and ExitWorktree (they create and
+//     remove a work tree), and Artifact (it publishes a file);
+//   - ctx_read: the tools that read: files (Read, NotebookRead), their
+//     names and contents (Grep, Glob, LS, LSP), the web (WebFetch), MCP
+//     resources, and the output of background work (BashOutput,
+//     TaskOutput);
+//   - ctx_search: WebSearch, ToolSearch;
+//   - ctx_plan: planning and tracking the work, and asking the user
+//     (TodoWrite, the Task* tools, plan mode, Cron*, AskUserQuestion);
+//   - ctx_agent: delegating it (Agent, its older name Task, SendMessage,
+//     teams) and stopping background work (TaskStop, KillShell), which
+//     runs nothing: a subagent's own tool calls come through the hook.
+//
+// MCP tools (mcp__<server>__<tool>) and tools not listed keep their names.
 var DefaultTools = map[string]string{
-	"Bash":         "ctx_shell",
-	"Edit":         "ctx_edit",
-	"Write":        "ctx_edit",
-	"MultiEdit":    "ctx_edit",
-	"NotebookEdit": "ctx_edit",
-	"Read":         "ctx_read",
-	"Grep":         "ctx_read",
-	"Glob":         "ctx_read",
-	"LS":           "ctx_read",
+	"Bash":       "ctx_shell",
+	"PowerShell": "ctx_shell",
+	"Monitor":    "ctx_shell",
+
+	"Skill": "ctx_execute",
+	"REPL":  "ctx_execute",
+
+	"Edit":          "ctx_edit",
+	"Write":         "ctx_edit",
+	"MultiEdit":     "ctx_edit",
+	"NotebookEdit":  "ctx_edit",
+	"EnterWorktree": "ctx_edit",
+	"ExitWorktree":  "ctx_edit",
+	"Artifact":      "ctx_edit",
+
+	"Read":                 "ctx_read",
+	"NotebookRead":         "ctx_read",
+	"Grep":                 "ctx_read",
+	"Glob":                 "ctx_read",
+	"LS":                   "ctx_read",
+	"LSP":                  "ctx_read",
+	"WebFetch":             "ctx_read",
+	"ListMcpResourcesTool": "ctx_read",
+	"ReadMcpResourceTool":  "ctx_read",
+	"BashOutput":           "ctx_read",
+	"TaskOutput":           "ctx_read",
+
+	"WebSearch":  "ctx_search",
+	"ToolSearch": "ctx_search",
+
+	"TodoWrite":       "ctx_plan",
+	"TodoRead":        "ctx_plan",
+	"TaskCreate":      "ctx_plan",
+	"TaskGet":         "ctx_plan",
+	"TaskList":        "ctx_plan",
+	"TaskUpdate":      "ctx_plan",
+	"EnterPlanMode":   "ctx_plan",
+	"ExitPlanMode":    "ctx_plan",
+	"AskUserQuestion": "ctx_plan",
+	"CronCreate":      "ctx_plan",
+	"CronDelete":      "ctx_plan",
+	"CronList":        "ctx_plan",
+
+	"Agent":       "ctx_agent",
+	"Task":        "ctx_agent",
+	"SendMessage": "ctx_agent",
+	"TeamCreate":  "ctx_agent",
+	"TeamDelete":  "ctx_agent",
+	"TaskStop":    "ctx_agent",
+	"KillShell":   "ctx_agent",
+	"KillBash":    "ctx_agent",
 }
 
 // Options tune what the hook answers for calls the harness allows.
@@ -73,7 +138,7 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 	}
 	event := p.Get("hook_event_name").String()
 	switch event {
-	case "PreToolUse", "PostToolUse":
+	case "PreToolUse", "PostToolUse", "PostToolUseFailure":
 	case "":
 		return refuse("harness hook: the hook input has no hook_event_name; refusing the call")
 	default:
@@ -85,16 +150,25 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 		if event == "PreToolUse" {
 			return refuse("harness hook: the hook input lacks session_id or tool_name; refusing the call")
 		}
-		return Response{Stderr: "harness hook: the PostToolUse input lacks session_id or tool_name; nothing charged\n"}
+		return Response{Stderr: fmt.Sprintf("harness hook: the %s input lacks session_id or tool_name; nothing charged\n", event)}
 	}
 	k := budget.Key{Agent: Agent, Session: session}
-	call := govern.Call{Session: k, Tool: h.mapTool(tool), Reserve: true}
+	// Where Claude Code records the model's usage: its cost is charged
+	// from there (govern.Call.Transcript).
+	transcriptPath := p.Get("transcript_path").String()
+	// Claude Code runs a call it asked the person about without asking
+	// again: its shell slot is taken with the ask.
+	call := govern.Call{Session: k, Tool: h.mapTool(tool), Reserve: true, ReserveOnAsk: true, Transcript: transcriptPath}
 	call.Upstream, call.UpstreamTool = Origin(tool)
 	input := p.Get("tool_input")
-	if event == "PreToolUse" {
+	switch event {
+	case "PreToolUse":
 		return h.pre(ctx, call, tool, input)
+	case "PostToolUseFailure":
+		// The failure's text reaches the model as the tool's result.
+		return h.post(ctx, event, k, call.Tool, transcriptPath, input, p.Get("error").String())
 	}
-	return h.post(ctx, k, call.Tool, input, p.Get("tool_response"))
+	return h.post(ctx, event, k, call.Tool, transcriptPath, input, Content(tool, p.Get("tool_response")))
 }
 
 // Pin pins the session of payload to the project root, when the session
@@ -162,17 +236,27 @@ func (h *ClaudeCode) pre(ctx context.Context, call govern.Call, tool string, inp
 		name = fmt.Sprintf("%s (%s)", tool, harnessTool)
 	}
 	if !o.Allowed {
+		// An ask is Claude Code's own: it asks the user, showing the
+		// reason; a deny is shown to the model.
+		decision, verb := "deny", "denied"
+		if d.Decision == contract.Ask {
+			decision, verb = "ask", "needs your approval"
+		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "harness: %s denied for role %s:", name, d.Role)
+		fmt.Fprintf(&b, "harness: %s %s for role %s:", name, verb, d.Role)
 		for _, r := range d.Reasons {
 			fmt.Fprintf(&b, " %s: %s;", r.Code, r.Message)
 		}
 		fmt.Fprintf(&b, " %s", d.StatusLine())
-		return answer("PreToolUse", "deny", b.String(), "")
+		return answer("PreToolUse", decision, b.String(), warnings(d))
 	}
 	var context strings.Builder
 	if o.Shadowed {
-		fmt.Fprintf(&context, "harness (shadow mode): %s would have been denied:", name)
+		verb := "been denied"
+		if d.Decision == contract.Ask {
+			verb = "asked for a person's approval"
+		}
+		fmt.Fprintf(&context, "harness (shadow mode): %s would have %s:", name, verb)
 		for _, r := range d.Reasons {
 			fmt.Fprintf(&context, " %s: %s;", r.Code, r.Message)
 		}
@@ -189,6 +273,19 @@ func (h *ClaudeCode) pre(ctx context.Context, call govern.Call, tool string, inp
 		reason = fmt.Sprintf("harness: %s allowed for role %s", name, d.Role)
 	}
 	return answer("PreToolUse", h.Opts.Allow, reason, context.String())
+}
+
+// warnings is the context an asked call's warnings give the agent, with
+// the status line; "" for none.
+func warnings(d contract.Decision) string {
+	if d.Decision != contract.Ask || len(d.Warnings) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, w := range d.Warnings {
+		fmt.Fprintf(&b, "harness warning: %s\n", w.Message)
+	}
+	return b.String() + d.StatusLine()
 }
 
 // arguments are the decision's arguments: the tool input as the agent sent
@@ -212,42 +309,22 @@ func arguments(input gjson.Result) (any, error) {
 	return v, err
 }
 
-func (h *ClaudeCode) post(ctx context.Context, k budget.Key, harnessTool string, input, response gjson.Result) Response {
-	// What reaches the agent: the text of the tool's response.
-	ch, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: texts(response)})
+// post charges a finished call (event PostToolUse or PostToolUseFailure):
+// the tokens of output, what reached the model, and the cost of its input
+// and output.
+func (h *ClaudeCode) post(ctx context.Context, event string, k budget.Key, harnessTool, transcriptPath string, input gjson.Result, output string) Response {
+	ch, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: output, Transcript: transcriptPath})
 	if err != nil {
 		return Response{Stderr: fmt.Sprintf("harness hook: charging %s: %v\n", harnessTool, err)}
 	}
 	if ch.Signal == contract.LevelOK || ch.Signal == "" {
-		return answer("PostToolUse", "", "", "") // the usual case: nothing to say
+		return answer(event, "", "", "") // the usual case: nothing to say
 	}
 	st, err := h.Gov.Status(ctx, k, "")
 	if err != nil {
-		return answer("PostToolUse", "", "", "")
+		return answer(event, "", "", "")
 	}
-	return answer("PostToolUse", "", "", "harness: "+st.StatusLine())
-}
-
-// texts gathers the strings of a tool response (Bash's stdout and stderr,
-// a file's content, ...): the text the agent reads.
-func texts(r gjson.Result) string {
-	switch {
-	case r.Type == gjson.String:
-		return r.Str
-	case r.IsObject() || r.IsArray():
-		var b strings.Builder
-		r.ForEach(func(_, v gjson.Result) bool {
-			if s := texts(v); s != "" {
-				if b.Len() > 0 {
-					b.WriteByte('\n')
-				}
-				b.WriteString(s)
-			}
-			return true
-		})
-		return b.String()
-	}
-	return ""
+	return answer(event, "", "", "harness: "+st.StatusLine())
 }
 
 // answer is Claude Code's JSON answer: hookSpecificOutput with the

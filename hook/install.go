@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -15,41 +16,184 @@ import (
 // harness binary exe.
 func Command(exe string) string { return shellQuote(exe) + " hook claude-code" }
 
-// Install merges the harness hook (command) and the permission rules deny
-// (DenyRules) into the Claude Code settings file at path, keeping every
-// other setting, hook and rule; a harness hook already there gets the new
-// command and timeout, and a rule already there is not added again. The
-// file is replaced atomically, and left as it is when it cannot be read as
-// settings. It reports whether anything changed.
+// PortableCommand is the hook's command line that works on every machine
+// where the harness is on the PATH as "harness".
+const PortableCommand = "harness hook claude-code"
+
+// Events are the hook events the harness is installed for: before a tool
+// runs, after it, and after it failed (its error reaches the model, and
+// is charged).
+var Events = []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"}
+
+// Install merges the harness hook (command; "" for none) and the
+// permission rules deny (DenyRules) into the Claude Code settings file at
+// path, keeping every other setting, hook and rule; a harness hook already
+// there gets the new command and timeout, and a rule already there is not
+// added again. The file's text is edited in place, so it keeps its key
+// order, indentation and final newline; it is replaced atomically, and
+// left as it is when it cannot be read as settings. It reports whether
+// anything changed.
 func Install(path, command string, deny []string) (bool, error) {
-	settings := map[string]any{}
-	if b, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(b, &settings); err != nil {
-			return false, fmt.Errorf("%s is not valid JSON (%v); it is left as it is", path, err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	return install(path, command, deny, true)
+}
+
+// install is Install; without add, a harness hook is only updated where
+// there is one, never added.
+func install(path, command string, deny []string, add bool) (bool, error) {
+	src, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		src = []byte("{}\n")
+	case err != nil:
 		return false, err
 	}
-	hooks, err := mergeHooks(settings, command)
+	d, err := parseJSONDoc(src)
 	if err != nil {
+		return false, fmt.Errorf("%s is not valid JSON (%v); it is left as it is", path, err)
+	}
+	if d.root.kind != '{' {
+		return false, fmt.Errorf("%s is not a JSON object; it is left as it is", path)
+	}
+	if command != "" {
+		if err := mergeHooks(d, command, add); err != nil {
+			return false, fmt.Errorf("%s: %v; it is left as it is", path, err)
+		}
+	}
+	if err := mergeDeny(d, deny); err != nil {
 		return false, fmt.Errorf("%s: %v; it is left as it is", path, err)
 	}
-	rules, err := mergeDeny(settings, deny)
-	if err != nil {
-		return false, fmt.Errorf("%s: %v; it is left as it is", path, err)
-	}
-	if !hooks && !rules {
+	if string(d.src) == string(src) {
 		return false, nil
 	}
-	b, _ := json.MarshalIndent(settings, "", "  ")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, err
 	}
 	tmp := path + ".harness-tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, d.src, 0o644); err != nil {
 		return false, err
 	}
 	return true, os.Rename(tmp, path)
+}
+
+// Target is one settings file an installation writes, and what goes
+// into it.
+type Target struct {
+	Path string
+	// Command is the hook's command line: added, or given to a harness
+	// hook already there; "" for no hook.
+	Command string
+	// UpdateOnly gives Command to a harness hook already there and adds
+	// none.
+	UpdateOnly bool
+	// Rules are the permission rules (permissions.deny) it gets.
+	Rules []string
+	// Note says why, for the person installing ("" for nothing to say).
+	Note string
+}
+
+// UserTargets is the installation for every project of the user: the
+// user's ~/.claude/settings.json, a file of this machine, gets the command
+// of the binary p.Exe and every rule of DenyRules(p).
+func UserTargets(p Protected) []Target {
+	return []Target{{Path: filepath.Join(p.Home, ".claude", "settings.json"), Command: Command(p.Exe), Rules: DenyRules(p)}}
+}
+
+// ProjectTargets is the installation in the project at root, whose
+// .claude/settings.json is shared by everyone who works on it (it is
+// committed) and whose .claude/settings.local.json is this machine's
+// (Claude Code keeps it out of git). The shared file gets what works on
+// every machine: the hook as PortableCommand when "harness" on the PATH
+// is the binary p.Exe (onPath), and the rules of DenyRules(p) that name no
+// path of this machine (LocalRule). The local file gets the rest: the rules naming
+// this machine's paths, and, when "harness" on the PATH is another binary
+// or none, the hook with exe's absolute command, unless the shared file
+// already runs a harness hook (both would run, and every call would be
+// charged twice). With onPath, a harness hook in the local file gets
+// PortableCommand too: Claude Code runs identical hook commands once.
+func ProjectTargets(root string, p Protected, onPath bool) []Target {
+	exe := p.Exe
+	dir := filepath.Join(root, ".claude")
+	shared := Target{Path: filepath.Join(dir, "settings.json")}
+	local := Target{Path: filepath.Join(dir, "settings.local.json")}
+	for _, r := range DenyRules(p) {
+		if p.LocalRule(r) {
+			local.Rules = append(local.Rules, r)
+		} else {
+			shared.Rules = append(shared.Rules, r)
+		}
+	}
+	switch {
+	case onPath:
+		shared.Command = PortableCommand
+		shared.Note = "the hook runs `" + PortableCommand + "`: harness on the PATH is this binary"
+		local.Command, local.UpdateOnly = PortableCommand, true
+	case HasHarnessHook(shared.Path):
+		local.Note = fmt.Sprintf("no hook added: %s already runs a harness hook, and a second one would charge every call twice; "+
+			"harness on the PATH is not this binary (%s): put it there as harness and install again", shared.Path, exe)
+	default:
+		local.Command = Command(exe)
+		local.Note = fmt.Sprintf("the hook runs this binary by its path (%s), which is this machine's: harness on the PATH is not it, "+
+			"so the hook went into this file, which is not committed, and %s got the rules every machine shares", exe, shared.Path)
+	}
+	out := []Target{shared}
+	if local.Command != "" && !local.UpdateOnly || len(local.Rules) > 0 || local.Note != "" || fileExists(local.Path) {
+		out = append(out, local)
+	}
+	return out
+}
+
+// LocalRule reports whether a permission rule of DenyRules(p) names a
+// path of this machine: the binary, or an absolute path outside the home
+// directory (//…) other than the patterns that hold anywhere (//**/…).
+func (p Protected) LocalRule(rule string) bool {
+	if filepath.IsAbs(p.Exe) && (rule == "Edit("+pathRule(p.Home, p.Exe)+")" || strings.HasPrefix(rule, "Bash("+p.Exe+" ")) {
+		return true
+	}
+	for _, prefix := range []string{"Edit(//", "Read(//"} {
+		if rest, ok := strings.CutPrefix(rule, prefix); ok && !strings.HasPrefix(rest, "**/") {
+			return true
+		}
+	}
+	return false
+}
+
+// OnPath reports whether "harness" on the PATH (as lookPath finds it) is
+// the binary exe.
+func OnPath(exe string, lookPath func(string) (string, error)) bool {
+	found, err := lookPath("harness")
+	if err != nil {
+		return false
+	}
+	a, errA := os.Stat(found)
+	b, errB := os.Stat(exe)
+	return errA == nil && errB == nil && os.SameFile(a, b)
+}
+
+// Apply writes t (see Install); it reports whether the file changed.
+func (t Target) Apply() (bool, error) { return install(t.Path, t.Command, t.Rules, !t.UpdateOnly) }
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// HasHarnessHook reports whether the settings file at path runs a harness
+// hook (of any binary) for one of the hook's events.
+func HasHarnessHook(path string) bool {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	d, err := parseJSONDoc(src)
+	if err != nil {
+		return false
+	}
+	for _, event := range Events {
+		if len(harnessEntries(d, event)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Timeout is the timeout of the installed hook in Claude Code's settings.
@@ -57,65 +201,208 @@ func Install(path, command string, deny []string) (bool, error) {
 // process answers well within it (hookd.Deadline).
 const Timeout = 30 * time.Second
 
-// Settings is what Install merges into Claude Code's settings: the hooks
-// that run command on every tool, before and after it, and the permission
-// rules deny.
-func Settings(command string, deny []string) map[string]any {
-	entry := func() []any {
-		return []any{map[string]any{
-			"matcher": "*",
-			"hooks":   []any{map[string]any{"type": "command", "command": command, "timeout": int(Timeout / time.Second)}},
-		}}
+// hookGroup and hookCommand are an entry of Claude Code's hooks settings,
+// their fields in the order Claude Code's documentation writes them.
+type hookGroup struct {
+	Matcher string        `json:"matcher"`
+	Hooks   []hookCommand `json:"hooks"`
+}
+
+type hookCommand struct {
+	Type    string `json:"type"`
+	Command string `json:"command"`
+	Timeout int    `json:"timeout"`
+}
+
+// member is one key of an ordered JSON object.
+type member struct {
+	Key   string
+	Value any
+}
+
+// object is a JSON object that keeps its keys in order.
+type object []member
+
+// MarshalJSON writes the members in order.
+func (o object) MarshalJSON() ([]byte, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := marshalNoEscape(m.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := marshalNoEscape(m.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
 	}
-	s := map[string]any{"hooks": map[string]any{"PreToolUse": entry(), "PostToolUse": entry()}}
+	b.WriteByte('}')
+	return []byte(b.String()), nil
+}
+
+// marshalNoEscape is v as JSON, HTML characters as they are.
+func marshalNoEscape(v any) ([]byte, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return []byte(strings.TrimSuffix(b.String(), "\n")), nil
+}
+
+// group is the hooks of one event that run command on every tool.
+func group(command string) []hookGroup {
+	return []hookGroup{{Matcher: "*", Hooks: []hookCommand{{Type: "command", Command: command, Timeout: int(Timeout / time.Second)}}}}
+}
+
+// Settings is what Install merges into Claude Code's settings: the hooks
+// that run command ("" for none) on every tool, before and after it and
+// after it failed, and the permission rules deny.
+func Settings(command string, deny []string) any {
+	var s object
+	if command != "" {
+		var hooks object
+		for _, event := range Events {
+			hooks = append(hooks, member{event, group(command)})
+		}
+		s = append(s, member{"hooks", hooks})
+	}
 	if len(deny) > 0 {
-		s["permissions"] = map[string]any{"deny": deny}
+		s = append(s, member{"permissions", object{{"deny", deny}}})
+	}
+	if s == nil {
+		return object{}
 	}
 	return s
 }
 
-// mergeHooks adds the harness hook to settings for PreToolUse and
-// PostToolUse, keeping every other setting and hook; a harness hook already
-// there gets the new command and the hook's timeout (Timeout: the hook
-// process answers within it). It reports whether anything changed.
-func mergeHooks(settings map[string]any, command string) (bool, error) {
-	hooks, ok := settings["hooks"].(map[string]any)
-	if settings["hooks"] != nil && !ok {
-		return false, errors.New(`"hooks" is not an object`)
+// harnessEntries are the harness's hook entries of event in d: the
+// objects of hooks.<event>[*].hooks whose command runs the harness hook.
+func harnessEntries(d *jsonDoc, event string) []*jsonNode {
+	var out []*jsonNode
+	groups := d.get("hooks", event)
+	if groups == nil || groups.kind != '[' {
+		return nil
+	}
+	for _, g := range groups.kids {
+		list := g.member("hooks")
+		if list == nil || list.kind != '[' {
+			continue
+		}
+		for _, e := range list.kids {
+			if cmd := e.member("command"); cmd != nil && cmd.kind == '"' && strings.HasSuffix(cmd.str, " hook claude-code") {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// mergeHooks adds the harness hook to d for each of Events (with add),
+// keeping every other setting and hook; a harness hook already there gets
+// command and the hook's timeout (Timeout: the hook process answers
+// within it).
+func mergeHooks(d *jsonDoc, command string, add bool) error {
+	hooks := d.get("hooks")
+	if hooks != nil && hooks.kind != '{' {
+		return errors.New(`"hooks" is not an object`)
+	}
+	if hooks == nil && !add {
+		return nil
 	}
 	if hooks == nil {
-		hooks = map[string]any{}
-		settings["hooks"] = hooks
+		return d.insert(d.root, "hooks", Settings(command, nil).(object)[0].Value)
 	}
-	changed := false
-	for _, event := range []string{"PreToolUse", "PostToolUse"} {
-		groups, ok := hooks[event].([]any)
-		if hooks[event] != nil && !ok {
-			return false, fmt.Errorf("hooks.%s is not an array", event)
+	timeout := int(Timeout / time.Second)
+	for _, event := range Events {
+		groups := d.get("hooks", event)
+		if groups != nil && groups.kind != '[' {
+			return fmt.Errorf("hooks.%s is not an array", event)
 		}
-		found := false
-		for _, g := range groups {
-			group, _ := g.(map[string]any)
-			list, _ := group["hooks"].([]any)
-			for _, h := range list {
-				entry, _ := h.(map[string]any)
-				if cmd, _ := entry["command"].(string); strings.HasSuffix(cmd, " hook claude-code") {
-					found = true
-					if cmd != command {
-						entry["command"], changed = command, true
-					}
-					if t, _ := entry["timeout"].(float64); t != Timeout.Seconds() {
-						entry["timeout"], changed = int(Timeout/time.Second), true
-					}
+		entries := harnessEntries(d, event)
+		for i := range entries {
+			// Each edit parses the text again: find the entry anew.
+			e := harnessEntries(d, event)[i]
+			if cmd := e.member("command"); cmd.str != command {
+				if err := d.replace(cmd, command); err != nil {
+					return err
+				}
+				e = harnessEntries(d, event)[i]
+			}
+			switch t := e.member("timeout"); {
+			case t == nil:
+				if err := d.insert(e, "timeout", timeout); err != nil {
+					return err
+				}
+			case string(d.src[t.start:t.end]) != fmt.Sprint(timeout):
+				if err := d.replace(t, timeout); err != nil {
+					return err
 				}
 			}
 		}
-		if !found {
-			hooks[event] = append(groups, Settings(command, nil)["hooks"].(map[string]any)[event].([]any)...)
-			changed = true
+		if len(entries) > 0 || !add {
+			continue
+		}
+		var err error
+		if groups == nil {
+			err = d.insert(d.get("hooks"), event, group(command))
+		} else {
+			err = d.appendTo(d.get("hooks", event), group(command)[0])
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return changed, nil
+	return nil
+}
+
+// mergeDeny adds rules to d's permissions.deny, keeping every other
+// permission and rule and never adding one twice.
+func mergeDeny(d *jsonDoc, rules []string) error {
+	perms := d.get("permissions")
+	if perms != nil && perms.kind != '{' {
+		return errors.New(`"permissions" is not an object`)
+	}
+	deny := perms.member("deny")
+	if deny != nil && deny.kind != '[' {
+		return errors.New("permissions.deny is not an array")
+	}
+	var have []string
+	if deny != nil {
+		for _, r := range deny.kids {
+			if r.kind == '"' {
+				have = append(have, r.str)
+			}
+		}
+	}
+	var missing []string
+	for _, r := range rules {
+		if !slices.Contains(have, r) && !slices.Contains(missing, r) {
+			missing = append(missing, r)
+		}
+	}
+	switch {
+	case len(missing) == 0:
+		return nil
+	case perms == nil:
+		return d.insert(d.root, "permissions", object{{"deny", missing}})
+	case deny == nil:
+		return d.insert(perms, "deny", missing)
+	}
+	for _, r := range missing {
+		if err := d.appendTo(d.get("permissions", "deny"), r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func shellQuote(s string) string {
@@ -123,4 +410,19 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// LookPath finds the executable name in the directories of pathList (a
+// $PATH), as a shell would.
+func LookPath(name, pathList string) (string, error) {
+	for _, dir := range filepath.SplitList(pathList) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not on the PATH", name)
 }

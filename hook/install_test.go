@@ -145,3 +145,40 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// Install edits the settings' text in place: every key keeps its place and
+// its formatting (indentation as found, one-line objects on one line, the
+// final newline or its absence, escapes as written), and what it adds is
+// laid out as its neighbours. Each file of testdata/install gives
+// testdata/install-<name>.golden.
+func TestInstallKeepsTheText(t *testing.T) {
+	t.Parallel()
+	files, _ := filepath.Glob("testdata/install/*.json")
+	if len(files) == 0 {
+		t.Fatal("no settings files")
+	}
+	rules := []string{"Edit(~/.lean-ctx/**)", "Bash(harness role set:*)"}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			before, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "settings.json")
+			os.WriteFile(path, before, 0o644)
+			if _, err := Install(path, "harness hook claude-code", rules); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := os.ReadFile(path)
+			if !json.Valid(after) {
+				t.Fatalf("not JSON:\n%s", after)
+			}
+			golden(t, "install-"+name+".golden", string(after))
+			if changed, err := Install(path, "harness hook claude-code", rules); changed || err != nil {
+				t.Errorf("a second install: changed %v, %v", changed, err)
+			}
+		})
+	}
+}

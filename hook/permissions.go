@@ -1,7 +1,6 @@
 package hook
 
 import (
-	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -102,33 +101,4 @@ func globEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// mergeDeny adds rules to settings' permissions.deny, keeping every other
-// permission and rule and never adding one twice. It reports whether
-// anything changed.
-func mergeDeny(settings map[string]any, rules []string) (bool, error) {
-	perms, ok := settings["permissions"].(map[string]any)
-	if settings["permissions"] != nil && !ok {
-		return false, errors.New(`"permissions" is not an object`)
-	}
-	deny, ok := perms["deny"].([]any)
-	if perms["deny"] != nil && !ok {
-		return false, errors.New("permissions.deny is not an array")
-	}
-	changed := false
-	for _, r := range rules {
-		if !slices.Contains(deny, any(r)) {
-			deny, changed = append(deny, r), true
-		}
-	}
-	if !changed {
-		return false, nil
-	}
-	if perms == nil {
-		perms = map[string]any{}
-		settings["permissions"] = perms
-	}
-	perms["deny"] = deny
-	return true, nil
 }

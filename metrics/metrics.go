@@ -37,12 +37,12 @@ var Reasons = []string{
 	contract.CodeToolDenied, contract.CodeToolNotAllowed, contract.CodeShellDenied, contract.CodeShellBudget,
 	contract.CodeBudgetExhausted, contract.CodePolicy, contract.CodeBudgetWarning, contract.CodeUnknownRole,
 	contract.CodeInvalidInput, contract.CodeEvalError, contract.CodeAgentBudgetExhausted, contract.CodeAgentShellBudget,
-	contract.CodeAgentBudgetWarning, contract.CodeHarnessFiles, contract.CodeOperatorCommand,
+	contract.CodeAgentBudgetWarning, contract.CodeHarnessFiles, contract.CodeOperatorCommand, contract.CodeApprovalRequired,
 }
 
 // Outcomes are the outcome label's values: the decision's word, or
 // "error" for a call that could not be decided.
-var Outcomes = []string{contract.Allow, contract.Warn, contract.Deny, OutcomeError}
+var Outcomes = []string{contract.Allow, contract.Warn, contract.Ask, contract.Deny, OutcomeError}
 
 // OutcomeError is the outcome of a call that could not be decided.
 const OutcomeError = "error"
@@ -128,7 +128,7 @@ func New(version string) *Metrics {
 		return h
 	}
 	m.decisions = counter("harness_decisions_total",
-		"Decisions of tool calls, by outcome (allow, warn, deny; error: not decided), the code of the first reason (of the first warning for warn; none for a plain allow), the custom policy of a policy reason, the session's role and the tool.",
+		"Decisions of tool calls, by outcome (allow, warn, ask, deny; error: not decided), the code of the first reason (of the first warning for warn; none for a plain allow), the custom policy of a policy reason, the session's role and the tool.",
 		"outcome", "reason", "policy", "role", "tool")
 	m.decisionSeconds = histogram("harness_decision_duration_seconds",
 		"Time the governor took to decide a tool call: reading the session's counters, the policy's evaluation and taking a shell slot.",
@@ -253,14 +253,14 @@ func (m *Metrics) Decided(d contract.Decision, took time.Duration, err error) {
 	if m == nil {
 		return
 	}
-	outcome := fixed(Outcomes[:3], d.Decision)
+	outcome := fixed(Outcomes[:4], d.Decision)
 	if err != nil || d.Decision == "" {
 		outcome = OutcomeError
 	}
 	reason, policy := None, ""
 	var reasons []contract.Reason
 	switch outcome {
-	case contract.Deny, Other:
+	case contract.Deny, contract.Ask, Other:
 		reasons = d.Reasons
 	case contract.Warn:
 		reasons = d.Warnings

@@ -25,7 +25,7 @@ type Bounds struct {
 
 // Default bounds.
 const (
-	DefaultTimeout = 250 * time.Millisecond
+	DefaultTimeout = time.Second
 	DefaultMemory  = 512 << 20
 )
 

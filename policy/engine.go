@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -220,6 +221,13 @@ func (e *Engine) Document() *compiler.Document { return e.cur.Load().doc }
 // writes it.
 func (e *Engine) Bundle() *compiler.Bundle { return e.cur.Load().bundle }
 
+// BundleName is the name of the harness's bundle, as decision logs name
+// the bundles a decision was made with.
+const BundleName = compiler.Root
+
+// Revision is the revision of the bundle in use (its manifest's).
+func (e *Engine) Revision() string { return e.cur.Load().bundle.Revision }
+
 func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Module) (*loaded, error) {
 	b, err := compiler.NewBundle(doc, modules)
 	if err != nil {
@@ -342,13 +350,16 @@ func decisionFrom(v any) (contract.Decision, error) {
 	if r.err != nil {
 		return contract.Decision{}, r.err
 	}
+	runs := d.Decision == contract.Allow || d.Decision == contract.Warn
 	switch {
-	case d.Decision != contract.Allow && d.Decision != contract.Warn && d.Decision != contract.Deny:
-		return contract.Decision{}, fmt.Errorf("decision %q is not allow, warn or deny", d.Decision)
-	case d.Allowed != (d.Decision != contract.Deny):
+	case !runs && d.Decision != contract.Deny && d.Decision != contract.Ask:
+		return contract.Decision{}, fmt.Errorf("decision %q is not allow, warn, ask or deny", d.Decision)
+	case d.Allowed != runs:
 		return contract.Decision{}, fmt.Errorf("allowed=%v contradicts decision %q", d.Allowed, d.Decision)
-	case d.Decision == contract.Deny && len(d.Reasons) == 0:
-		return contract.Decision{}, errors.New("a deny without reasons")
+	case !runs && len(d.Reasons) == 0:
+		return contract.Decision{}, fmt.Errorf("a decision %q without reasons", d.Decision)
+	case d.Decision == contract.Ask && slices.ContainsFunc(d.Reasons, func(r contract.Reason) bool { return r.Code != contract.CodeApprovalRequired }):
+		return contract.Decision{}, errors.New("an ask with reasons other than approval_required")
 	}
 	return d, nil
 }

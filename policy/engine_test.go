@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -351,5 +353,40 @@ func TestTrace(t *testing.T) {
 	}
 	if _, err := e.Trace(context.Background(), contract.Input{Role: "coder", Tool: "x"}, "everything", &fails); err == nil {
 		t.Error("an unknown trace mode was accepted")
+	}
+}
+
+// A call the role asks for is decided "ask": not allowed until a person
+// answers, with the reason approval_required and the warnings it has.
+func TestDecideAsk(t *testing.T) {
+	t.Parallel()
+	files := maps.Clone(testRoles)
+	files["careful"] = "[tools]\ndenied = [\"ctx_edit\"]\nask = [\"ctx_shell\"]\n[limits]\nmax_context_tokens = 1000\n"
+	e, err := New(context.Background(), compiler.Compile(testroles.Set(t, files), compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	relaxed(e)
+	for _, tt := range []struct {
+		name     string
+		in       contract.Input
+		decision string
+		codes    []string
+		warnings int
+	}{
+		{"asked", contract.Input{Role: "careful", Tool: "ctx_shell"}, contract.Ask, []string{contract.CodeApprovalRequired}, 0},
+		{"asked, warned", contract.Input{Role: "careful", Tool: "ctx_shell", Budget: contract.Usage{Tokens: 900}}, contract.Ask, []string{contract.CodeApprovalRequired}, 1},
+		{"denied", contract.Input{Role: "careful", Tool: "ctx_edit"}, contract.Deny, []string{contract.CodeToolDenied}, 0},
+		{"exhausted", contract.Input{Role: "careful", Tool: "ctx_shell", Budget: contract.Usage{Tokens: 1000}}, contract.Deny, []string{contract.CodeBudgetExhausted}, 0},
+		{"not asked", contract.Input{Role: "careful", Tool: "ctx_read"}, contract.Allow, nil, 0},
+	} {
+		d, err := e.Decide(context.Background(), tt.in)
+		var codes []string
+		for _, r := range d.Reasons {
+			codes = append(codes, r.Code)
+		}
+		if err != nil || d.Decision != tt.decision || d.Allowed != (tt.decision == contract.Allow) || !slices.Equal(codes, tt.codes) || len(d.Warnings) != tt.warnings {
+			t.Errorf("%s: %+v, %v", tt.name, d, err)
+		}
 	}
 }

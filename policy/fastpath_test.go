@@ -17,16 +17,31 @@ import (
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/testroles"
+	"github.com/agentharness/harness/roles"
 )
 
 // fastPathRoles add to the test roles what the fast path must get right:
 // a warning above the block threshold, a compressing shell, denied
 // patterns of every kind, and limits of 0.
 var fastPathRoles = map[string]string{
-	"warn-above-block": "[limits]\nmax_context_tokens = 1000\nmax_shell_invocations = 10\nwarn_at_percent = 90\nblock_at_percent = 50\n",
+	// The loader refuses a role that warns above its block (see
+	// warnAboveBlock); a data document made otherwise may still hold one.
+	"warn-above-block": "[limits]\nmax_context_tokens = 1000\nmax_shell_invocations = 10\nwarn_at_percent = 90\nblock_at_percent = 90\n",
 	"compress":         "[role]\nshell_policy = \"compress\"\n[limits]\nmax_shell_invocations = 3\n",
 	"denies-some":      "[tools]\nallowed = [\"*\"]\ndenied = [\"ctx_edit\", \"mcp__*\", \"*_write\", \"*danger*\"]\n",
 	"all-zero":         "[limits]\nmax_context_tokens = 0\nmax_shell_invocations = 0\nmax_cost_usd = 0.0\n",
+	"asks":             "[tools]\ndenied = [\"ctx_edit\"]\nask = [\"ctx_shell\", \"mcp__*\", \"*_write\", \"a?b*\"]\n[limits]\nmax_shell_invocations = 3\n",
+}
+
+// warnAboveBlock lowers the block of the role "warn-above-block" to 50%,
+// below its warning at 90%, as no role file may (the loader refuses it).
+func warnAboveBlock(t *testing.T, set *roles.Set) {
+	t.Helper()
+	r, ok := set.Get("warn-above-block")
+	if !ok {
+		t.Fatal("no role warn-above-block")
+	}
+	r.Limits.BlockAtPercent = 50
 }
 
 // fastPathPolicy is a custom policy that denies and warns on arguments.
@@ -62,7 +77,9 @@ func rawQuery(t *testing.T, e *Engine, query string) rego.PreparedEvalQuery {
 func TestFastPathAgreesWithTheRules(t *testing.T) {
 	files := maps.Clone(testRoles)
 	maps.Copy(files, fastPathRoles)
-	doc := compiler.Compile(testroles.Set(t, files), compiler.DefaultConfig())
+	set := testroles.Set(t, files)
+	warnAboveBlock(t, set)
+	doc := compiler.Compile(set, compiler.DefaultConfig())
 	for _, custom := range []bool{false, true} {
 		t.Run(fmt.Sprint("custom=", custom), func(t *testing.T) {
 			var mods []compiler.Module
@@ -225,7 +242,9 @@ func TestFastPathAgreesOnOriginsAgentsAndProtection(t *testing.T) {
 		compiler.AnyAgent: {Period: "week", CostMicros: n(500), WarnPercent: 90, BlockPercent: 255},
 	}
 	cfg.Protect = compiler.Protect{Home: "/home/dev", Paths: []string{"/home/dev/.lean-ctx", "/srv/state"}}
-	doc := compiler.Compile(testroles.Set(t, files), cfg)
+	set := testroles.Set(t, files)
+	warnAboveBlock(t, set)
+	doc := compiler.Compile(set, cfg)
 	e, err := New(context.Background(), doc)
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +276,7 @@ func TestFastPathAgreesOnOriginsAgentsAndProtection(t *testing.T) {
 		map[string]any{"command": "ls -la"}, map[string]any{"command": "harness role set admin"},
 		map[string]any{"command": "rm -rf /srv/state"}, "rm -rf /x",
 	}
-	roles := []string{"coder", "reviewer", "ops", "no-shell", "denies-some"}
+	roles := []string{"coder", "reviewer", "ops", "no-shell", "denies-some", "asks"}
 	count, allows := 0, 0
 	for _, role := range roles {
 		for _, tool := range origins {

@@ -201,6 +201,7 @@ type Explanation struct {
 	ShellTool  bool                          `json:"shell_tool"`
 	DeniedBy   []string                      `json:"denied_by"`
 	AllowedBy  []string                      `json:"allowed_by"`
+	AskedBy    []string                      `json:"asked_by"`
 	Limits     compiler.LimitsDoc            `json:"limits"`
 	Thresholds map[string]compiler.Threshold `json:"thresholds"`
 }

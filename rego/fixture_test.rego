@@ -6,7 +6,7 @@
 package harness.tests
 
 fixture := {
-	"schema_version": 2,
+	"schema_version": 3,
 	"config": {
 		"shell_tools": {
 			"ctx_execute": true,
@@ -94,6 +94,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 500000,
 				"shell": 500,
@@ -125,6 +133,7 @@ fixture := {
 				"allow-none": true,
 				"anything-goes": true,
 				"block-90": true,
+				"careful": true,
 				"coder": true,
 				"ctx-but-edit": true,
 				"ctx-only": true,
@@ -166,6 +175,14 @@ fixture := {
 				"patterns": [
 					"zz_nonexistent_tool",
 				],
+			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
 			},
 			"limits": {
 				"tokens": 500000,
@@ -217,6 +234,14 @@ fixture := {
 				"patterns": [],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -276,6 +301,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 200000,
 				"shell": 100,
@@ -305,6 +338,7 @@ fixture := {
 				"allow-none": true,
 				"anything-goes": true,
 				"block-90": true,
+				"careful": true,
 				"coder": true,
 				"ctx-but-edit": true,
 				"ctx-only": true,
@@ -333,6 +367,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -370,6 +412,79 @@ fixture := {
 				"half": true,
 			},
 		},
+		"careful": {
+			"source": "user",
+			"description": "Asks before it runs a shell",
+			"shell_policy": "track",
+			"privileged": false,
+			"allowed": {
+				"all": true,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [
+					"*",
+				],
+			},
+			"denied": {
+				"all": false,
+				"exact": {
+					"ctx_edit": true,
+				},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [
+					"ctx_edit",
+				],
+			},
+			"ask": {
+				"all": false,
+				"exact": {
+					"ctx_shell": true,
+					"git_push": true,
+				},
+				"prefixes": [
+					"mcp__deploy__",
+				],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [
+					"ctx_shell",
+					"git_push",
+					"mcp__deploy__*",
+				],
+			},
+			"limits": {
+				"tokens": 1000,
+				"shell": 100,
+				"cost_micros": 5000000,
+				"warn_percent": 80,
+				"block_percent": 100,
+			},
+			"thresholds": {
+				"cost": {
+					"warn_at": 4000000,
+					"exhausted_at": 5000000,
+					"admits": 5000000,
+				},
+				"shell": {
+					"warn_at": 80,
+					"exhausted_at": 100,
+					"admits": 100,
+				},
+				"tokens": {
+					"warn_at": 800,
+					"exhausted_at": 1000,
+					"admits": 1000,
+				},
+			},
+			"io": {},
+			"covers": {
+				"careful": true,
+			},
+		},
 		"coder": {
 			"source": "built-in",
 			"description": "Full tool access for implementation",
@@ -386,6 +501,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -422,6 +545,7 @@ fixture := {
 				"allow-none": true,
 				"anything-goes": true,
 				"block-90": true,
+				"careful": true,
 				"coder": true,
 				"ctx-but-edit": true,
 				"ctx-only": true,
@@ -462,6 +586,14 @@ fixture := {
 				"patterns": [
 					"ctx_edit",
 				],
+			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
 			},
 			"limits": {
 				"tokens": 200000,
@@ -512,6 +644,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -574,6 +714,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 150000,
 				"shell": 200,
@@ -601,6 +749,7 @@ fixture := {
 			"io": {},
 			"covers": {
 				"block-90": true,
+				"careful": true,
 				"debugger": true,
 				"half": true,
 				"reviewer": true,
@@ -631,6 +780,14 @@ fixture := {
 				"patterns": [
 					"*",
 				],
+			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
 			},
 			"limits": {
 				"tokens": 200000,
@@ -680,6 +837,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -740,6 +905,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 1000,
 				"shell": 10,
@@ -785,6 +958,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -841,6 +1022,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 200000,
 				"shell": 100,
@@ -878,10 +1067,12 @@ fixture := {
 			"allowed": {
 				"all": false,
 				"exact": {
+					"ctx_agent": true,
 					"ctx_cost": true,
 					"ctx_execute": true,
 					"ctx_metrics": true,
 					"ctx_overview": true,
+					"ctx_plan": true,
 					"ctx_read": true,
 					"ctx_search": true,
 					"ctx_session": true,
@@ -895,10 +1086,12 @@ fixture := {
 				"suffixes": [],
 				"globs": [],
 				"patterns": [
+					"ctx_agent",
 					"ctx_cost",
 					"ctx_execute",
 					"ctx_metrics",
 					"ctx_overview",
+					"ctx_plan",
 					"ctx_read",
 					"ctx_search",
 					"ctx_session",
@@ -919,6 +1112,14 @@ fixture := {
 				"patterns": [
 					"ctx_edit",
 				],
+			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
 			},
 			"limits": {
 				"tokens": 100000,
@@ -972,6 +1173,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 200000,
 				"shell": 100,
@@ -1001,6 +1210,7 @@ fixture := {
 				"allow-none": true,
 				"anything-goes": true,
 				"block-90": true,
+				"careful": true,
 				"coder": true,
 				"ctx-but-edit": true,
 				"ctx-only": true,
@@ -1022,6 +1232,7 @@ fixture := {
 			"allowed": {
 				"all": false,
 				"exact": {
+					"ctx_agent": true,
 					"ctx_analyze": true,
 					"ctx_architecture": true,
 					"ctx_cost": true,
@@ -1030,6 +1241,7 @@ fixture := {
 					"ctx_multi_read": true,
 					"ctx_outline": true,
 					"ctx_overview": true,
+					"ctx_plan": true,
 					"ctx_read": true,
 					"ctx_review": true,
 					"ctx_search": true,
@@ -1045,6 +1257,7 @@ fixture := {
 				"suffixes": [],
 				"globs": [],
 				"patterns": [
+					"ctx_agent",
 					"ctx_analyze",
 					"ctx_architecture",
 					"ctx_cost",
@@ -1053,6 +1266,7 @@ fixture := {
 					"ctx_multi_read",
 					"ctx_outline",
 					"ctx_overview",
+					"ctx_plan",
 					"ctx_read",
 					"ctx_review",
 					"ctx_search",
@@ -1079,6 +1293,14 @@ fixture := {
 					"ctx_execute",
 					"ctx_shell",
 				],
+			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
 			},
 			"limits": {
 				"tokens": 150000,
@@ -1129,6 +1351,14 @@ fixture := {
 				],
 			},
 			"denied": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
+			"ask": {
 				"all": false,
 				"exact": {},
 				"prefixes": [],
@@ -1194,6 +1424,14 @@ fixture := {
 					"zz_nonexistent_tool",
 				],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 200000,
 				"shell": 1000000,
@@ -1247,6 +1485,14 @@ fixture := {
 				"globs": [],
 				"patterns": [],
 			},
+			"ask": {
+				"all": false,
+				"exact": {},
+				"prefixes": [],
+				"suffixes": [],
+				"globs": [],
+				"patterns": [],
+			},
 			"limits": {
 				"tokens": 1000,
 				"shell": 0,
@@ -1288,6 +1534,7 @@ fixture := {
 			"allow-none": true,
 			"anything-goes": true,
 			"block-90": true,
+			"careful": true,
 			"coder": true,
 			"ctx-but-edit": true,
 			"ctx-only": true,

@@ -1,7 +1,7 @@
 # METADATA
 # title: Agent Harness decision
 # description: |
-#   Decides allow, warn or deny for one tool call of an agent, from the
+#   Decides allow, warn, ask or deny for one tool call of an agent, from the
 #   compiled roles (data.harness.roles), the agents' budgets
 #   (data.harness.agents), the configuration (data.harness.config) and the
 #   call (input: role, tool, upstream, upstream_tool, arguments,
@@ -17,7 +17,7 @@
 package harness
 
 # The version of the compiled data document this policy reads.
-supported_schema := 2
+supported_schema := 3
 
 # -- The call ---------------------------------------------------------------
 
@@ -187,6 +187,32 @@ access_reasons contains r if {
 	not tool_denied
 	not tool_allowed
 	r := _reason("tool_not_allowed", sprintf("tool '%s' is not allowed for role '%s': no allowed pattern matches it", [tool, role_name]))
+}
+
+# -- Ask (contract section 8) ----------------------------------------------------
+
+# A call that a pattern of the role's ask list matches, by either of its
+# names (a server cannot rename a tool out of it), waits for a person's
+# approval when the rules would allow it: its decision is "ask", not
+# allowed until the person answers. Exempt tools are never asked for.
+tool_asks if _asks_call(role, tool, upstream_tool)
+
+_asks_call(r, t, _) if _asks(r, t)
+
+_asks_call(r, _, ut) if {
+	ut != ""
+	_asks(r, ut)
+}
+
+_asks(r, t) if {
+	r.ask.patterns != [] # most roles ask for nothing: skip the matching
+	matches(r.ask, t)
+}
+
+ask_reasons contains r if {
+	not exempt
+	tool_asks
+	r := _reason("approval_required", sprintf("tool '%s' needs a person's approval for role '%s'", [tool, role_name]))
 }
 
 # -- Rule 3: shell policy ----------------------------------------------------
@@ -536,12 +562,19 @@ else := concat("", [substring(s, 0, max_message_chars), "… (cut)"])
 
 # -- Reasons, in order of precedence -------------------------------------------
 
-reasons := harness_reasons | custom_denies if {
+# What refuses the call: deny.
+refusals := harness_reasons | custom_denies if {
 	valid_input
 	role
 } else := {_reason("invalid_input", msg) | some msg in invalid} if not valid_input
 
 else := {_reason("unknown_role", sprintf("role '%s' is not defined; known roles: %s", [role_name, concat(", ", sort(object.keys(data.harness.roles)))]))}
+
+# The decision's reasons: the refusals, else what a person must approve
+# (deny > ask).
+reasons := refusals if count(refusals) > 0
+
+else := ask_reasons
 
 # The harness's own rules; custom policies apply to exempt tools too.
 harness_reasons := set() if exempt
@@ -683,6 +716,7 @@ explanation := {
 	"shell_tool": shell_tool,
 	"denied_by": [p | some p in role.denied.patterns; _pattern_matches(p, tool)],
 	"allowed_by": [p | some p in role.allowed.patterns; _pattern_matches(p, tool)],
+	"asked_by": [p | some p in object.get(role, ["ask", "patterns"], []); _pattern_matches(p, tool)],
 	"limits": limits,
 	"thresholds": thresholds,
 }
@@ -706,17 +740,23 @@ _glob_escape(p) := strings.replace_n(
 
 # -- The decision ------------------------------------------------------------
 
+# Most restrictive first: deny > ask > warn > allow.
 outcome := "allow" if {
 	count(reasons) == 0
 	count(warnings) == 0
-} else := "deny" if count(reasons) > 0
+} else := "deny" if count(refusals) > 0
+
+else := "ask" if count(reasons) > 0
 
 else := "warn"
+
+# Whether a call of each outcome may run: an ask waits for a person.
+_runs := {"allow": true, "warn": true, "ask": false, "deny": false}
 
 # What the rules above decide, one by one: the specification of decision.
 full_decision := {
 	"decision": outcome,
-	"allowed": outcome != "deny",
+	"allowed": _runs[outcome],
 	"role": role_name,
 	"tool": tool,
 	"shell_policy": shell_policy,
@@ -761,9 +801,11 @@ decision := {
 	ut := upstream_tool
 	not _exempt(t, upstream)
 
-	# The tool lists (rule 2): first, as most refusals are theirs.
+	# The tool lists (rule 2): first, as most refusals are theirs; then
+	# the ask list.
 	not _denies_call(r, t, ut)
 	matches(r.allowed, t)
+	not _asks_call(r, t, ut)
 	is_object(_arguments)
 
 	# Usage below every warning and exhaustion threshold (rule 5; blocking

@@ -281,7 +281,7 @@ test_unknown_role_denies if {
 	d := decide(call("nobody", "ctx_read"))
 	codes(d) == ["unknown_role"]
 	d.reasons[0].message == sprintf("role 'nobody' is not defined; known roles: %s", [concat(", ", sort(object.keys(fixture.roles)))])
-	startswith(d.reasons[0].message, "role 'nobody' is not defined; known roles: admin, admin-clone, allow-none, anything-goes, block-90, coder,")
+	startswith(d.reasons[0].message, "role 'nobody' is not defined; known roles: admin, admin-clone, allow-none, anything-goes, block-90, careful, coder,")
 	codes(decide(call("nobody", "ctx_session"))) == ["unknown_role"]
 }
 
@@ -307,10 +307,10 @@ test_schema_mismatch_denies if {
 		with data.harness.roles as fixture.roles
 		with data.harness.agents as fixture.agents
 		with data.harness.config as fixture.config
-		with data.harness.schema_version as 3
+		with data.harness.schema_version as 2
 		with data.harness.custom as {}
 	codes(d) == ["invalid_input"]
-	contains(d.reasons[0].message, "schema_version 3")
+	contains(d.reasons[0].message, "schema_version 2")
 }
 
 # -- Listings, status and explanations -------------------------------------------
@@ -687,4 +687,60 @@ test_allowance if {
 	# The agent's budget leaves less: it is what is left.
 	allowance_of(by_agent("coder", "ctx_read", "budgeted", agent_usage(990, 0, 999999))) == {"tokens": 10, "cost": 1}
 	allowance_of(by_agent("never-block", "ctx_read", "capped-total", agent_usage(0, 0, 0))) == {"tokens": null, "cost": null}
+}
+
+# -- Ask (contract section 8) ----------------------------------------------------
+
+test_ask_waits_for_a_person if {
+	d := decide(call("careful", "ctx_shell"))
+	d.decision == "ask"
+	d.allowed == false
+	codes(d) == ["approval_required"]
+	d.reasons[0].message == "tool 'ctx_shell' needs a person's approval for role 'careful'"
+}
+
+test_ask_only_what_the_list_names if {
+	decide(call("careful", "ctx_read")).decision == "allow"
+	decide(call("careful", "mcp__github__create_issue")).decision == "allow"
+}
+
+test_ask_matches_either_name if {
+	d := decide(object.union(call("careful", "lean__ctx_shell"), {"upstream": "lean", "upstream_tool": "ctx_shell"}))
+	d.decision == "ask"
+	decide(object.union(call("careful", "mcp__deploy__release"), {"upstream": "deploy", "upstream_tool": "release"})).decision == "ask"
+}
+
+test_deny_beats_ask if {
+	# A denied tool is denied, never asked for.
+	d := decide(call("careful", "ctx_edit"))
+	d.decision == "deny"
+	codes(d) == ["tool_denied"]
+
+	# An exhausted budget denies a tool the role asks for.
+	e := decide(spent(call("careful", "ctx_shell"), {"tokens": 1000, "shell": 0, "cost_micros": 0}))
+	e.decision == "deny"
+	codes(e) == ["budget_exhausted"]
+}
+
+test_ask_beats_warn if {
+	d := decide(spent(call("careful", "ctx_shell"), {"tokens": 850, "shell": 0, "cost_micros": 0}))
+	d.decision == "ask"
+	d.allowed == false
+	codes(d) == ["approval_required"]
+	warning_codes(d) == ["budget_warning"]
+}
+
+test_exempt_tools_are_never_asked_for if {
+	decide(call("careful", "ctx_session")).decision == "allow"
+}
+
+test_ask_explained if {
+	x := data.harness.explanation with input as call("careful", "git_push")
+		with data.harness.roles as fixture.roles
+		with data.harness.agents as fixture.agents
+		with data.harness.config as fixture.config
+		with data.harness.schema_version as fixture.schema_version
+		with data.harness.custom as {}
+	x.asked_by == ["git_push"]
+	x.decision.decision == "ask"
 }

@@ -57,7 +57,7 @@ var schema = map[string]map[string]kind{
 		"name": kString, "inherits": kString, "description": kString,
 		"shell_policy": kShellPolicy, "privileged": kBool,
 	},
-	"tools": {"allowed": kPatterns, "denied": kPatterns},
+	"tools": {"allowed": kPatterns, "denied": kPatterns, "ask": kPatterns},
 	"limits": {
 		"max_context_tokens": kCount, "max_shell_invocations": kCount, "max_cost_usd": kUSD,
 		"warn_at_percent": kWarnPercent, "block_at_percent": kBlockPercent,

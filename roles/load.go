@@ -163,6 +163,7 @@ func fieldDefaults(coder *Def) map[string]any {
 		"role.privileged":   false,
 		"tools.allowed":     []string{"*"},
 		"tools.denied":      []string{},
+		"tools.ask":         []string{},
 	}
 	for _, k := range limitKeys {
 		if coder != nil {
@@ -217,7 +218,11 @@ func resolve(defs map[string]*Def, hidden map[string]bool, coder *Def) (*Set, Er
 		if broken {
 			continue
 		}
-		set.roles[name] = build(defs, chain, defaults)
+		r := build(defs, chain, defaults)
+		if err := checkThresholds(defs, chain, r); err != nil {
+			errs = append(errs, err)
+		}
+		set.roles[name] = r
 	}
 	for _, name := range strict.SortedKeys(missing) {
 		chain := missing[name]
@@ -229,6 +234,44 @@ func resolve(defs map[string]*Def, hidden map[string]bool, coder *Def) (*Set, Er
 		errs = append(errs, d.errAt("role.inherits", "%s", msg))
 	}
 	return set, errs
+}
+
+// checkThresholds refuses a resolved role that would warn above the
+// percentage where it blocks (block_at_percent 1 to 100): its warning
+// could never show. The error is reported at the role's own file, at the
+// key of the two that it sets (warn_at_percent when it sets both); a role
+// that sets neither inherits the problem from the parent that has it, and
+// is left to that parent's error.
+func checkThresholds(defs map[string]*Def, chain []string, r *Role) *Error {
+	const warnKey, blockKey = "limits.warn_at_percent", "limits.block_at_percent"
+	l := r.Limits
+	if l.BlockAtPercent > 100 || l.WarnAtPercent <= l.BlockAtPercent {
+		return nil
+	}
+	self := defs[chain[0]]
+	_, setsWarn := self.Values[warnKey]
+	_, setsBlock := self.Values[blockKey]
+	if !setsWarn && !setsBlock {
+		return nil
+	}
+	// from says where an inherited value comes from.
+	from := func(key string) string {
+		if _, ok := self.Values[key]; ok {
+			return ""
+		}
+		for _, n := range chain[1:] {
+			if _, ok := defs[n].Values[key]; ok {
+				return fmt.Sprintf(" (inherited from %s)", defs[n].Name)
+			}
+		}
+		return " (the coder's, by default)"
+	}
+	at := warnKey
+	if !setsWarn {
+		at = blockKey
+	}
+	return self.errAt(at, "%s %d%s is above %s %d%s: the role would block before it warns, so its warning could never show",
+		warnKey, l.WarnAtPercent, from(warnKey), blockKey, l.BlockAtPercent, from(blockKey))
 }
 
 // build makes the resolved role named chain[0]: each field comes from the
@@ -264,6 +307,7 @@ func build(defs map[string]*Def, chain []string, defaults map[string]any) *Role 
 		Privileged:  values["role.privileged"].(bool),
 		Allowed:     values["tools.allowed"].([]string),
 		Denied:      values["tools.denied"].([]string),
+		Ask:         values["tools.ask"].([]string),
 		Limits: Limits{
 			MaxContextTokens:    values["limits.max_context_tokens"].(int64),
 			MaxShellInvocations: values["limits.max_shell_invocations"].(int64),

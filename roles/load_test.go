@@ -182,6 +182,25 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{`middle.toml:2:1: role "middle" inherits "reviwer", which does not exist (child → middle → reviwer); did you mean "reviewer"?`},
 		},
 		{
+			name:  "warns above where it blocks, in one file",
+			files: map[string]string{"w.toml": "[limits]\nwarn_at_percent = 90\nblock_at_percent = 50\n"},
+			want:  []string{`w.toml:2:1: limits.warn_at_percent 90 is above limits.block_at_percent 50: the role would block before it warns, so its warning could never show`},
+		},
+		{
+			name:  "blocks below the warning it inherits",
+			files: map[string]string{"b.toml": "[role]\ninherits = \"coder\"\n[limits]\nblock_at_percent = 50\n"},
+			want:  []string{`b.toml:4:1: limits.warn_at_percent 80 (inherited from coder) is above limits.block_at_percent 50: the role would block before it warns`},
+		},
+		{
+			name: "warns above the block it inherits, reported where it is set only",
+			files: map[string]string{
+				"p.toml": "[limits]\nblock_at_percent = 60\nwarn_at_percent = 50\n",
+				"w.toml": "[role]\ninherits = \"p\"\n[limits]\nwarn_at_percent = 70\n",
+				"c.toml": "[role]\ninherits = \"w\"\n", // sets neither: its parent's error is the one
+			},
+			want: []string{`w.toml:4:1: limits.warn_at_percent 70 is above limits.block_at_percent 60 (inherited from p): the role would block before it warns`},
+		},
+		{
 			name: "every file's errors together, sorted",
 			files: map[string]string{
 				"z.toml": "[limits]\nmax_shell = 1\n",
@@ -428,5 +447,39 @@ func TestProjectFilesStayInside(t *testing.T) {
 	_, err = Load(Dirs{Root: root, Project: []string{project}})
 	if !errors.As(err, &list) || len(list) != 1 || list[0].File != project || leaks(err.Error(), secret) {
 		t.Errorf("a project roles directory linking out: %v", err)
+	}
+}
+
+// [tools] ask is a list of patterns like allowed and denied: strict,
+// inherited on its own, with the file that set it; a role that leaves it
+// out and has no parent asks for nothing.
+func TestAskList(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeRoles(t, dir, map[string]string{
+		"careful.toml":       "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\", \"mcp__github__*\"]\n",
+		"careful-tight.toml": "[role]\ninherits = \"careful\"\n[tools]\ndenied = [\"ctx_edit\"]\n",
+		"bad.toml":           "[tools]\nask = \"ctx_shell\"\n",
+		"bad-item.toml":      "[tools]\nask = [\"ctx shell\"]\n",
+	})
+	_, err := Load(Dirs{User: []string{dir}})
+	var list ErrorList
+	if !errors.As(err, &list) || len(list) != 2 || !strings.Contains(list[0].Error(), "tools.ask") || !strings.Contains(list[1].Error(), "tools.ask") {
+		t.Fatalf("errors: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "bad.toml"))
+	os.Remove(filepath.Join(dir, "bad-item.toml"))
+	set, err := Load(Dirs{User: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := set.Get("careful-tight")
+	if !slices.Equal(ct.Ask, []string{"ctx_shell", "mcp__github__*"}) || !slices.Equal(ct.Denied, []string{"ctx_edit"}) ||
+		ct.Origin["tools.ask"] != filepath.Join(dir, "careful.toml") {
+		t.Errorf("careful-tight: ask %v denied %v, ask set by %q", ct.Ask, ct.Denied, ct.Origin["tools.ask"])
+	}
+	coder, _ := set.Get("coder")
+	if coder.Ask == nil || len(coder.Ask) != 0 || coder.Origin["tools.ask"] != "default" {
+		t.Errorf("coder asks %#v (%s)", coder.Ask, coder.Origin["tools.ask"])
 	}
 }

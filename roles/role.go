@@ -44,18 +44,21 @@ type Limits struct {
 
 // Role is a fully resolved role: inheritance applied, defaults filled in.
 type Role struct {
-	Name        string         `json:"name"`
-	Source      Source         `json:"source"`
-	File        string         `json:"file"`
-	Inherits    string         `json:"inherits,omitempty"`
-	Chain       []string       `json:"chain"` // the role, then its ancestors
-	Description string         `json:"description"`
-	ShellPolicy ShellPolicy    `json:"shell_policy"`
-	Privileged  bool           `json:"privileged"`
-	Allowed     []string       `json:"allowed"`
-	Denied      []string       `json:"denied"`
-	Limits      Limits         `json:"limits"`
-	IO          map[string]any `json:"io,omitempty"`
+	Name        string      `json:"name"`
+	Source      Source      `json:"source"`
+	File        string      `json:"file"`
+	Inherits    string      `json:"inherits,omitempty"`
+	Chain       []string    `json:"chain"` // the role, then its ancestors
+	Description string      `json:"description"`
+	ShellPolicy ShellPolicy `json:"shell_policy"`
+	Privileged  bool        `json:"privileged"`
+	Allowed     []string    `json:"allowed"`
+	Denied      []string    `json:"denied"`
+	// Ask are the patterns of the tools whose calls wait for a person's
+	// approval when they would be allowed (contract section 8).
+	Ask    []string       `json:"ask"`
+	Limits Limits         `json:"limits"`
+	IO     map[string]any `json:"io,omitempty"`
 	// Origin maps every resolved field, by its TOML path ("limits.max_cost_usd"),
 	// to the file that set it, or to "default (...)" when no file did.
 	Origin map[string]string `json:"origin"`

@@ -16,9 +16,9 @@ func TestCheckAlerts(t *testing.T) {
 		want       []string
 	}{
 		{"bad url", "[[alerts]]\nurl = \"ftp://hooks.example.com/s3cr3t\"\n", exitCheck,
-			[]string{":2:1: alerts.1.url: want an http:// or https:// URL with a host", "1 error(s)"}},
+			[]string{":2:1: alerts[1].url: want an http:// or https:// URL with a host", "1 error(s)"}},
 		{"unknown event", "[[alerts]]\nurl = \"https://hooks.example.com/s3cr3t\"\n\n[[alerts]]\nurl = \"https://h.example.com/s3cr3t\"\nevents = [\"BudgetWarnin\"]\n", exitCheck,
-			[]string{`:6:1: alerts.2.events: item 1: "BudgetWarnin" is not an event type`, `(did you mean "BudgetWarning"?)`}},
+			[]string{`:6:1: alerts[2].events: item 1: "BudgetWarnin" is not an event type`, `(did you mean "BudgetWarning"?)`}},
 		{"good", "[[alerts]]\nname = \"ops\"\nurl = \"https://hooks.example.com/s3cr3t\"\nevents = [\"BudgetExhausted\", \"BudgetReset\"]\nformat = \"slack\"\n\n[[alerts]]\nurl = \"http://127.0.0.1:9/s3cr3t\"\n", exitOK,
 			[]string{"alert ops: BudgetExhausted, BudgetReset, as slack\n", "alert alerts.2: every event, as json\n"}},
 	}

@@ -87,7 +87,7 @@ func TestMaskedValuesReachNoLog(t *testing.T) {
 		t.Fatalf("%d entries, want 2: %+v", len(entries), entries)
 	}
 	deny, warn := entries[0], entries[1]
-	if strings.Join(deny.Erased, " ") != "/arguments/Password" || strings.Join(warn.Erased, " ") != "/arguments/PASSWORD" {
+	if strings.Join(deny.Erased, " ") != "/input/arguments/password" || strings.Join(warn.Erased, " ") != "/input/arguments/password" {
 		t.Errorf("erased %v and %v", deny.Erased, warn.Erased)
 	}
 	if deny.Input.Arguments["path"] != "a.go" || len(deny.Input.Arguments) != 1 {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -85,5 +87,41 @@ func TestHarnessTest(t *testing.T) {
 	}
 	if _, errOut, code := harness(t, nil, "test", "--project", auditor); code != exitError || !strings.Contains(errOut, "no *_test.rego files in") {
 		t.Errorf("nothing to test: %d %s", code, errOut)
+	}
+}
+
+// harness test writes JUnit XML as conftest does, and GitHub Actions
+// annotations at the failing test's file and line.
+func TestHarnessTestFormats(t *testing.T) {
+	t.Parallel()
+	times := regexp.MustCompile(`time="[0-9.]+"`)
+	goVersion := regexp.MustCompile(`name="go.version" value="[^"]*"`)
+	for _, format := range []string{"junit", "github"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			out, errOut, code := harness(t, nil, "test", "--project", failingTest, "--format", format)
+			if code != exitDenied {
+				t.Fatalf("exit %d, want %d\n%s", code, exitDenied, errOut)
+			}
+			if format == "junit" {
+				var suites struct {
+					Suites []struct {
+						Name     string `xml:"name,attr"`
+						Tests    int    `xml:"tests,attr"`
+						Failures int    `xml:"failures,attr"`
+						Cases    []struct {
+							Name    string  `xml:"name,attr"`
+							Failure *string `xml:"failure"`
+						} `xml:"testcase"`
+					} `xml:"testsuite"`
+				}
+				if err := xml.Unmarshal([]byte(out), &suites); err != nil || len(suites.Suites) != 1 || suites.Suites[0].Tests != 2 ||
+					suites.Suites[0].Failures != 1 || suites.Suites[0].Cases[1].Failure == nil {
+					t.Errorf("not the JUnit report of one failure in two tests: %v\n%s", err, out)
+				}
+				out = goVersion.ReplaceAllString(times.ReplaceAllString(out, `time="0.000"`), `name="go.version" value="go"`)
+			}
+			golden(t, "test-failing."+format+".txt", strings.ReplaceAll(out, filepath.Clean(failingTest), "PROJECT"))
+		})
 	}
 }

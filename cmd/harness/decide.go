@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/config"
@@ -17,40 +19,74 @@ import (
 	"github.com/agentharness/harness/policy"
 )
 
-func (c *cli) decide(args []string) int {
-	fs, project := c.flags("decide")
-	tool := fs.String("tool", "", "the tool to decide on (required)")
-	role := fs.String("role", "", "the role (default: the session's, else $LEAN_CTX_ROLE, else the configured default)")
-	argsJSON := fs.String("args", "", "the tool's arguments, a JSON object")
-	tokens := fs.String("tokens", "", "context tokens used so far (without --session)")
-	shell := fs.String("shell", "", "shell invocations so far (without --session)")
-	cost := fs.String("cost", "", "estimated cost so far, in US dollars (without --session)")
-	asJSON := fs.Bool("json", false, "print the decision as JSON")
-	session, agent, ledger := sessionFlags(fs)
-	record := fs.Bool("record", false, "charge an allowed call to the session (a shell slot for a shell tool)")
-	explainIt := fs.Bool("explain", false, "say which rules, role fields and budget arithmetic produced the decision")
-	var trace traceFlag
-	fs.Var(&trace, "trace", "print OPA's trace of the evaluation: full (alone: --trace), notes, fails or debug")
-	if !c.parseNone(fs, args, "") {
-		return exitError
+// decideFlags are the flags of decide.
+type decideFlags struct {
+	sessionFlags
+	tool, role, args, tokens, shell, cost string
+	json, record, explain                 bool
+	trace                                 traceFlag
+}
+
+func (c *cli) decideCmd() *cobra.Command {
+	var f decideFlags
+	cmd := &cobra.Command{
+		Use:   "decide --tool TOOL [flags]",
+		Short: "Decide one tool call: allow, warn, ask or deny, and why",
+		Long: `Decide decides one tool call by the role's tool lists, shell policy and budget, and
+the custom policies, and prints the decision and the status line.
+
+Without a session, --tokens, --shell and --cost are the usage before the call, and
+the role is --role, else the agent's role in harness.toml, else $LEAN_CTX_ROLE,
+else the configured default (coder). With --session S the counters come from the
+ledger, and so does the session's role (a new session starts in --role); with
+--record an allowed call is charged: a shell tool takes its shell slot, atomically
+with the decision.
+
+Exit codes: 0 allowed or warned, 2 denied (0 in shadow mode), 1 usage or load error.`,
+		Example: `  harness decide --role reviewer --tool ctx_shell
+  harness decide --tool ctx_read --tokens 170000 --json
+  harness decide --session s-1 --agent claude-code --tool ctx_shell --args '{"command": "ls"}' --record
+  harness decide --role reviewer --tool ctx_edit --explain --trace=notes`,
+		Args: noArgs(""),
+		RunE: c.runs(func(cmd *cobra.Command, _ []string) int { return c.decide(cmd, f) }),
 	}
-	if *tool == "" {
+	fs := cmd.Flags()
+	fs.StringVar(&f.tool, "tool", "", "the `TOOL` to decide on (required)")
+	fs.StringVar(&f.role, "role", "", "the `ROLE` (default: the session's, else $LEAN_CTX_ROLE, else the configured default)")
+	fs.StringVar(&f.args, "args", "", "the tool's arguments, a `JSON` object")
+	fs.StringVar(&f.tokens, "tokens", "", "context tokens used so far, a whole `NUMBER` (without --session)")
+	fs.StringVar(&f.shell, "shell", "", "shell invocations so far, a whole `NUMBER` (without --session)")
+	fs.StringVar(&f.cost, "cost", "", "estimated cost so far, in `USD` (without --session)")
+	fs.BoolVar(&f.json, "json", false, "print the decision as JSON, with its status line")
+	f.sessionFlags.add(fs)
+	fs.BoolVar(&f.record, "record", false, "charge an allowed call to the session (a shell slot for a shell tool)")
+	fs.BoolVar(&f.explain, "explain", false, "say which rules, role fields and budget arithmetic produced the decision")
+	fs.Var(&f.trace, "trace", "print OPA's trace of the evaluation, its `MODE` full (alone: --trace), notes, fails or debug")
+	fs.Lookup("trace").NoOptDefVal = "full"
+	cmd.RegisterFlagCompletionFunc("role", c.completeRoles)
+	cmd.RegisterFlagCompletionFunc("trace", completeWords(policy.TraceModes...))
+	return cmd
+}
+
+// decide decides one call.
+func (c *cli) decide(cmd *cobra.Command, f decideFlags) int {
+	if f.tool == "" {
 		return c.fail("decide: --tool is required")
 	}
-	id, ag, agentGiven := c.session(fs, *session, *agent)
+	id, ag, agentGiven := c.session(cmd, f.sessionFlags)
 	k := budget.Key{Session: id, Agent: ag}
 	stateless := id == ""
-	if stateless && *record {
+	if stateless && f.record {
 		return c.fail("decide: --record needs a session (--session S or $HARNESS_SESSION)")
 	}
-	if !stateless && (*tokens != "" || *shell != "" || *cost != "") {
+	if !stateless && (f.tokens != "" || f.shell != "" || f.cost != "") {
 		return c.fail("decide: with a session the counters come from the ledger; --tokens, --shell and --cost are for decisions without one")
 	}
 	var usage contract.Usage
 	for _, n := range []struct {
 		flag, text string
 		dst        *int64
-	}{{"--tokens", *tokens, &usage.Tokens}, {"--shell", *shell, &usage.Shell}} {
+	}{{"--tokens", f.tokens, &usage.Tokens}, {"--shell", f.shell, &usage.Shell}} {
 		if n.text == "" {
 			continue
 		}
@@ -61,20 +97,20 @@ func (c *cli) decide(args []string) int {
 		*n.dst = v
 	}
 	var err error
-	if *cost != "" {
-		if usage.CostMicros, err = contract.ParseUSD(*cost); err != nil {
+	if f.cost != "" {
+		if usage.CostMicros, err = contract.ParseUSD(f.cost); err != nil {
 			return c.fail("decide: --cost: %v", err)
 		}
 	}
 	var arguments map[string]any
-	if *argsJSON != "" {
-		if arguments, err = parseArgs(*argsJSON); err != nil {
+	if f.args != "" {
+		if arguments, err = parseArgs(f.args); err != nil {
 			return c.fail("decide: %v", err)
 		}
 	}
 
 	ctx := c.env.ctx
-	h, ok := c.load(c.params(*project))
+	h, ok := c.load(c.params())
 	if !ok {
 		return exitError
 	}
@@ -84,11 +120,11 @@ func (c *cli) decide(args []string) int {
 	var in contract.Input // what the decision was made on
 	status := ""          // the status line after the call's charge, when it took one
 	if stateless {
-		startRole := h.Rules().StartRole(k.Agent, *role, h.EnvRole())
+		startRole := h.Rules().StartRole(k.Agent, f.role, h.EnvRole())
 		if _, ok := h.Roles.Get(startRole); !ok {
 			return c.fail("%s", unknownRole(startRole, h.Roles))
 		}
-		in = contract.Input{Role: startRole, Tool: *tool, Arguments: arguments, Budget: usage, Agent: k.Agent, Project: h.Project()}
+		in = contract.Input{Role: startRole, Tool: f.tool, Arguments: arguments, Budget: usage, Agent: k.Agent, Project: h.Project()}
 		d, err := e.Decide(ctx, in)
 		if err != nil {
 			return c.fail("decide: %v", err)
@@ -98,7 +134,7 @@ func (c *cli) decide(args []string) int {
 			o.Allowed, o.Shadowed = true, true
 		}
 	} else {
-		g, err := h.Open(ctx, app.OpenOptions{Ledger: *ledger, Warn: c.warn})
+		g, err := h.Open(ctx, app.OpenOptions{Ledger: f.ledger, Warn: c.warn})
 		if err != nil {
 			return c.fail("%v", err)
 		}
@@ -107,22 +143,22 @@ func (c *cli) decide(args []string) int {
 		if k, _, err = g.Find(ctx, id, ag, agentGiven); err != nil {
 			return c.fail("decide: %v", err)
 		}
-		cur, err := g.Session(ctx, k, *role)
+		cur, err := g.Session(ctx, k, f.role)
 		if err != nil {
 			return c.fail("%v", err)
 		}
-		if *role != "" && cur.Role != *role {
-			return c.fail("session %s is in role %s; --role %s only names the role of a new session (switch with: harness role switch %s --session %s)", k, cur.Role, *role, *role, k.Session)
+		if f.role != "" && cur.Role != f.role {
+			return c.fail("session %s is in role %s; --role %s only names the role of a new session (switch with: harness role switch %s --session %s)", k, cur.Role, f.role, f.role, k.Session)
 		}
 		if _, ok := h.Roles.Get(cur.Role); !ok {
 			return c.fail("session %s: %s", k, unknownRole(cur.Role, h.Roles))
 		}
-		o, err = g.Decide(ctx, govern.Call{Session: k, Tool: *tool, Arguments: arguments, Role: *role, Reserve: *record})
+		o, err = g.Decide(ctx, govern.Call{Session: k, Tool: f.tool, Arguments: arguments, Role: f.role, Reserve: f.record})
 		if err != nil {
 			return c.fail("decide: %v", err)
 		}
 		d := o.Decision
-		in = contract.Input{Role: d.Role, Tool: *tool, Arguments: arguments, Session: k.Session, Agent: k.Agent, Project: h.Project(),
+		in = contract.Input{Role: d.Role, Tool: f.tool, Arguments: arguments, Session: k.Session, Agent: k.Agent, Project: h.Project(),
 			Budget: contract.Usage{Tokens: d.Budget.Tokens.Used, Shell: d.Budget.Shell.Used, CostMicros: d.Budget.Cost.Used}}
 		if o.Reserved {
 			st, err := g.Status(ctx, k, "")
@@ -135,13 +171,13 @@ func (c *cli) decide(args []string) int {
 	if status == "" {
 		status = o.Decision.StatusLine()
 	}
-	if trace.mode != "" {
-		fmt.Fprintf(c.stdout, "trace (%s):\n", trace.mode)
-		if _, err := e.Trace(ctx, in, trace.mode, c.stdout); err != nil {
+	if f.trace.mode != "" {
+		fmt.Fprintf(c.stdout, "trace (%s):\n", f.trace.mode)
+		if _, err := e.Trace(ctx, in, f.trace.mode, c.stdout); err != nil {
 			return c.fail("decide: %v", err)
 		}
 	}
-	if *asJSON {
+	if f.json {
 		out := struct {
 			contract.Decision
 			StatusLine string `json:"status_line"`
@@ -155,7 +191,7 @@ func (c *cli) decide(args []string) int {
 	} else {
 		c.printOutcome(o, status)
 	}
-	if *explainIt {
+	if f.explain {
 		x, err := e.Explain(ctx, in)
 		if err != nil {
 			return c.fail("decide: %v", err)
@@ -218,8 +254,8 @@ func (c *cli) printOutcome(o govern.Outcome, status string) {
 // traceFlag is --trace: alone it means full; --trace=MODE picks a filter.
 type traceFlag struct{ mode string }
 
-func (t *traceFlag) String() string   { return t.mode }
-func (t *traceFlag) IsBoolFlag() bool { return true }
+func (t *traceFlag) String() string { return t.mode }
+func (t *traceFlag) Type() string   { return "mode" }
 
 func (t *traceFlag) Set(s string) error {
 	if s == "true" {

@@ -10,25 +10,57 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/spf13/cobra"
+
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
 )
 
+func (c *cli) eventsCmd() *cobra.Command {
+	var f struct {
+		follow, json        bool
+		typ, session, agent string
+	}
+	cmd := &cobra.Command{
+		Use:   "events [flags]",
+		Short: "Print the harness events, or follow them",
+		Long: `Events prints the harness events of the events log (budget warnings and
+exhaustions, policy violations, role changes, resets), one a line, readable or as
+stored (--json); --follow keeps printing new ones, across log rotations, until
+interrupted. What may come from the agent is shown with control characters escaped.`,
+		Example: `  harness events --type BudgetWarning
+  harness events --follow --session s-1 --json`,
+		Args: noArgs(""),
+		RunE: c.runs(func(cmd *cobra.Command, _ []string) int {
+			return c.events(f.follow, f.json, f.typ, f.session, f.agent)
+		}),
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&f.follow, "follow", false, "keep printing new events until interrupted")
+	fs.StringVar(&f.typ, "type", "", "only events of this `TYPE`: "+typeList())
+	fs.StringVar(&f.session, "session", "", "only this session's events (an `ID`)")
+	fs.StringVar(&f.agent, "agent", "", "only this `AGENT`'s events")
+	fs.BoolVar(&f.json, "json", false, "print the events as they are stored, one JSON object a line")
+	cmd.RegisterFlagCompletionFunc("type", completeWords(typeNames()...))
+	return cmd
+}
+
+func typeNames() []string {
+	var names []string
+	for _, t := range events.Types {
+		names = append(names, string(t))
+	}
+	return names
+}
+
+func typeList() string { return strings.Join(typeNames(), ", ") }
+
 // events prints the harness events, or follows them.
-func (c *cli) events(args []string) int {
-	fs, project := c.flags("events")
-	follow := fs.Bool("follow", false, "keep printing new events until interrupted")
-	typ := fs.String("type", "", "only events of this `TYPE`: BudgetWarning, BudgetExhausted, PolicyViolation, RoleChanged")
-	session := fs.String("session", "", "only this session's events")
-	agent := fs.String("agent", "", "only this agent's events")
-	asJSON := fs.Bool("json", false, "print the events as they are stored, one JSON object a line")
-	if !c.parseNone(fs, args, "") {
-		return exitError
+func (c *cli) events(follow, asJSON bool, typ, session, agent string) int {
+	if typ != "" && !slices.Contains(events.Types, events.Type(typ)) {
+		return c.fail("events: unknown --type %q; want one of %s", typ, typeList())
 	}
-	if *typ != "" && !slices.Contains(events.Types, events.Type(*typ)) {
-		return c.fail("events: unknown --type %q; want one of %v", *typ, events.Types)
-	}
-	h, ok := c.load(c.params(*project))
+	h, ok := c.load(c.params())
 	if !ok {
 		return exitError
 	}
@@ -42,17 +74,17 @@ func (c *cli) events(args []string) int {
 			fmt.Fprintf(c.stderr, "harness: skipping a line that is not an event: %v\n", err)
 			return nil
 		}
-		if (*typ != "" && string(e.Type) != *typ) || (*session != "" && e.Session != *session) || (*agent != "" && e.Agent != *agent) {
+		if (typ != "" && string(e.Type) != typ) || (session != "" && e.Session != session) || (agent != "" && e.Agent != agent) {
 			return nil
 		}
-		if *asJSON {
+		if asJSON {
 			_, err := fmt.Fprintf(c.stdout, "%s\n", line)
 			return err
 		}
 		_, err := fmt.Fprintln(c.stdout, formatEvent(e))
 		return err
 	}
-	if *follow {
+	if follow {
 		if err := events.Follow(c.env.ctx, path, h.Config.LogMaxFiles, 200*time.Millisecond, show); err != nil {
 			return c.fail("events: %v", err)
 		}
@@ -71,11 +103,18 @@ func (c *cli) events(args []string) int {
 func formatEvent(e events.Event) string {
 	p := contract.Printable
 	who := p(e.Session)
-	if e.Agent != "" {
+	if e.Agent != "" && e.Session != "" {
 		who = p(e.Agent) + "/" + who
+	} else if e.Agent != "" {
+		who = p(e.Agent)
 	}
 	var what string
 	switch {
+	case e.Reset != nil:
+		what = "usage of the " + resetWhat(e.Reset.Scope, e.Reset.Period) + " reset by the " + p(e.Reset.By)
+		if e.Role != "" {
+			what += " (role " + p(e.Role) + ")"
+		}
 	case e.Budget != nil && e.Percent != nil:
 		what = fmt.Sprintf("role %s: %s %s/%s (%d%%)", p(e.Role), p(e.Dimension), amount(e.Dimension, e.Used), amount(e.Dimension, e.Limit), *e.Percent)
 	case e.Budget != nil:
@@ -94,6 +133,16 @@ func formatEvent(e events.Event) string {
 	return fmt.Sprintf("%s  %-16s %s  %s", e.Time.Format(time.RFC3339), p(string(e.Type)), who, what)
 }
 
+// resetWhat names what a reset of scope (and period) reset: "session", or
+// "agent in day:2026-12-01".
+func resetWhat(scope, period string) string {
+	what := contract.Printable(scope)
+	if period != "" {
+		what += " in " + contract.Printable(period)
+	}
+	return what
+}
+
 func amount(dim string, n int64) string {
 	if dim == "cost" {
 		return contract.FormatUSD(n)
@@ -101,17 +150,36 @@ func amount(dim string, n int64) string {
 	return fmt.Sprint(n)
 }
 
-// log finds decisions in the decision log.
-func (c *cli) log(args []string) int {
-	fs, project := c.flags("log")
-	id := fs.String("decision", "", "print the decision with this `ID` in full")
-	session := fs.String("session", "", "only this session's decisions")
-	limit := fs.Int("limit", 20, "print at most the last `N` decisions (0: all)")
-	asJSON := fs.Bool("json", false, "print entries as they are stored, one JSON object a line")
-	if !c.parseNone(fs, args, "") {
-		return exitError
+func (c *cli) logCmd() *cobra.Command {
+	var f struct {
+		id, session string
+		limit       int
+		json        bool
 	}
-	h, ok := c.load(c.params(*project))
+	cmd := &cobra.Command{
+		Use:   "log [flags]",
+		Short: "List decisions from the decision log, or print one",
+		Long: `Log lists the decisions of the decision log (tool calls, role switches, resets),
+the latest last, one a line; --decision prints one entry in full, as JSON.`,
+		Example: `  harness log --session s-1 --limit 5
+  harness log --decision 01a2b3c4-…`,
+		Args: noArgs(""),
+		RunE: c.runs(func(cmd *cobra.Command, _ []string) int { return c.log(f.id, f.session, f.limit, f.json) }),
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.id, "decision", "", "print the decision with this `ID` in full")
+	fs.StringVar(&f.session, "session", "", "only this session's decisions (an `ID`)")
+	fs.IntVar(&f.limit, "limit", 20, "print at most the last `N` decisions (0: all)")
+	fs.BoolVar(&f.json, "json", false, "print entries as they are stored, one JSON object a line")
+	return cmd
+}
+
+// log finds decisions in the decision log.
+func (c *cli) log(id, session string, limit int, asJSON bool) int {
+	if limit < 0 {
+		return c.fail("log: --limit %d: want a whole number >= 0 (0: all)", limit)
+	}
+	h, ok := c.load(c.params())
 	if !ok {
 		return exitError
 	}
@@ -121,10 +189,11 @@ func (c *cli) log(args []string) int {
 	}
 	type entry struct {
 		events.Entry
-		in  contract.Input
-		out contract.Decision
-		sw  contract.SwitchDecision
-		raw []byte
+		in    contract.Input
+		out   contract.Decision
+		sw    contract.SwitchDecision
+		reset contract.ResetInput
+		raw   []byte
 	}
 	var found []entry
 	err := events.ReadLines(path, h.Config.LogMaxFiles, func(line []byte) error {
@@ -133,13 +202,19 @@ func (c *cli) log(args []string) int {
 			return nil
 		}
 		result := any(&e.out)
-		if e.Path == "harness/switch" {
+		switch e.Path {
+		case "harness/switch":
 			result = &e.sw
+		case "harness/reset":
+			result = &contract.ResetResult{}
+			if json.Unmarshal(e.Input, &e.reset) != nil {
+				return nil
+			}
 		}
 		if json.Unmarshal(e.Result, result) != nil {
 			return nil
 		}
-		if (*id != "" && e.DecisionID != *id) || (*session != "" && e.in.Session != *session) {
+		if (id != "" && e.DecisionID != id) || (session != "" && e.in.Session != session) {
 			return nil
 		}
 		e.raw = bytes.Clone(line)
@@ -149,20 +224,20 @@ func (c *cli) log(args []string) int {
 	if err != nil {
 		return c.fail("log: %v", err)
 	}
-	if *id != "" {
+	if id != "" {
 		if len(found) == 0 {
-			return c.fail("log: no decision %s in %s (or its rotated files)", *id, path)
+			return c.fail("log: no decision %s in %s (or its rotated files)", id, path)
 		}
 		var pretty bytes.Buffer
 		json.Indent(&pretty, found[0].raw, "", "  ")
 		fmt.Fprintln(c.stdout, printableJSON(pretty.String()))
 		return exitOK
 	}
-	if *limit > 0 && len(found) > *limit {
-		found = found[len(found)-*limit:]
+	if limit > 0 && len(found) > limit {
+		found = found[len(found)-limit:]
 	}
 	for _, e := range found {
-		if *asJSON {
+		if asJSON {
 			fmt.Fprintf(c.stdout, "%s\n", e.raw)
 			continue
 		}
@@ -177,11 +252,13 @@ func (c *cli) log(args []string) int {
 			codes = append(codes, r.Code+"("+r.Rule+")")
 		}
 		who := p(e.in.Session)
-		if e.in.Agent != "" {
+		if e.in.Agent != "" && e.in.Session != "" {
 			who = p(e.in.Agent) + "/" + who
+		} else if e.in.Agent != "" {
+			who = p(e.in.Agent)
 		}
 		shadow := ""
-		if e.Shadow {
+		if e.Custom != nil && e.Custom.Shadow {
 			shadow = " [shadow]"
 		}
 		what := fmt.Sprintf("%s %s → %s%s", p(e.out.Role), p(e.out.Tool), p(e.out.Decision), shadow)
@@ -192,7 +269,13 @@ func (c *cli) log(args []string) int {
 			}
 			what = fmt.Sprintf("switch %s → %s by %s: %s", p(e.sw.From), p(e.sw.To), p(e.sw.By), verdict)
 		}
-		fmt.Fprintf(c.stdout, "%s  %s  %s  %s %s\n", e.Timestamp.Format(time.RFC3339), p(e.DecisionID), who, what, p(strings.Join(codes, ",")))
+		if e.Path == "harness/reset" {
+			what = fmt.Sprintf("reset: usage of the %s, by the %s", resetWhat(e.reset.Scope, e.reset.Period), p(e.reset.By))
+		}
+		if len(codes) > 0 {
+			what += " " + p(strings.Join(codes, ","))
+		}
+		fmt.Fprintf(c.stdout, "%s  %s  %s  %s\n", e.Timestamp.Format(time.RFC3339), p(e.DecisionID), who, what)
 	}
 	return exitOK
 }

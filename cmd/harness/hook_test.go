@@ -17,6 +17,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/version"
+
+	"github.com/agentharness/harness/pricing"
 )
 
 var hookSessions atomic.Int64
@@ -196,7 +200,8 @@ func TestHookInstall(t *testing.T) {
     "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
   }
 }`)
-	out, _, code := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write")
+	path := harnessOnPath(t)
+	out, _, code := harness(t, path, "hook", "install", "--project", "--dir", project, "--write")
 	if code != 0 || !strings.Contains(out, "installed the harness hook") {
 		t.Fatalf("install: %d %s", code, out)
 	}
@@ -234,15 +239,15 @@ func TestHookInstall(t *testing.T) {
 		t.Errorf("permissions.deny has a rule twice: %q", deny)
 	}
 	if got.Model != "opus" || got.Permissions["allow"][0] != "Bash(npm test)" || len(got.Hooks["Stop"]) != 1 ||
-		len(post) != 2 || post[0].Hooks[0].Command != "prettier --write" || !strings.HasSuffix(post[1].Hooks[0].Command, " hook claude-code") ||
+		len(post) != 2 || post[0].Hooks[0].Command != "prettier --write" || post[1].Hooks[0].Command != "harness hook claude-code" ||
 		len(got.Hooks["PreToolUse"]) != 1 || got.Hooks["PreToolUse"][0].Matcher != "*" {
 		t.Errorf("merged settings:\n%s", b)
 	}
-	if out, _, _ := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write"); !strings.Contains(out, "already runs the harness hook") {
+	if out, _, _ := harness(t, path, "hook", "install", "--project", "--dir", project, "--write"); !strings.Contains(out, "settings.json already has the harness hook") {
 		t.Errorf("second install: %s", out)
 	}
 	writeFile(t, settings, "{not json")
-	if _, errOut, code := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write"); code != exitError || !strings.Contains(errOut, "is not valid JSON") {
+	if _, errOut, code := harness(t, path, "hook", "install", "--project", "--dir", project, "--write"); code != exitError || !strings.Contains(errOut, "is not valid JSON") {
 		t.Errorf("broken settings: %d %s", code, errOut)
 	}
 	if b, _ := os.ReadFile(settings); string(b) != "{not json" {
@@ -512,7 +517,7 @@ func TestHookDeadline(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			home, project := shortDir(t), t.TempDir()
-			// The policy's own deadline (250 ms by default) would deny
+			// The policy's own deadline (1 s by default) would deny
 			// first: this is about the deadline around it.
 			writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), "[policy]\ntimeout = \"1m\"\n")
 			if tt.user {
@@ -645,7 +650,7 @@ func TestHookInstallTimeout(t *testing.T) {
 	project := t.TempDir()
 	settings := filepath.Join(project, ".claude", "settings.json")
 	writeFile(t, settings, `{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "/old/harness hook claude-code", "timeout": 5}]}]}}`)
-	if out, errOut, code := harness(t, nil, "hook", "install", "--project", "--dir", project, "--write"); code != 0 {
+	if out, errOut, code := harness(t, harnessOnPath(t), "hook", "install", "--project", "--dir", project, "--write"); code != 0 {
 		t.Fatalf("install: %d %s%s", code, out, errOut)
 	}
 	var got struct {
@@ -660,10 +665,339 @@ func TestHookInstallTimeout(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	for _, event := range []string{"PreToolUse", "PostToolUse"} {
+	for _, event := range []string{"PreToolUse", "PostToolUse", "PostToolUseFailure"} {
 		groups := got.Hooks[event]
 		if len(groups) != 1 || len(groups[0].Hooks) != 1 || groups[0].Hooks[0].Timeout != 30 || groups[0].Hooks[0].Command == "/old/harness hook claude-code" {
 			t.Errorf("%s: %+v", event, groups)
 		}
+	}
+}
+
+// Every tool of Claude Code's tools reference (code.claude.com/docs/en/tools-reference,
+// and the older names its hooks still send) is governed as the built-in
+// roles describe themselves: a reviewer reads, searches, fetches, plans and
+// delegates, and never edits or runs a shell; ops runs shells but never
+// edits; a coder may do everything.
+func TestHookClaudeCodeTools(t *testing.T) {
+	t.Parallel()
+	const (
+		read    = "read"    // a reviewer and ops may
+		plan    = "plan"    // a reviewer and ops may
+		edit    = "edit"    // neither may
+		shell   = "shell"   // ops may, a reviewer may not
+		execute = "execute" // ops may, a reviewer may not
+	)
+	for _, tt := range []struct{ tool, kind string }{
+		{"Agent", plan}, {"Task", plan}, {"SendMessage", plan}, {"TeamCreate", plan}, {"TeamDelete", plan},
+		{"AskUserQuestion", plan}, {"TodoWrite", plan}, {"TodoRead", plan},
+		{"TaskCreate", plan}, {"TaskGet", plan}, {"TaskList", plan}, {"TaskUpdate", plan}, {"TaskStop", plan},
+		{"KillShell", plan}, {"KillBash", plan},
+		{"EnterPlanMode", plan}, {"ExitPlanMode", plan}, {"CronCreate", plan}, {"CronDelete", plan}, {"CronList", plan},
+		{"Read", read}, {"NotebookRead", read}, {"Grep", read}, {"Glob", read}, {"LS", read}, {"LSP", read},
+		{"WebFetch", read}, {"WebSearch", read}, {"ToolSearch", read},
+		{"ListMcpResourcesTool", read}, {"ReadMcpResourceTool", read}, {"BashOutput", read}, {"TaskOutput", read},
+		{"Edit", edit}, {"Write", edit}, {"MultiEdit", edit}, {"NotebookEdit", edit},
+		{"EnterWorktree", edit}, {"ExitWorktree", edit}, {"Artifact", edit},
+		{"Bash", shell}, {"PowerShell", shell}, {"Monitor", shell},
+		{"Skill", execute}, {"REPL", execute},
+	} {
+		for _, role := range []string{"reviewer", "ops", "coder"} {
+			t.Run(tt.tool+"/"+role, func(t *testing.T) {
+				t.Parallel()
+				home := t.TempDir()
+				out, errOut, code := runHook(t, home, map[string]string{"LEAN_CTX_ROLE": role},
+					preToolUse("tools-"+tt.tool+"-"+role, home, tt.tool, `{"description": "x"}`))
+				a := decodeAnswer(t, out).HookSpecificOutput
+				var wantDeny bool
+				switch role {
+				case "reviewer":
+					wantDeny = tt.kind == edit || tt.kind == shell || tt.kind == execute
+				case "ops":
+					wantDeny = tt.kind == edit
+				}
+				if code != 0 || (a.PermissionDecision == "deny") != wantDeny {
+					t.Errorf("%s as %s (%s): exit %d, %+v %s", tt.tool, role, tt.kind, code, a, errOut)
+				}
+				if wantDeny && strings.Contains(a.PermissionDecisionReason, "tool_not_allowed") {
+					t.Errorf("%s as %s is refused for not being mapped: %s", tt.tool, role, a.PermissionDecisionReason)
+				}
+			})
+		}
+	}
+}
+
+// After a tool runs, what reaches the model is charged (the file's content,
+// the command's output, the matches, the page's text, the error of a
+// failed call), not the envelope Claude Code wraps it in (the file's path,
+// "type": "text", line counts, a whole original file for an edit).
+func TestHookChargesWhatReachesTheModel(t *testing.T) {
+	t.Parallel()
+	tok := newTokenizer()
+	for _, tt := range []struct{ payload, content string }{
+		{"post-read-hello.json", "hello world"},
+		{"post-read.json", "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hi\")\n}\n"},
+		{"post-read-image.json", ""},
+		{"post-bash.json", "ok  \tdemo\t0.012s\n"},
+		{"post-bash-stderr.json", "building\n\nmain.go:3:2: \"os\" imported and not used\n"},
+		{"post-grep.json", "/home/user/demo/main.go:5:func main() {"},
+		{"post-grep-files.json", "/home/user/demo/main.go\n/home/user/demo/util.go"},
+		{"post-glob.json", "/home/user/demo/main.go\n/home/user/demo/util.go"},
+		{"post-webfetch.json", "The page is a placeholder for documentation examples."},
+		{"post-websearch.json", "Decision Logs | Open Policy Agent\nhttps://www.openpolicyagent.org/docs/management-decision-logs\nOPA can log every decision it makes."},
+		{"post-edit.json", " func main() {\n-\tfmt.Println(\"hi\")\n+\tfmt.Println(\"hello\")\n }"},
+		{"post-write.json", ""},
+		{"post-todowrite.json", ""},
+		{"post-agent.json", "The decision log is written by events/logs.go."},
+		{"post-mcp.json", "Issue 7: the test is flaky"},
+		{"post-failure-bash.json", "Exit code 1\ncat: /nonexistent: No such file or directory"},
+	} {
+		t.Run(tt.payload, func(t *testing.T) {
+			t.Parallel()
+			home, session := t.TempDir(), "charge-"+strings.TrimSuffix(tt.payload, ".json")
+			if _, errOut, code := runHook(t, home, nil, payload(t, tt.payload, session)); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			out, errOut, code := harnessIn(t, home, nil, "budget", "--session", session, "--agent", "claude-code", "--json")
+			var got struct {
+				Budget struct{ Tokens, Cost struct{ Used int64 } }
+			}
+			if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
+				t.Fatalf("budget: exit %d %s%s", code, out, errOut)
+			}
+			want, _ := tok.Count(tt.content)
+			if got.Budget.Tokens.Used != want {
+				t.Errorf("charged %d tokens, want %d (of %q)", got.Budget.Tokens.Used, want, tt.content)
+			}
+			if got.Budget.Cost.Used == 0 {
+				t.Errorf("no cost charged")
+			}
+		})
+	}
+}
+
+// harnessOnPath is a $PATH on which "harness" is this very binary (the
+// test binary, which runs the command in process).
+func harnessOnPath(t *testing.T) map[string]string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(dir, "harness")); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"PATH": dir}
+}
+
+// The project's .claude/settings.json is shared by everyone who works on
+// it: it gets a hook command that works on every machine (harness on the
+// PATH) and the rules that name no path of this one; what is this
+// machine's goes into .claude/settings.local.json, which is not committed.
+func TestHookInstallSharedSettings(t *testing.T) {
+	t.Parallel()
+	exe, _ := os.Executable()
+	read := func(t *testing.T, path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	t.Run("harness on the PATH is this binary", func(t *testing.T) {
+		t.Parallel()
+		project := t.TempDir()
+		out, errOut, code := harness(t, harnessOnPath(t), "hook", "install", "--project", "--dir", project, "--write")
+		shared, local := read(t, filepath.Join(project, ".claude", "settings.json")), read(t, filepath.Join(project, ".claude", "settings.local.json"))
+		if code != 0 || strings.Count(shared, `"command": "harness hook claude-code"`) != 3 || strings.Contains(shared, exe) || strings.Contains(shared, "Edit(//tmp") {
+			t.Errorf("exit %d %s%s\nshared:\n%s", code, out, errOut, shared)
+		}
+		if strings.Contains(local, "hook claude-code") || !strings.Contains(local, "Bash("+exe+" role set:*)") {
+			t.Errorf("local:\n%s", local)
+		}
+	})
+	t.Run("harness on the PATH is another binary", func(t *testing.T) {
+		t.Parallel()
+		project := t.TempDir()
+		out, errOut, code := harness(t, map[string]string{"PATH": t.TempDir()}, "hook", "install", "--project", "--dir", project, "--write")
+		shared, local := read(t, filepath.Join(project, ".claude", "settings.json")), read(t, filepath.Join(project, ".claude", "settings.local.json"))
+		if code != 0 || strings.Contains(shared, "hook claude-code") || strings.Contains(shared, exe) || !strings.Contains(shared, "Edit(~/.lean-ctx/**)") {
+			t.Errorf("exit %d %s%s\nshared:\n%s", code, out, errOut, shared)
+		}
+		if strings.Count(local, `"command": "`+exe+` hook claude-code"`) != 3 || !strings.Contains(out, "settings.local.json") || !strings.Contains(out, "not committed") {
+			t.Errorf("%s\nlocal:\n%s", out, local)
+		}
+	})
+	t.Run("the shared file already runs a harness hook", func(t *testing.T) {
+		t.Parallel()
+		project := t.TempDir()
+		writeFile(t, filepath.Join(project, ".claude", "settings.json"), `{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "harness hook claude-code", "timeout": 30}]}]}}`+"\n")
+		out, errOut, code := harness(t, map[string]string{"PATH": t.TempDir()}, "hook", "install", "--project", "--dir", project, "--write")
+		if local := read(t, filepath.Join(project, ".claude", "settings.local.json")); code != 0 || strings.Contains(local, "hook claude-code") || !strings.Contains(out, "charge every call twice") {
+			t.Errorf("exit %d %s%s\nlocal:\n%s", code, out, errOut, local)
+		}
+	})
+	t.Run("a --dir that does not exist", func(t *testing.T) {
+		t.Parallel()
+		dir := filepath.Join(t.TempDir(), "nowhere")
+		_, errOut, code := harness(t, harnessOnPath(t), "hook", "install", "--project", "--dir", dir, "--write")
+		if _, err := os.Stat(dir); code != exitError || !strings.Contains(errOut, "not an existing directory") || err == nil {
+			t.Errorf("exit %d %s; stat %v", code, errOut, err)
+		}
+	})
+}
+
+// A call a role asks for is Claude Code's own "ask": the user is asked,
+// with the reason; a denied one is still denied; in the process and
+// through the real hook binary.
+func TestHookAsk(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	writeFile(t, filepath.Join(project, ".lean-ctx", "roles", "careful.toml"),
+		"[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\ndenied = [\"ctx_edit\"]\n")
+	home := t.TempDir()
+	for _, tt := range []struct {
+		payload, decision, reason string
+	}{
+		{"pre-bash.json", "ask", "harness: Bash (ctx_shell) needs your approval for role careful: approval_required: tool 'ctx_shell' needs a person's approval for role 'careful';"},
+		{"pre-edit.json", "deny", "harness: Edit (ctx_edit) denied for role careful: tool_denied"},
+		{"pre-read.json", "", ""},
+	} {
+		for _, binary := range []bool{false, true} {
+			session := fmt.Sprintf("ask-%s-%v", tt.payload, binary)
+			var out, errOut string
+			var code int
+			if binary {
+				out, errOut, code = hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON=off", "LEAN_CTX_ROLE=careful"}, payload(t, tt.payload, session), "--project", project)
+			} else {
+				out, errOut, code = runHook(t, home, map[string]string{"LEAN_CTX_ROLE": "careful"}, payload(t, tt.payload, session), "--project", project)
+			}
+			a := decodeAnswer(t, out).HookSpecificOutput
+			if code != 0 || a.PermissionDecision != tt.decision || !strings.HasPrefix(a.PermissionDecisionReason, tt.reason) {
+				t.Errorf("%s (binary %v): exit %d %+v %s", tt.payload, binary, code, a, errOut)
+			}
+			// Claude Code runs an approved call without asking again: an
+			// asked shell call has its slot already.
+			if tt.decision == "ask" {
+				status, _, _ := harnessIn(t, home, nil, "budget", "--session", session, "--agent", "claude-code", "--project", project)
+				if !strings.Contains(status, "| shell 1/") {
+					t.Errorf("%s (binary %v): the asked shell call was not counted: %s", tt.payload, binary, status)
+				}
+			}
+		}
+	}
+	// The ask is logged with its decision, and is an ApprovalRequested event.
+	raw, _ := os.ReadFile(filepath.Join(home, ".local", "state", "lean-ctx", "harness", "decisions.jsonl"))
+	if n := strings.Count(string(raw), `"decision":"ask"`); n != 2 {
+		t.Errorf("%d asks in the decision log, want 2:\n%s", n, raw)
+	}
+	out, _, _ := harnessIn(t, home, nil, "events", "--type", "ApprovalRequested", "--project", project)
+	if strings.Count(out, "ApprovalRequested") != 2 || !strings.Contains(out, "approval_required") {
+		t.Errorf("events: %s", out)
+	}
+}
+
+// Every process of an installation (each hook call, each command) labels
+// its decisions with the installation's id, kept in the state directory,
+// and with OPA's version where OPA puts its own (the harness's is
+// harness_version).
+func TestDecisionLogLabels(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for i := range 2 {
+		in := preToolUse(fmt.Sprint("labels-", i), home, "Read", `{"file_path": "a.go"}`)
+		if out, errOut, code := hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON=off"}, in); code != 0 {
+			t.Fatalf("exit %d %s%s", code, out, errOut)
+		}
+	}
+	if _, errOut, code := harnessIn(t, home, nil, "decide", "--tool", "ctx_read", "--session", "labels-cli"); code != 0 {
+		t.Fatal(errOut)
+	}
+	state := filepath.Join(home, ".local", "state", "lean-ctx", "harness")
+	id, err := os.ReadFile(filepath.Join(state, "installation-id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(state, "installation-id")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("installation-id is %v", fi.Mode())
+	}
+	raw, _ := os.ReadFile(filepath.Join(state, "decisions.jsonl"))
+	n := 0
+	for line := range strings.Lines(string(raw)) {
+		var e struct{ Labels map[string]string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if e.Labels["id"] != strings.TrimSpace(string(id)) || e.Labels["version"] != version.Version || e.Labels["harness_version"] != "0.1.0" {
+			t.Errorf("labels %v; the installation's id is %s", e.Labels, id)
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d entries, want 3", n)
+	}
+}
+
+// A Claude Code session's cost is what its transcript records, at the
+// models' prices: charged before each call is decided, the estimate of
+// its tool calls not on top; harness budget and the decision log say so.
+// A transcript the agent points outside the home is not read.
+func TestHookTranscriptCost(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	whole, err := os.ReadFile("../../transcript/testdata/session.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(home, ".claude", "projects", "-home-dev-app", "sess.jsonl")
+	writeFile(t, path, string(whole))
+	withTranscript := func(name, session, transcript string) string {
+		return strings.ReplaceAll(payload(t, name, session), "/home/user/.claude/projects/demo/00893aaf.jsonl", transcript)
+	}
+	for _, p := range []string{"pre-read.json", "post-read.json"} {
+		if out, errOut, code := runHook(t, home, nil, withTranscript(p, "tx", path)); code != 0 || strings.Contains(errOut, "warning") {
+			t.Fatalf("%s: exit %d %s%s", p, code, out, errOut)
+		}
+	}
+	// Through the real hook binary, a call later.
+	if out, errOut, code := hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON=off"}, withTranscript("pre-read.json", "tx", path)); code != 0 {
+		t.Fatalf("binary: exit %d %s%s", code, out, errOut)
+	}
+	prices := pricing.Default()
+	sonnet, _ := prices.Price("claude-sonnet-4-5")
+	opus, _ := prices.Price("claude-opus-4-5")
+	c1, _ := sonnet.Of(pricing.Usage{Input: 3, CacheWrite: 4000, CacheRead: 20000, Output: 310})
+	c2, _ := opus.Of(pricing.Usage{Input: 5, CacheWrite1h: 500, CacheRead: 24000, Output: 80})
+	out, _, _ := harnessIn(t, home, nil, "budget", "--session", "tx", "--agent", "claude-code", "--json")
+	var got struct {
+		Budget     struct{ Tokens, Cost struct{ Used int64 } }
+		CostSource struct {
+			Source         string
+			Requests       int64
+			RealMicros     int64 `json:"real_micros"`
+			EstimateMicros int64 `json:"estimate_micros"`
+		} `json:"cost_source"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Budget.Cost.Used != c1+c2 || got.Budget.Tokens.Used == 0 || got.CostSource.Source != "transcript" || got.CostSource.Requests != 2 ||
+		got.CostSource.RealMicros != c1+c2 || got.CostSource.EstimateMicros == 0 {
+		t.Errorf("budget %+v, want cost %d\n%s", got, c1+c2, out)
+	}
+	if out, _, _ := harnessIn(t, home, nil, "budget", "--session", "tx", "--agent", "claude-code"); !strings.Contains(out, "cost: from the agent's transcript") {
+		t.Errorf("budget: %s", out)
+	}
+	raw, _ := os.ReadFile(filepath.Join(home, ".local", "state", "lean-ctx", "harness", "decisions.jsonl"))
+	if n := strings.Count(string(raw), `"custom":{"cost_source":"transcript"}`); n != 2 {
+		t.Errorf("%d decisions say their cost is the transcript's:\n%s", n, raw)
+	}
+	// Outside the home: not read, said, and the estimate charged.
+	outside := filepath.Join(t.TempDir(), "x.jsonl")
+	writeFile(t, outside, string(whole))
+	_, errOut, _ := runHook(t, home, nil, withTranscript("post-read.json", "away", outside))
+	out, _, _ = harnessIn(t, home, nil, "budget", "--session", "away", "--agent", "claude-code", "--json")
+	if !strings.Contains(errOut, "outside the home directory") || !strings.Contains(out, `"source": "estimate"`) {
+		t.Errorf("outside the home: %s\n%s", errOut, out)
 	}
 }

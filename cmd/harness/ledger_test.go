@@ -224,23 +224,33 @@ func TestCheckAgentRoles(t *testing.T) {
 	for _, tt := range []struct {
 		name, config, want string
 		vars               map[string]string
+		role               string // the user's role file tight.toml
 	}{
-		{"within", "[agents.a]\nrole = \"reviewer\"\nmax_role = \"coder\"\n", "ok: 5 roles", nil},
+		{"within", "[agents.a]\nrole = \"reviewer\"\nmax_role = \"coder\"\n", "ok: 5 roles", nil, ""},
 		{"beyond", "[agents.a]\nrole = \"coder\"\nmax_role = \"reviewer\"\n",
-			"harness.toml:3:1: agents.a.max_role: agent a starts in role coder (agents.a.role), which is beyond its max_role reviewer\n1 error(s)", nil},
+			"harness.toml:3:1: agents.a.max_role: agent a starts in role coder (agents.a.role), which is beyond its max_role reviewer\n1 error(s)", nil, ""},
 		{"token beyond", "[[gateway.tokens]]\nagent = \"ci\"\ntoken = \"0123456789abcdef-ci\"\nrole = \"admin\"\nmax_role = \"coder\"\n",
-			"harness.toml:1:1: gateway.tokens: agent ci starts in role admin (gateway.tokens), which is beyond its max_role coder", nil},
+			"harness.toml:5:1: gateway.tokens[1].max_role: agent ci starts in role admin (gateway.tokens[1].role), which is beyond its max_role coder", nil, ""},
 		{"beyond by the default role", "[enforcement]\ndefault_role = \"debugger\"\n[agents.a]\nmax_role = \"coder\"\n",
-			"harness.toml:4:1: agents.a.max_role: agent a starts in role debugger (enforcement.default_role), which is beyond its max_role coder", nil},
-		{"unknown max role", "[agents.a]\nmax_role = \"boss\"\n", `harness.toml:2:1: agents.a.max_role: unknown role "boss"; available roles: admin, coder`, nil},
-		{"unknown starting role", "[agents.a]\nrole = \"boss\"\n", `harness.toml:2:1: agents.a.role: unknown role "boss"`, nil},
-		{"unknown default role", "[enforcement]\ndefault_role = \"boss\"\n", `harness.toml:2:1: enforcement.default_role: unknown role "boss"`, nil},
-		{"unknown LEAN_CTX_ROLE", "", `$LEAN_CTX_ROLE: unknown role "boss"`, map[string]string{"LEAN_CTX_ROLE": "boss"}},
+			"harness.toml:4:1: agents.a.max_role: agent a starts in role debugger (enforcement.default_role), which is beyond its max_role coder", nil, ""},
+		{"unknown max role", "[agents.a]\nmax_role = \"boss\"\n", `harness.toml:2:1: agents.a.max_role: unknown role "boss"; available roles: admin, coder`, nil, ""},
+		{"unknown starting role", "[agents.a]\nrole = \"boss\"\n", `harness.toml:2:1: agents.a.role: unknown role "boss"`, nil, ""},
+		{"unknown default role", "[enforcement]\ndefault_role = \"boss\"\n", `harness.toml:2:1: enforcement.default_role: unknown role "boss"`, nil, ""},
+		{"unknown LEAN_CTX_ROLE", "", `$LEAN_CTX_ROLE: unknown role "boss"`, map[string]string{"LEAN_CTX_ROLE": "boss"}, ""},
+		{"unknown ledger scheme", "[ledger]\nurl = \"postgres://x\"\n",
+			`harness.toml:2:1: ledger.url: ledger "postgres://x": unknown scheme (want memory:, sqlite:PATH, redis://host:port/db, redis+cluster://host:port,... or redis+sentinel://host:port,.../master)`, nil, ""},
+		{"malformed Redis URL", "[ledger]\nurl = \"redis://localhost:6379/zero\"\n",
+			`harness.toml:2:1: ledger.url: redis: invalid database number: "zero"`, nil, ""},
+		{"role warns above its block", "", `tight.toml:4:1: limits.warn_at_percent 90 is above limits.block_at_percent 50`, nil,
+			"[role]\ninherits = \"coder\"\n[limits]\nwarn_at_percent = 90\nblock_at_percent = 50\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			home := t.TempDir()
 			writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), tt.config)
+			if tt.role != "" {
+				writeFile(t, filepath.Join(home, ".lean-ctx", "roles", "tight.toml"), tt.role)
+			}
 			out, _, code := harnessIn(t, home, tt.vars, "check")
 			wantCode := exitCheck
 			if tt.name == "within" {
@@ -350,5 +360,43 @@ func TestSessionsFoundNotInvented(t *testing.T) {
 	if out, _ := run(0, "role", "set", "ops", "--session", "s-2"); !strings.Contains(out, "session s-2 is new: it starts in role coder") ||
 		!strings.Contains(out, "role coder → ops (by the operator)") {
 		t.Errorf("role set on a new session:\n%s", out)
+	}
+}
+
+// record --model charges a model's price from the built-in table (by its
+// dated name as an API gives it), or the configuration's; a model the
+// table does not know is charged the default price, with a warning.
+func TestRecordModelPrices(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"),
+		"[cost.models.house]\ninput_usd_per_mtok = 1000.0\noutput_usd_per_mtok = 2000.0\ncache_read_usd_per_mtok = 1.0\n")
+	if _, errOut, code := harnessIn(t, home, nil, "decide", "--tool", "ctx_read", "--session", "m"); code != 0 {
+		t.Fatal(errOut)
+	}
+	output := strings.Repeat("hello world ", 1000)
+	for _, tt := range []struct {
+		model string
+		price int64 // of output, micro-dollars per million tokens
+		warn  bool
+	}{
+		{"claude-sonnet-4-5-20250929", 15_000_000, false},
+		{"gpt-5.4-mini", 4_500_000, false},
+		{"house", 2_000_000_000, false}, // the configuration's
+		{"gpt-9", 10_000_000, true},     // the default's
+	} {
+		out, errOut, code := harnessIn(t, home, nil, "record", "--session", "m", "--tool", "ctx_read", "--output-text", output, "--model", tt.model, "--json")
+		var ch struct {
+			OutputTokens int64 `json:"output_tokens"`
+			CostMicros   int64 `json:"cost_micros"`
+		}
+		err := json.Unmarshal([]byte(out), &ch)
+		want := (ch.OutputTokens*tt.price + 999_999) / 1_000_000
+		if code != 0 || err != nil || ch.OutputTokens < 2000 || ch.CostMicros != want {
+			t.Errorf("%s: exit %d, %+v, want %d micro-dollars\n%s%s", tt.model, code, ch, want, out, errOut)
+		}
+		if warned := strings.Contains(errOut, `no price for model "`+tt.model+`": charged at the price of default`); warned != tt.warn {
+			t.Errorf("%s: warned %v: %q", tt.model, warned, errOut)
+		}
 	}
 }

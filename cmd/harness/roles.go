@@ -8,78 +8,104 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/roles"
 )
 
-func (c *cli) roles(args []string) int {
-	if len(args) == 0 {
-		return c.fail("roles: want a subcommand: list, or show NAME")
+func (c *cli) rolesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "roles (list | show ROLE)",
+		Short: "List the roles, or show one resolved, field by field",
+		Long: `Roles lists the roles there are (built-in, the user's, the project's), or shows one
+resolved: each field with the file that set it, since inheritance is per key.`,
+		Example: `  harness roles list
+  harness roles show reviewer --json`,
+		RunE: group("list, or show NAME"),
 	}
-	switch args[0] {
-	case "list":
-		return c.rolesList(args[1:])
-	case "show":
-		return c.rolesShow(args[1:])
-	}
-	return c.fail("roles: unknown subcommand %q: want list, or show NAME", args[0])
+	cmd.AddCommand(c.rolesListCmd(), c.rolesShowCmd())
+	return cmd
 }
 
-func (c *cli) rolesList(args []string) int {
-	fs, project := c.flags("roles list")
-	if !c.parseNone(fs, args, "") {
-		return exitError
+func (c *cli) rolesListCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [flags]",
+		Short: "List every role with its source and description",
+		Long: `List lists every role: its name, where it comes from (builtin, user, project),
+the role it inherits and its description. With --json, every role resolved, as
+roles show --json prints one.`,
+		Example: `  harness roles list
+  harness --project ~/src/app roles list --json`,
+		Args: noArgs(""),
+		RunE: c.runs(func(cmd *cobra.Command, _ []string) int {
+			h, ok := c.load(c.params())
+			if !ok {
+				return exitError
+			}
+			set := h.Roles
+			if asJSON {
+				return c.printJSON(set.All())
+			}
+			w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tSOURCE\tINHERITS\tDESCRIPTION")
+			for _, r := range set.All() {
+				inherits := r.Inherits
+				if inherits == "" {
+					inherits = "-"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Name, r.Source, inherits, contract.Printable(r.Description)) // a project's file is the agent's
+			}
+			w.Flush()
+			return exitOK
+		}),
 	}
-	h, ok := c.load(c.params(*project))
-	if !ok {
-		return exitError
-	}
-	set := h.Roles
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tSOURCE\tINHERITS\tDESCRIPTION")
-	for _, r := range set.All() {
-		inherits := r.Inherits
-		if inherits == "" {
-			inherits = "-"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Name, r.Source, inherits, contract.Printable(r.Description)) // a project's file is the agent's
-	}
-	w.Flush()
-	return exitOK
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the roles, resolved, as JSON")
+	return cmd
 }
 
 // showFields are the fields of roles show, in order.
 var showFields = []string{
 	"role.description", "role.shell_policy", "role.privileged",
-	"tools.allowed", "tools.denied",
+	"tools.allowed", "tools.denied", "tools.ask",
 	"limits.max_context_tokens", "limits.max_shell_invocations", "limits.max_cost_usd",
 	"limits.warn_at_percent", "limits.block_at_percent",
 }
 
-func (c *cli) rolesShow(args []string) int {
-	fs, project := c.flags("roles show")
-	asJSON := fs.Bool("json", false, "print the resolved role as JSON")
-	rest, err := parse(fs, args)
-	if err != nil {
-		return exitError
+func (c *cli) rolesShowCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ROLE [flags]",
+		Short: "Show a role resolved, each field with the file that set it",
+		Long: `Show shows the resolved role: its inheritance chain and every field with its value
+and the file that set it (inheritance is per key, so one role can draw fields
+from several files).`,
+		Example: `  harness roles show reviewer
+  harness roles show security-auditor --json`,
+		Args:              oneArg("role name"),
+		ValidArgsFunction: c.completeRoles,
+		RunE: c.runs(func(cmd *cobra.Command, args []string) int {
+			h, ok := c.load(c.params())
+			if !ok {
+				return exitError
+			}
+			r, ok := h.Roles.Get(args[0])
+			if !ok {
+				return c.fail("%s", unknownRole(args[0], h.Roles))
+			}
+			if asJSON {
+				return c.printJSON(r)
+			}
+			return c.printRole(r)
+		}),
 	}
-	if len(rest) != 1 {
-		return c.fail("roles show: want one role name")
-	}
-	h, ok := c.load(c.params(*project))
-	if !ok {
-		return exitError
-	}
-	r, ok := h.Roles.Get(rest[0])
-	if !ok {
-		return c.fail("%s", unknownRole(rest[0], h.Roles))
-	}
-	if *asJSON {
-		if err := c.writeJSON(r); err != nil {
-			return c.fail("%v", err)
-		}
-		return exitOK
-	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the resolved role as JSON")
+	return cmd
+}
+
+// printRole prints a resolved role, field by field.
+func (c *cli) printRole(r *roles.Role) int {
 	fmt.Fprintf(c.stdout, "role %s (%s, %s)\n", r.Name, r.Source, contract.Printable(r.File))
 	fmt.Fprintf(c.stdout, "chain: %s\n\n", strings.Join(r.Chain, " → "))
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
@@ -109,6 +135,7 @@ func fieldValues(r *roles.Role) map[string]string {
 		"role.privileged":              fmt.Sprint(r.Privileged),
 		"tools.allowed":                list(r.Allowed),
 		"tools.denied":                 list(r.Denied),
+		"tools.ask":                    list(r.Ask),
 		"limits.max_context_tokens":    fmt.Sprint(r.Limits.MaxContextTokens),
 		"limits.max_shell_invocations": fmt.Sprint(r.Limits.MaxShellInvocations),
 		"limits.max_cost_usd":          exactUSD(r.Limits.MaxCostMicros),

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/budget"
@@ -37,6 +38,9 @@ type env struct {
 	getenv  func(string) string
 	workDir string
 	home    string
+	// build is how this binary was built (harness version); nil for
+	// app.CurrentBuild.
+	build func() app.Build
 }
 
 func osEnv(ctx context.Context) env {
@@ -45,54 +49,6 @@ func osEnv(ctx context.Context) env {
 	return env{process: true, ctx: ctx, stdin: os.Stdin, getenv: os.Getenv, workDir: wd, home: home}
 }
 
-const usage = `harness: governance for AI coding agents (roles, budgets, decisions)
-
-Usage:
-  harness decide --tool T [--role R] [--args JSON] [--tokens N] [--shell N] [--cost USD] [--json]
-  harness decide --session S --tool T [--record] [--role R] [--args JSON] [--json]
-                 [--explain] [--trace[=full|notes|fails|debug]]
-  harness record --session S --tool T (--output-file F | --output-text TEXT) [--args JSON] [--model M]
-  harness budget --session S [--agent A] [--json]
-  harness budget reset --session S [--agent A]
-  harness sessions [--session S] [--agent A] [--json]
-  harness role --session S
-  harness role set NAME --session S        (the operator: may enter privileged roles)
-  harness role switch NAME --session S     (as the agent: under the switch rules)
-  harness events [--follow] [--type T] [--session S] [--json]
-  harness log [--decision ID] [--session S] [--limit N] [--json]
-  harness roles list
-  harness roles show NAME [--json]
-  harness serve [--http ADDR] [--session S] [--agent A] [--role R] [-- CMD ARGS...]
-  harness compress [--stats] < OUTPUT
-  harness hook claude-code                 (Claude Code's PreToolUse/PostToolUse hook)
-  harness hook install [--project|--user] [--dir DIR] [--write]
-  harness check
-  harness compile --out DIR
-  harness test [PATH...] [-v] [--coverage] [--format pretty|json]
-
-Common flags:
-  --project DIR   the project root (default: found by walking up from the working directory)
-  --ledger URL    the counters' store: memory:, sqlite:PATH, redis://host:port/db,
-                  redis+cluster://host:port,... or redis+sentinel://host:port,.../master
-                  (default: [ledger] url of harness.toml, else an SQLite file in the
-                  user's state directory)
-  --session S     the session (default: $HARNESS_SESSION); --agent A (default: $HARNESS_AGENT).
-                  Without an agent, --session S is the session S of the one agent that has
-                  one (several: name the agent). Commands that read a session say so when
-                  the ledger has none; a session starts with its first decision.
-
-Custom Rego policies (package harness.custom.<name>, with deny and warn rules) come from
-the project's .lean-ctx/policies/ and the user's ~/.lean-ctx/policies/.
-Roles come from the project's .lean-ctx/roles/, the user's ~/.lean-ctx/roles/ and
-$XDG_DATA_HOME/lean-ctx/roles/, and the five built-ins (coder, reviewer, debugger, ops, admin).
-A new session's role is --role, else its agent's [agents.NAME] role in harness.toml, else
-$LEAN_CTX_ROLE, else [enforcement] default_role (coder). A session keeps its role: only a
-switch changes it, and a switch never resets usage.
-
-Exit codes: 0 allowed (or warned), 1 usage or load error, 2 denied (test: a test failed),
-3 role, configuration or policy files have errors. In shadow mode ([enforcement] mode = "shadow") a deny is reported but exits 0.
-`
-
 // run is the whole command.
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -100,59 +56,66 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return runEnv(args, stdout, stderr, osEnv(ctx))
 }
 
+// runEnv runs the command line args in the surroundings e and returns the
+// exit code. The command tree is cobra's (flags, help, suggestions,
+// completion); each command's run returns its own exit code.
 func runEnv(args []string, stdout, stderr io.Writer, e env) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitError
-	}
 	if e.ctx == nil {
 		e.ctx = context.Background()
 	}
 	if e.stdin == nil {
 		e.stdin = strings.NewReader("")
 	}
-	c := &cli{stdout: stdout, stderr: stderr, env: e}
-	switch args[0] {
-	case "decide":
-		return c.decide(args[1:])
-	case "roles":
-		return c.roles(args[1:])
-	case "check":
-		return c.check(args[1:])
-	case "compile":
-		return c.compile(args[1:])
-	case "record":
-		return c.record(args[1:])
-	case "budget":
-		return c.budget(args[1:])
-	case "sessions":
-		return c.sessions(args[1:])
-	case "events":
-		return c.events(args[1:])
-	case "log":
-		return c.log(args[1:])
-	case "test":
-		return c.test(args[1:])
-	case "role":
-		return c.role(args[1:])
-	case "serve":
-		return c.serve(args[1:])
-	case "compress":
-		return c.compress(args[1:])
-	case "hook":
-		return c.hook(args[1:])
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
+	if e.getenv == nil {
+		e.getenv = func(string) string { return "" }
 	}
-	fmt.Fprintf(stderr, "harness: unknown command %q\n\n%s", args[0], usage)
+	if e.build == nil {
+		e.build = app.CurrentBuild
+	}
+	c := &cli{stdout: stdout, stderr: stderr, env: e}
+	root := c.command()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetIn(e.stdin)
+	cmd, err := root.ExecuteContextC(e.ctx)
+	var exit exitCode
+	switch {
+	case err == nil:
+		return c.code
+	case errors.As(err, &exit): // reported already
+		return int(exit)
+	}
+	c.usageError(cmd, err)
 	return exitError
 }
 
-// cli holds the writers and surroundings of one run.
+// cli holds the writers, surroundings and global flags of one run, and
+// the exit code of the command that ran.
 type cli struct {
 	stdout, stderr io.Writer
 	env            env
+	project        string // --project, a flag of every command
+	code           int
+}
+
+// exitCode is the error of a command that has reported its own problem
+// and exits with this code.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit code %d", int(e)) }
+
+// runs makes a cobra run function of f, which returns the exit code.
+func (c *cli) runs(f func(cmd *cobra.Command, args []string) int) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c.code = f(cmd, args)
+		return nil
+	}
+}
+
+// name is a command's name as its messages give it: "budget reset".
+func name(cmd *cobra.Command) string {
+	return strings.TrimPrefix(strings.TrimPrefix(cmd.CommandPath(), "harness"), " ")
 }
 
 func (c *cli) fail(format string, args ...any) int {
@@ -160,52 +123,10 @@ func (c *cli) fail(format string, args ...any) int {
 	return exitError
 }
 
-// flags makes a flag set for a subcommand, with the common --project flag.
-func (c *cli) flags(name string) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet("harness "+name, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	project := fs.String("project", "", "project root `DIR` (default: found from the working directory)")
-	return fs, project
-}
-
-// parseNone parses flags where a command takes no positional argument; it
-// reports a bad flag or an extra argument (with hint, if any) and returns
-// false then.
-func (c *cli) parseNone(fs *flag.FlagSet, args []string, hint string) bool {
-	rest, err := parse(fs, args)
-	if err != nil {
-		return false
-	}
-	if len(rest) > 0 {
-		msg := fmt.Sprintf("%s: unexpected argument %q", strings.TrimPrefix(fs.Name(), "harness "), rest[0])
-		if hint != "" {
-			msg += " (" + hint + ")"
-		}
-		c.fail("%s", msg)
-		return false
-	}
-	return true
-}
-
-// parse parses flags and positional arguments in any order.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
 // params are the load parameters of this run: its surroundings and
 // --project.
-func (c *cli) params(project string) app.Params {
-	return app.Params{Project: project, Env: app.Env{WorkDir: c.env.workDir, Home: c.env.home, Getenv: c.env.getenv}}
+func (c *cli) params() app.Params {
+	return app.Params{Project: c.project, Env: app.Env{WorkDir: c.env.workDir, Home: c.env.home, Getenv: c.env.getenv}}
 }
 
 // load loads the world (see app.Load); on error it prints every problem
@@ -233,13 +154,15 @@ func (c *cli) printErrors(err error) {
 
 // open loads the world and opens its governor on the ledger (--ledger,
 // else the configuration's): the common start of the commands that use
-// the ledger. The caller closes h when done.
-func (c *cli) open(project, ledger string) (*app.Harness, *govern.Governor, bool) {
-	h, ok := c.load(c.params(project))
+// the ledger. With readOnly, for the commands that only show what it
+// holds, the ledger is opened for reading and no log is opened: nothing
+// is created or written. The caller closes h when done.
+func (c *cli) open(ledger string, readOnly bool) (*app.Harness, *govern.Governor, bool) {
+	h, ok := c.load(c.params())
 	if !ok {
 		return nil, nil, false
 	}
-	g, err := h.Open(c.env.ctx, app.OpenOptions{Ledger: ledger, Warn: c.warn})
+	g, err := h.Open(c.env.ctx, app.OpenOptions{Ledger: ledger, Warn: c.warn, ReadOnly: readOnly})
 	if err != nil {
 		h.Close()
 		c.fail("%v", err)
@@ -251,25 +174,37 @@ func (c *cli) open(project, ledger string) (*app.Harness, *govern.Governor, bool
 // warn prints what went wrong without stopping the command.
 func (c *cli) warn(err error) { fmt.Fprintf(c.stderr, "harness: warning: %v\n", err) }
 
-// sessionFlags adds --session, --agent and --ledger, the flags of the
+// sessionFlags are --session, --agent and --ledger, the flags of the
 // commands that use a session's counters.
-func sessionFlags(fs *flag.FlagSet) (session, agent, ledger *string) {
-	session = fs.String("session", "", "the session (default: $HARNESS_SESSION)")
-	agent = fs.String("agent", "", "the agent (default: $HARNESS_AGENT)")
-	ledger = fs.String("ledger", "", "the counters' store `URL` (default: [ledger] url, else the SQLite file in the state directory)")
-	return session, agent, ledger
+type sessionFlags struct{ session, agent, ledger string }
+
+// add adds the flags to fs.
+func (f *sessionFlags) add(fs flagSet) {
+	fs.StringVar(&f.session, "session", "", "the session `ID` (default: $HARNESS_SESSION)")
+	fs.StringVar(&f.agent, "agent", "", "the `AGENT` whose session it is (default: $HARNESS_AGENT; \"\" names the session of no agent)")
+	ledgerFlag(fs, &f.ledger)
+}
+
+// ledgerFlag adds --ledger to fs.
+func ledgerFlag(fs flagSet, ledger *string) {
+	fs.StringVar(ledger, "ledger", "", "the counters' store `URL`: memory:, sqlite:PATH, redis://host:port/db, redis+cluster://host:port,... or redis+sentinel://host:port,.../master (default: [ledger] url of harness.toml, else the SQLite file in the state directory)")
+}
+
+// flagSet is what sessionFlags need of a pflag.FlagSet.
+type flagSet interface {
+	StringVar(p *string, name, value, usage string)
 }
 
 // session is the session the flags name: --session (else
 // $HARNESS_SESSION) and --agent (else $HARNESS_AGENT); agentGiven says
 // whether an agent was named at all (--agent "" names the sessions of no
 // agent).
-func (c *cli) session(fs *flag.FlagSet, session, agent string) (id, ag string, agentGiven bool) {
-	id, ag = session, agent
+func (c *cli) session(cmd *cobra.Command, f sessionFlags) (id, ag string, agentGiven bool) {
+	id, ag = f.session, f.agent
 	if id == "" {
 		id = c.env.getenv("HARNESS_SESSION")
 	}
-	fs.Visit(func(f *flag.Flag) { agentGiven = agentGiven || f.Name == "agent" })
+	agentGiven = cmd.Flags().Changed("agent")
 	if !agentGiven {
 		ag = c.env.getenv("HARNESS_AGENT")
 		agentGiven = ag != ""
@@ -280,23 +215,30 @@ func (c *cli) session(fs *flag.FlagSet, session, agent string) (id, ag string, a
 // existing is the session the flags name, which the ledger must have
 // (see govern.Governor.Find: without an agent, the one agent that has a
 // session of that id); else it says how to find one and returns false.
-func (c *cli) existing(g *govern.Governor, fs *flag.FlagSet, session, agent string) (budget.Key, bool) {
-	cmd := strings.TrimPrefix(fs.Name(), "harness ")
-	id, ag, given := c.session(fs, session, agent)
+func (c *cli) existing(g *govern.Governor, cmd *cobra.Command, f sessionFlags) (budget.Key, bool) {
+	id, ag, given := c.session(cmd, f)
 	if id == "" {
-		c.fail("%s: name the session with --session S or $HARNESS_SESSION (harness sessions lists them)", cmd)
+		c.fail("%s: name the session with --session S or $HARNESS_SESSION (harness sessions lists them)", name(cmd))
 		return budget.Key{}, false
 	}
 	k, found, err := g.Find(c.env.ctx, id, ag, given)
 	switch {
 	case err != nil:
-		c.fail("%s: %v", cmd, err)
+		c.fail("%s: %v", name(cmd), err)
 		return k, false
 	case !found:
-		c.fail("%s: no session %s in the ledger (harness sessions lists them)", cmd, k)
+		c.fail("%s: no session %s in the ledger (harness sessions lists them)", name(cmd), k)
 		return k, false
 	}
 	return k, true
+}
+
+// printJSON writes v as indented JSON, and returns the exit code.
+func (c *cli) printJSON(v any) int {
+	if err := c.writeJSON(v); err != nil {
+		return c.fail("%v", err)
+	}
+	return exitOK
 }
 
 // unknownRole explains a role name that is not defined.

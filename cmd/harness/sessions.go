@@ -1,35 +1,50 @@
 package main
 
 import (
-	"flag"
 	"fmt"
+	"github.com/agentharness/harness/budget"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/agentharness/harness/contract"
 )
 
-// sessions lists the sessions of the ledger.
-func (c *cli) sessions(args []string) int {
-	fs, project := c.flags("sessions")
-	session := fs.String("session", "", "only the sessions of this id (one per agent that has it)")
-	agent := fs.String("agent", "", "only this agent's sessions")
-	ledger := fs.String("ledger", "", "the counters' store `URL` (default: [ledger] url, else the SQLite file in the state directory)")
-	asJSON := fs.Bool("json", false, "print the sessions as JSON")
-	if !c.parseNone(fs, args, "") {
-		return exitError
+func (c *cli) sessionsCmd() *cobra.Command {
+	var f sessionFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sessions [flags]",
+		Short: "List the sessions of the ledger",
+		Long: `Sessions lists what the ledger has: each session's agent, id, role, usage against
+the role's limits, signal and the time of its last change, the latest first. It
+reads the ledger and writes nothing.`,
+		Example: `  harness sessions
+  harness sessions --agent claude-code --json`,
+		Args: noArgs(""),
+		RunE: c.runs(func(cmd *cobra.Command, _ []string) int { return c.sessions(cmd, f, asJSON) }),
 	}
-	h, g, ok := c.open(*project, *ledger)
+	fs := cmd.Flags()
+	fs.StringVar(&f.session, "session", "", "only the sessions of this `ID` (one per agent that has it)")
+	fs.StringVar(&f.agent, "agent", "", "only this `AGENT`'s sessions (\"\": those of no agent)")
+	ledgerFlag(fs, &f.ledger)
+	fs.BoolVar(&asJSON, "json", false, "print the sessions as JSON")
+	return cmd
+}
+
+// sessions lists the sessions of the ledger.
+func (c *cli) sessions(cmd *cobra.Command, f sessionFlags, asJSON bool) int {
+	h, g, ok := c.open(f.ledger, true)
 	if !ok {
 		return exitError
 	}
 	defer h.Close()
-	list, err := g.Sessions(c.env.ctx, *session)
+	list, err := g.Sessions(c.env.ctx, f.session)
 	if err != nil {
 		return c.fail("sessions: %v", err)
 	}
-	agentGiven := false
-	fs.Visit(func(f *flag.Flag) { agentGiven = agentGiven || f.Name == "agent" })
+	agentGiven := cmd.Flags().Changed("agent")
 	type row struct {
 		Agent   string          `json:"agent"`
 		Session string          `json:"session"`
@@ -41,19 +56,19 @@ func (c *cli) sessions(args []string) int {
 	}
 	rows := []row{}
 	for _, s := range list {
-		if agentGiven && s.Key.Agent != *agent {
+		if agentGiven && s.Key.Agent != f.agent {
 			continue
 		}
 		rows = append(rows, row{s.Key.Agent, s.Key.Session, s.Role, s.Defined, s.Status.Signal, s.Status.Budget, s.Updated.UTC()})
 	}
-	if *asJSON {
+	if asJSON {
 		if err := c.writeJSON(rows); err != nil {
 			return c.fail("%v", err)
 		}
 		return exitOK
 	}
 	if len(rows) == 0 {
-		fmt.Fprintln(c.stderr, "harness: no sessions in the ledger", h.LedgerURL(*ledger))
+		fmt.Fprintln(c.stderr, "harness: no sessions in the ledger", budget.Redacted(h.LedgerURL(f.ledger)))
 		return exitOK
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)

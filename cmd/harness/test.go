@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/tester"
 
@@ -14,20 +16,46 @@ import (
 	"github.com/agentharness/harness/policy"
 )
 
+// testFormats are the output formats of harness test.
+var testFormats = []string{"pretty", "json", "junit", "github"}
+
+func (c *cli) testCmd() *cobra.Command {
+	var verbose, coverage bool
+	var format string
+	cmd := &cobra.Command{
+		Use:   "test [PATH]... [flags]",
+		Short: "Run the custom policies' Rego tests against the compiled roles",
+		Long: `Test runs the *_test.rego files of the custom policies (or of the files and
+directories given) against the compiled roles, through OPA's tester, and prints
+like opa test: -v for each test, --coverage for the custom policies' coverage.
+--format junit writes JUnit XML (as conftest writes it: a test suite per Rego
+package), --format github GitHub Actions annotations (::error file=…,line=…::…)
+of the tests that fail.
+
+Exit codes: 0 the tests pass, 2 a test failed, 3 a policy or test file has errors.`,
+		Example: `  harness test
+  harness test .lean-ctx/policies -v --coverage
+  harness test --format junit > report.xml`,
+		RunE: c.runs(func(cmd *cobra.Command, paths []string) int { return c.test(paths, verbose, coverage, format) }),
+	}
+	fs := cmd.Flags()
+	fs.BoolVarP(&verbose, "verbose", "v", false, "print every test")
+	fs.BoolVar(&coverage, "coverage", false, "report the coverage of the custom policies")
+	fs.StringVar(&format, "format", "pretty", "the output `FORMAT`: "+strings.Join(testFormats, ", "))
+	cmd.RegisterFlagCompletionFunc("format", completeWords(testFormats...))
+	return cmd
+}
+
 // test runs the tests of custom policies against the compiled roles.
-func (c *cli) test(args []string) int {
-	fs, project := c.flags("test")
-	verbose := fs.Bool("v", false, "print every test")
-	coverage := fs.Bool("coverage", false, "report the coverage of the custom policies")
-	format := fs.String("format", "pretty", "pretty or json")
-	paths, err := parse(fs, args)
-	if err != nil {
-		return exitError
+func (c *cli) test(paths []string, verbose, coverage bool, format string) int {
+	if !slices.Contains(testFormats, format) {
+		return c.fail("test: --format %q: want one of %s", format, strings.Join(testFormats, ", "))
 	}
-	if *format != "pretty" && *format != "json" {
-		return c.fail("test: --format %q: want pretty or json", *format)
+	if coverage && (format == "junit" || format == "github") {
+		return c.fail("test: --coverage goes with --format pretty or json")
 	}
-	h, ok := c.load(c.params(*project))
+	var err error
+	h, ok := c.load(c.params())
 	if !ok {
 		return exitError
 	}
@@ -55,7 +83,7 @@ func (c *cli) test(args []string) int {
 		c.printErrors(err)
 		return exitCheck
 	}
-	run, err := policy.RunTests(ctx, e.Bundle(), *coverage)
+	run, err := policy.RunTests(ctx, e.Bundle(), coverage)
 	if err != nil {
 		c.printErrors(err)
 		return exitCheck
@@ -66,11 +94,18 @@ func (c *cli) test(args []string) int {
 		ch <- r
 	}
 	close(ch)
-	var reporter tester.Reporter = tester.PrettyReporter{Output: c.stdout, Verbose: *verbose, FailureLine: true}
-	if *format == "json" {
+	var reporter tester.Reporter
+	switch format {
+	case "pretty":
+		reporter = tester.PrettyReporter{Output: c.stdout, Verbose: verbose, FailureLine: true}
+	case "json":
 		reporter = tester.JSONReporter{Output: c.stdout}
+	case "junit":
+		reporter = policy.JUnitReporter{Output: c.stdout}
+	case "github":
+		reporter = policy.GitHubReporter{Output: c.stdout}
 	}
-	if *coverage && *format == "json" {
+	if coverage && format == "json" {
 		// As `opa test --coverage`: the coverage report is the output.
 		if err := c.writeJSON(customCoverage(run, mods)); err != nil {
 			return c.fail("%v", err)
@@ -78,7 +113,7 @@ func (c *cli) test(args []string) int {
 	} else if err := reporter.Report(ch); err != nil {
 		return c.fail("test: %v", err)
 	}
-	if *coverage && *format == "pretty" {
+	if coverage && format == "pretty" {
 		rep := customCoverage(run, mods)
 		fmt.Fprintln(c.stdout, "--------------------------------------------------------------------------------")
 		for _, f := range slices.Sorted(maps.Keys(rep.Files)) {

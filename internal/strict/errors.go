@@ -11,11 +11,11 @@ import (
 //
 //	.lean-ctx/roles/auditor.toml:7:1: unknown key "max_shell" in [limits] (did you mean "max_shell_invocations"?)
 type Error struct {
-	File string // path of the role file, as found
-	Line int    // 1-based; 0 when the problem concerns the whole file
-	Col  int    // 1-based; 0 when unknown
-	Key  string // dotted key the problem is about ("limits.max_cost_usd"); may be empty
-	Msg  string
+	File string `json:"file"`           // path of the file, as found
+	Line int    `json:"line,omitempty"` // 1-based; 0 when the problem concerns the whole file
+	Col  int    `json:"col,omitempty"`  // 1-based; 0 when unknown
+	Key  string `json:"key,omitempty"`  // dotted key the problem is about ("limits.max_cost_usd"); may be empty
+	Msg  string `json:"message"`
 }
 
 func (e *Error) Error() string {

@@ -1,7 +1,8 @@
 package strict
 
 import (
-	"strconv"
+	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -14,8 +15,9 @@ type Pos struct{ Line, Col int }
 // table headers, bare, quoted and dotted keys, comments, and values that span
 // lines (arrays, inline tables, multi-line strings). Keys inside inline tables
 // are not recorded; [Positions.Of] falls back to the enclosing key. The
-// tables of an array of tables are also recorded by their number, from 1:
-// the second [[alerts]] is "alerts.2", its url "alerts.2.url".
+// tables of an array of tables are numbered from 1 ("upstream[2].name"),
+// and their keys are recorded under that name too (without it, a key is
+// where the first table has it).
 //
 // It only serves error messages, and it runs after the TOML parser accepted
 // the document, so it never has to report syntax errors itself.
@@ -23,57 +25,62 @@ type Positions map[string]Pos
 
 func KeyPositions(src string) Positions {
 	p := Positions{}
-	var prefix, indexed []string
-	arrays := map[string]int{} // the tables of each array of tables so far
-	var v valueScanner         // state of a value that continues on the next lines
-	record := func(key []string, at Pos) {
-		if _, seen := p[strings.Join(key, ".")]; !seen {
-			p[strings.Join(key, ".")] = at
+	record := func(key string, at Pos) {
+		if _, seen := p[key]; !seen && key != "" {
+			p[key] = at
 		}
 	}
+	var prefix, numbered []string // numbered: the prefix with the table's number, in an array of tables
+	arrays := map[string]int{}    // tables seen of each array of tables
+	var v valueScanner            // state of a value that continues on the next lines
 	for i, line := range strings.Split(src, "\n") {
 		if v.open() {
 			v.scan(line)
 			continue
 		}
 		trimmed := strings.TrimLeft(line, " \t")
-		col := len(line) - len(trimmed) + 1
+		at := Pos{i + 1, len(line) - len(trimmed) + 1}
 		switch {
 		case trimmed == "" || trimmed[0] == '#':
 			continue
 		case strings.HasPrefix(trimmed, "[["):
-			prefix = splitKey(headerName(trimmed[2:], "]]"))
-			name := strings.Join(prefix, ".")
-			arrays[name]++
-			indexed = append(append([]string{}, prefix...), strconv.Itoa(arrays[name]))
-			record(indexed, Pos{i + 1, col})
+			prefix, numbered = splitKey(headerName(trimmed[2:], "]]")), nil
+			if len(prefix) > 0 {
+				name := strings.Join(prefix, ".")
+				arrays[name]++
+				numbered = slices.Clone(prefix)
+				numbered[len(numbered)-1] += fmt.Sprintf("[%d]", arrays[name])
+			}
 		case trimmed[0] == '[':
-			prefix, indexed = splitKey(headerName(trimmed[1:], "]")), nil
+			prefix, numbered = splitKey(headerName(trimmed[1:], "]")), nil
 		default:
 			eq := keyEnd(trimmed)
 			if eq < 0 {
 				continue
 			}
 			key := splitKey(trimmed[:eq])
-			record(append(append([]string{}, prefix...), key...), Pos{i + 1, col})
-			if indexed != nil {
-				record(append(append([]string{}, indexed...), key...), Pos{i + 1, col})
+			record(strings.Join(append(slices.Clone(prefix), key...), "."), at)
+			if numbered != nil {
+				record(strings.Join(append(slices.Clone(numbered), key...), "."), at)
 			}
 			v.scan(trimmed[eq+1:])
 			continue
 		}
-		if len(prefix) > 0 {
-			record(prefix, Pos{i + 1, col})
-		}
+		record(strings.Join(prefix, "."), at)
+		record(strings.Join(numbered, "."), at)
 	}
 	return p
 }
 
-// Of returns the position of key, or of its closest enclosing key that was
-// found, or the zero pos.
+// Of returns the position of key; else of the first key below it (a table
+// that no line defines, such as [cost.models] of [cost.models.x]); else
+// the same of its closest enclosing key; else the zero pos.
 func (p Positions) Of(key string) Pos {
 	for key != "" {
 		if at, ok := p[key]; ok {
+			return at
+		}
+		if at := p.firstBelow(key); at.Line > 0 {
 			return at
 		}
 		i := strings.LastIndexByte(key, '.')
@@ -85,12 +92,28 @@ func (p Positions) Of(key string) Pos {
 	return Pos{}
 }
 
+// firstBelow is the position of the first key inside key.
+func (p Positions) firstBelow(key string) Pos {
+	var first Pos
+	for k, at := range p {
+		if rest, ok := strings.CutPrefix(k, key); ok && (strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, "[")) && before(at, first) {
+			first = at
+		}
+	}
+	return first
+}
+
+// before reports whether a comes before b, the zero pos coming last.
+func before(a, b Pos) bool {
+	return b.Line == 0 || a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
+}
+
 // First returns the position of the first key or table of the document,
 // or the zero pos when it has none.
 func (p Positions) First() Pos {
 	var first Pos
 	for _, at := range p {
-		if first.Line == 0 || at.Line < first.Line || at.Line == first.Line && at.Col < first.Col {
+		if before(at, first) {
 			first = at
 		}
 	}

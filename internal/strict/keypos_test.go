@@ -40,35 +40,34 @@ max = 1
 	}
 }
 
-// The tables of an array of tables are at their number, from 1, and so
-// are their keys; a later [table] ends the numbering.
-func TestKeyPositionsArrayOfTables(t *testing.T) {
+// The tables of an array of tables are numbered from 1 ("upstream[2].name")
+// beside the first one's plain keys, and a key no line defines is found at
+// the first key below it.
+func TestKeyPositionsOfArraysAndSubtables(t *testing.T) {
 	t.Parallel()
-	src := `[[alerts]]
-url = "a"
+	src := `[[upstream]]
+name = "a"
 
-[[alerts]]
-  name = "b"
-url = "b"
-[metrics]
-token = "x"
 [[upstream]]
-name = "u"
+name = "b"
+url = "http://b"
+
+[cost.models.x]
+input_usd_per_mtok = 1
 `
 	p := KeyPositions(src)
 	for key, want := range map[string]Pos{
-		"alerts":           {1, 1},
-		"alerts.1":         {1, 1},
-		"alerts.1.url":     {2, 1},
-		"alerts.2":         {4, 1},
-		"alerts.2.name":    {5, 3},
-		"alerts.2.url":     {6, 1},
-		"alerts.url":       {2, 1}, // unnumbered: the first
-		"alerts.3":         {1, 1}, // no third: the array
-		"metrics.token":    {8, 1},
-		"upstream.1.name":  {10, 1},
-		"alerts.2.headers": {4, 1}, // absent key: its table
-		"metrics.1.token":  {7, 1}, // [metrics] is not an array: its table
+		"upstream":          {1, 1},
+		"upstream.name":     {2, 1},
+		"upstream[1]":       {1, 1},
+		"upstream[1].name":  {2, 1},
+		"upstream[2]":       {4, 1},
+		"upstream[2].name":  {5, 1},
+		"upstream[2].url":   {6, 1},
+		"upstream[2].other": {4, 1},
+		"cost.models":       {8, 1}, // defined by no line: its first table
+		"cost":              {8, 1},
+		"nothing":           {},
 	} {
 		if got := p.Of(key); got != want {
 			t.Errorf("%s at %v, want %v", key, got, want)

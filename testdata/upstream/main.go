@@ -14,7 +14,9 @@
 //	                            "crash"  the process exits at once
 //	                            "hang"   waits until the call is cancelled,
 //	                                     then writes "cancelled" to the file
-//	                                     $UPSTREAM_CANCELLED names
+//	                                     $UPSTREAM_CANCELLED names (and
+//	                                     "started" to its .started file
+//	                                     when it begins)
 //	                            "roots"  the client's roots (roots/list)
 //	                            "image W H"  a W×H PNG image
 //	                            "audio N"    N bytes of WAV audio
@@ -154,6 +156,10 @@ func shell(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, e
 	case cmd == "crash":
 		os.Exit(3)
 	case cmd == "hang":
+		if f := os.Getenv("UPSTREAM_CANCELLED"); f != "" {
+			// The call is under way here, where a cancellation can reach it.
+			os.WriteFile(f+".started", []byte("started\n"), 0o600)
+		}
 		<-ctx.Done()
 		if f := os.Getenv("UPSTREAM_CANCELLED"); f != "" {
 			os.WriteFile(f, []byte("cancelled\n"), 0o600)

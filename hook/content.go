@@ -1,0 +1,207 @@
+package hook
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Content is what of a tool's response reaches the model, as Claude Code
+// gives it back (its tool_response in a PostToolUse payload): the content,
+// not the envelope around it. Read's file content, not the file's path or
+// "type": "text"; Bash's stdout and stderr; Grep's matches or the names of
+// the files; WebFetch's result text; the snippet of an edit, not the whole
+// original file Edit reports; the text blocks of an MCP tool's result.
+// Images, PDFs and other binary data are not counted (their tokens depend
+// on the model), nor the fixed sentence Claude Code answers a TodoWrite
+// with. A tool it does not know is charged every string of its response.
+func Content(tool string, response gjson.Result) string {
+	if f, ok := contents[tool]; ok {
+		return f(response)
+	}
+	if up, _ := Origin(tool); up != "" {
+		return mcpContent(response)
+	}
+	return texts(response)
+}
+
+// contents are the extractors of the tools of Claude Code's tools
+// reference whose responses wrap their content, by the tool's name.
+var contents = map[string]func(gjson.Result) string{
+	"Bash":         fields("stdout", "stderr"),
+	"PowerShell":   fields("stdout", "stderr"),
+	"BashOutput":   fields("stdout", "stderr"),
+	"Read":         readContent,
+	"NotebookRead": readContent,
+	"Grep":         grepContent,
+	"Glob":         lines("filenames"),
+	"WebFetch":     fields("result"),
+	"WebSearch":    webSearchContent,
+	// An edit answers with a snippet around the change: its patch.
+	"Edit":         patchContent,
+	"MultiEdit":    patchContent,
+	"Write":        patchContent,
+	"NotebookEdit": fields("new_source", "error"),
+	"Agent":        blockTexts("content"),
+	"Task":         blockTexts("content"),
+	"TodoWrite":    func(gjson.Result) string { return "" },
+	"KillShell":    fields("message"),
+	"KillBash":     fields("message"),
+	"TaskStop":     fields("message"),
+	// ReadMcpResourceTool gives the resource's text.
+	"ReadMcpResourceTool": func(r gjson.Result) string { return join(r.Get("contents.#.text").Array()) },
+}
+
+// readContent is a read file's text: a text file's content, a notebook's
+// cells; nothing of an image or a PDF.
+func readContent(r gjson.Result) string {
+	if !r.IsObject() {
+		return texts(r)
+	}
+	switch r.Get("type").String() {
+	case "text":
+		return r.Get("file.content").String()
+	case "notebook":
+		return texts(r.Get("file.cells"))
+	case "image", "pdf", "parts", "file_unchanged":
+		return ""
+	}
+	if c := r.Get("file.content"); c.Type == gjson.String {
+		return c.Str
+	}
+	return texts(r)
+}
+
+// grepContent is the matching lines (content and count modes), else the
+// names of the matching files.
+func grepContent(r gjson.Result) string {
+	if !r.IsObject() {
+		return texts(r)
+	}
+	if c := r.Get("content"); c.Type == gjson.String && c.Str != "" {
+		return c.Str
+	}
+	return join(r.Get("filenames").Array())
+}
+
+// webSearchContent is the results: each link's title and address, and
+// the text of the search.
+func webSearchContent(r gjson.Result) string {
+	if !r.IsObject() {
+		return texts(r)
+	}
+	var parts []gjson.Result
+	for _, res := range r.Get("results").Array() {
+		if res.Type == gjson.String {
+			parts = append(parts, res)
+			continue
+		}
+		for _, link := range res.Get("content").Array() {
+			parts = append(parts, link.Get("title"), link.Get("url"))
+		}
+	}
+	return join(parts)
+}
+
+// patchContent is the lines of an edit's patch.
+func patchContent(r gjson.Result) string {
+	if !r.IsObject() {
+		return texts(r)
+	}
+	return join(r.Get("structuredPatch.#.lines|@flatten").Array())
+}
+
+// mcpContent is an MCP tool's result as the gateway counts it: the text
+// of its text blocks and embedded resources (a result object's content
+// blocks), a string as it is; images, audio and binary resources are not
+// counted.
+func mcpContent(r gjson.Result) string {
+	if r.IsObject() && r.Get("content").IsArray() {
+		r = r.Get("content")
+	}
+	if !r.IsArray() {
+		return texts(r)
+	}
+	var parts []gjson.Result
+	for _, b := range r.Array() {
+		switch b.Get("type").String() {
+		case "text":
+			parts = append(parts, b.Get("text"))
+		case "resource":
+			parts = append(parts, b.Get("resource.text"))
+		}
+	}
+	return join(parts)
+}
+
+// fields is an extractor of the string fields keys of a response, in
+// order, each non-empty one on its own line.
+func fields(keys ...string) func(gjson.Result) string {
+	return func(r gjson.Result) string {
+		if !r.IsObject() {
+			return texts(r)
+		}
+		parts := make([]gjson.Result, len(keys))
+		for i, k := range keys {
+			parts[i] = r.Get(k)
+		}
+		return join(parts)
+	}
+}
+
+// lines is an extractor of the strings of the array at key, one a line.
+func lines(key string) func(gjson.Result) string {
+	return func(r gjson.Result) string {
+		if !r.IsObject() {
+			return texts(r)
+		}
+		return join(r.Get(key).Array())
+	}
+}
+
+// blockTexts is an extractor of the text of the text blocks at key.
+func blockTexts(key string) func(gjson.Result) string {
+	return func(r gjson.Result) string {
+		if !r.IsObject() {
+			return texts(r)
+		}
+		return join(r.Get(key + `.#(type=="text")#.text`).Array())
+	}
+}
+
+// join joins the non-empty strings among parts with newlines.
+func join(parts []gjson.Result) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != gjson.String || p.Str == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(p.Str)
+	}
+	return b.String()
+}
+
+// texts gathers every string of a response, for a tool whose shape is
+// not known: the conservative count.
+func texts(r gjson.Result) string {
+	switch {
+	case r.Type == gjson.String:
+		return r.Str
+	case r.IsObject() || r.IsArray():
+		var b strings.Builder
+		r.ForEach(func(_, v gjson.Result) bool {
+			if s := texts(v); s != "" {
+				if b.Len() > 0 {
+					b.WriteByte('\n')
+				}
+				b.WriteString(s)
+			}
+			return true
+		})
+		return b.String()
+	}
+	return ""
+}
