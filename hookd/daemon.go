@@ -13,7 +13,6 @@ import (
 	"maps"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/hook"
+	"github.com/agentharness/harness/hookclient"
 )
 
 // DefaultIdle is how long a daemon waits for a call before it exits.
@@ -221,7 +221,7 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 // request's session is pinned to another project, it answers with that
 // project's load instead.
 func (d *daemon) answerIn(ctx context.Context, req Request, first bool) hook.Response {
-	p := req.params()
+	p := params(req)
 	loc, err := app.Locate(p)
 	if err != nil {
 		return Failure(req.Payload, err)
@@ -364,18 +364,6 @@ func contentSum(h hash.Hash, buf []byte, path string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Start starts a daemon in the background, detached (its own session, in
-// /): command is the program and arguments that run Serve (harness hook
-// daemon).
-func Start(command ...string) error {
-	if len(command) == 0 {
-		return errors.New("hookd: no command to start")
-	}
-	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	return cmd.Process.Release()
-}
+// Start starts a daemon in the background, detached (see
+// hookclient.Start).
+func Start(command ...string) error { return hookclient.Start(command...) }
