@@ -88,8 +88,15 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	os.Chmod(o.Socket, 0o600)
 	defer os.Remove(o.Socket)
-	d := &daemon{o: o, loads: map[string]*project{}}
+	d := &daemon{o: o, loads: map[string]*project{}, work: make(chan func())}
 	defer d.close()
+	for range workers {
+		go func() {
+			for f := range d.work {
+				f()
+			}
+		}()
+	}
 	// stopping ends when the daemon stops taking calls, whatever the
 	// reason: the calls in flight then have the grace to finish.
 	stopping, stop := context.WithCancel(ctx)
@@ -119,6 +126,7 @@ func Serve(ctx context.Context, o Options) error {
 		}
 	}()
 	var serving sync.WaitGroup
+	defer close(d.work) // once no call is served: none sends any more
 	defer serving.Wait()
 	for {
 		conn, err := l.Accept()
@@ -140,6 +148,22 @@ type daemon struct {
 	mu     sync.Mutex
 	loads  map[string]*project // by project root, layers and environment
 	closed atomic.Bool         // no call loads or decides any more
+	work   chan func()         // to the workers (see run)
+}
+
+// workers are the goroutines a daemon keeps for its calls' work.
+const workers = 4
+
+// run runs f on one of the daemon's workers, else, when all are busy, on a
+// goroutine of its own. A decision's evaluation recurses deeply: on a new
+// goroutine its stack grows, and is copied, several times on every call,
+// while a worker's has grown already.
+func (d *daemon) run(f func()) {
+	select {
+	case d.work <- f:
+	default:
+		go f()
+	}
 }
 
 // project is the current load of one project, and the fingerprint of the
@@ -191,7 +215,7 @@ func (d *daemon) bounded(stopping context.Context, req Request, start time.Time)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(stopping))
 	defer cancel()
 	answered := make(chan hook.Response, 1)
-	go func() { answered <- d.answer(ctx, req) }()
+	d.run(func() { answered <- d.answer(ctx, req) })
 	timeout := time.NewTimer(d.o.Timeout - time.Since(start))
 	defer timeout.Stop()
 	grace := time.NewTimer(time.Hour)
