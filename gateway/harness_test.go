@@ -56,6 +56,7 @@ var testRoles = map[string]string{
 	"tiny.toml":    "[role]\ninherits = \"coder\"\n\n[limits]\nmax_context_tokens = 100\n",
 	"noimage.toml": "[role]\ninherits = \"coder\"\n\n[tools]\ndenied = [\"resource:test://static-binary\", \"prompt:test_prompt_with_image\"]\n",
 	"shell1.toml":  "[role]\ninherits = \"coder\"\n\n[limits]\nmax_shell_invocations = 1\n",
+	"careful.toml": "[role]\ninherits = \"coder\"\n\n[tools]\nask = [\"ctx_shell\"]\n\n[limits]\nmax_shell_invocations = 1\n",
 }
 
 // fixture is a gateway, its governor and its ledger.

@@ -481,6 +481,52 @@ func TestAskIsNotAllowed(t *testing.T) {
 	}
 }
 
+// A call decided "ask" that a person approved (Call.Approved) runs: it
+// takes its shell slot, is logged with the decision the policy made and
+// who approved it, and is no ApprovalRequested event; the approval lets
+// an ask run and nothing else (a denied call stays denied).
+func TestApprovedAskRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set := testroles.Set(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\ndenied = [\"ctx_edit\"]\n"})
+	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "decisions.jsonl")
+	log, err := events.OpenDecisionLog(path, events.DecisionLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	s := budget.NewMemory()
+	g := New(Options{Rules: Rules{Engine: relaxed(e)}, Store: s, Sinks: []events.Sink{rec}, Decisions: log})
+	k := budget.Key{Session: "s", Agent: "a"}
+	o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "careful", Reserve: true, Approved: "elicitation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Decision.Decision != contract.Ask || o.Decision.Allowed || !o.Allowed || !o.Approved || !o.Reserved {
+		t.Errorf("approved: %+v", o)
+	}
+	if n := len(rec.of(events.ApprovalRequested)) + len(rec.of(events.PolicyViolation)); n != 0 {
+		t.Errorf("events of an approved call: %+v", rec.events)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), `"approved_by":"elicitation"`) || !strings.Contains(string(b), `"decision":"ask"`) {
+		t.Errorf("decision log: %s", b)
+	}
+	if c, _ := s.Get(ctx, k, ""); c.Shell != 1 {
+		t.Errorf("shell slots taken: %d, want 1", c.Shell)
+	}
+	for _, tool := range []string{"ctx_edit"} {
+		o, err := g.Decide(ctx, Call{Session: k, Tool: tool, Role: "careful", Reserve: true, Approved: "elicitation"})
+		if err != nil || o.Allowed || o.Approved || o.Decision.Decision != contract.Deny {
+			t.Errorf("an approval of a denied %s: %+v, %v", tool, o, err)
+		}
+	}
+}
+
 // A model the price table does not know is charged the default price, and
 // said so once per model.
 func TestUnknownModelWarnedOnce(t *testing.T) {
