@@ -32,7 +32,7 @@ export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build install tools redis npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook lint fuzz clean
+.PHONY: all build install tools redis chromium npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook lint fuzz clean
 
 all: build
 
@@ -46,10 +46,11 @@ install:
 	GOBIN=$(PREFIX)/bin go install ./cmd/harness ./cmd/harness-hook
 	@echo "installed $(PREFIX)/bin/harness and $(PREFIX)/bin/harness-hook"
 
-# The real opa CLI, built from the Go module proxy at the pinned version, and
+# The real opa CLI, built from the Go module proxy at the pinned version,
 # redis-server (Debian's package) for the ledger's Redis tests, which start
-# their own server on a free loopback port.
-tools: $(OPA) redis npm
+# their own server on a free loopback port, and Chromium (Debian's package)
+# for the tests that open the HTML report and the live view in a browser.
+tools: $(OPA) redis chromium npm
 
 # The official MCP TypeScript SDK, for the end-to-end tests (pinned in
 # e2e/package-lock.json).
@@ -80,12 +81,26 @@ redis:
 		exit 1; \
 	fi
 
+# The browser tests use $$HARNESS_CHROMIUM when it is set, else chromium on
+# PATH; only when neither is there, and as root with apt-get, is it
+# installed from Debian's packages. Without it those tests fail.
+chromium:
+	@if [ -n "$$HARNESS_CHROMIUM" ] || command -v chromium >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium from Debian's packages"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "the browser tests need Chromium: install it (apt install chromium)," >&2; \
+		echo "or set HARNESS_CHROMIUM to a Chromium or Chrome binary" >&2; \
+		exit 1; \
+	fi
+
 $(OPA):
 	GOBIN=$(BIN) go install github.com/open-policy-agent/opa@$(OPA_VERSION)
 
 test: go-test opa-test e2e
 
-go-test: $(OPA) redis
+go-test: $(OPA) redis chromium
 	go vet ./...
 	go test -race -count=1 -timeout 30m ./...
 

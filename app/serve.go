@@ -15,8 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/gateway"
+	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/ui"
 )
 
 // ServeOptions are the gateway's: where it listens, its upstream, and who
@@ -68,7 +71,12 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "harness serve: "+format+"\n", args...) }
 	bus := events.NewBus() // the sessions' events, which the gateway sends their clients
-	g, err := h.Open(ctx, OpenOptions{Ledger: o.Ledger, Warn: func(err error) { logf("warning: %v", err) }, Sinks: []events.Sink{bus}})
+	sinks, feed := []events.Sink{bus}, ui.NewFeed()
+	var changed func(budget.Key)
+	if o.HTTP != "" { // the live view (/ui) follows the counters and refusals
+		sinks, changed = append(sinks, feed), feed.Changed
+	}
+	g, err := h.Open(ctx, OpenOptions{Ledger: o.Ledger, Warn: func(err error) { logf("warning: %v", err) }, Sinks: sinks, Changed: changed})
 	if err != nil {
 		return err
 	}
@@ -98,7 +106,7 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 		for _, w := range h.Warnings() {
 			logf("warning: %s", w)
 		}
-		return h.serveHTTP(ctx, gw, o, logf)
+		return h.serveHTTP(ctx, gw, g, feed, o, logf)
 	}
 	id := h.StdioIdentity(o)
 	logf("session %s of agent %s (resume it with --session %s)", id.Session, id.Agent, id.Session)
@@ -150,10 +158,10 @@ func (h *Harness) upstreams(o ServeOptions) ([]gateway.UpstreamConfig, error) {
 	return ups, nil
 }
 
-func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, o ServeOptions, logf func(string, ...any)) error {
+func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, g *govern.Governor, feed *ui.Feed, o ServeOptions, logf func(string, ...any)) error {
 	var tokens []gateway.Token
 	for _, t := range h.Config.Tokens {
-		tokens = append(tokens, gateway.Token{Token: t.Token, SHA256: t.SHA256, Agent: t.Agent, Role: t.Role, ClientSessions: t.ClientSessions})
+		tokens = append(tokens, gateway.Token{Token: t.Token, SHA256: t.SHA256, Agent: t.Agent, Role: t.Role, ClientSessions: t.ClientSessions, Operator: t.Operator})
 	}
 	l, err := net.Listen("tcp", o.HTTP)
 	if err != nil {
@@ -166,8 +174,16 @@ func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, o ServeOpt
 	if len(tokens) == 0 {
 		ho.Anonymous = h.Config.DefaultAgent
 	}
+	// The live view beside the gateway, behind the same tokens and the
+	// same checks of Origin and Host.
+	mux := http.NewServeMux()
+	mux.Handle("/", gw.HTTPHandler(ho))
+	view := ui.New(ui.Options{Governor: g, Feed: feed, Tokens: tokens, Anonymous: ho.Anonymous,
+		CheckOrigin: ho.CheckOrigin, Secure: o.TLSCert != "", Live: lim.SessionIdle, Logf: logf})
+	mux.Handle("/ui", view)
+	mux.Handle("/ui/", view)
 	srv := &http.Server{
-		Handler:           gw.HTTPHandler(ho),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -177,7 +193,7 @@ func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, o ServeOpt
 	if o.TLSCert != "" {
 		scheme = "https"
 	}
-	logf("listening on %s://%s/mcp (%d agent tokens)", scheme, l.Addr(), len(tokens))
+	logf("listening on %s://%s/mcp (%d tokens); the live view is %s://%s/ui", scheme, l.Addr(), len(tokens), scheme, l.Addr())
 	done := make(chan error, 1)
 	go func() {
 		if o.TLSCert != "" {
