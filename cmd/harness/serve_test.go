@@ -26,7 +26,16 @@ import (
 var binaries struct {
 	once              sync.Once
 	harness, upstream string
+	hook              string // the small hook binary, beside harness
 	err               error
+}
+
+// smallHookBinary is the small hook binary (cmd/harness-hook), built
+// beside the harness of buildBinaries.
+func smallHookBinary(t *testing.T) string {
+	t.Helper()
+	buildBinaries(t)
+	return binaries.hook
 }
 
 func buildBinaries(t *testing.T) (harnessBin, upstreamBin string) {
@@ -37,8 +46,8 @@ func buildBinaries(t *testing.T) (harnessBin, upstreamBin string) {
 			binaries.err = err
 			return
 		}
-		binaries.harness, binaries.upstream = filepath.Join(dir, "harness"), filepath.Join(dir, "upstream")
-		for pkg, out := range map[string]string{".": binaries.harness, "../../testdata/upstream": binaries.upstream} {
+		binaries.harness, binaries.upstream, binaries.hook = filepath.Join(dir, "harness"), filepath.Join(dir, "upstream"), filepath.Join(dir, "harness-hook")
+		for pkg, out := range map[string]string{".": binaries.harness, "../../testdata/upstream": binaries.upstream, "../harness-hook": binaries.hook} {
 			if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 				binaries.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 				return
