@@ -315,6 +315,9 @@ func (h *Harness) Rules() govern.Rules {
 func (h *Harness) Warnings() []string {
 	var out []string
 	for _, t := range h.Config.Tokens {
+		if t.Agent == "" { // an operator's, for the live view alone
+			continue
+		}
 		if _, ok := h.Engine.Document().AgentBudget(t.Agent); !ok {
 			out = append(out, fmt.Sprintf("gateway token of agent %s: the agent has no budget across its sessions "+
 				"([agents.%s.budget] or [agents.\"*\".budget]): each new MCP session of it starts with a full session budget", t.Agent, t.Agent))

@@ -86,6 +86,9 @@ type OpenOptions struct {
 	// AlertWait is how long Close waits for the alerts still queued
 	// ([[alerts]]) to be delivered (DefaultAlertWait).
 	AlertWait time.Duration
+	// Changed hears of the sessions whose counters may have changed (see
+	// govern.Options.Changed).
+	Changed func(budget.Key)
 	// ReadOnly opens the ledger for reading only (a missing SQLite file is
 	// not created) and no log: for the commands that only show what the
 	// ledger holds, which must leave it, and the state directory, as they
@@ -119,7 +122,7 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	h.closers = append(h.closers, store.Close)
 	opts := govern.Options{
 		Rules: h.Rules(), Store: store, Prices: h.Config.Prices, Shadow: h.Config.Mode == config.Shadow,
-		Project: h.Project(), EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: slices.Clone(o.Sinks), Mask: mask,
+		Project: h.Project(), EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: slices.Clone(o.Sinks), Mask: mask, Changed: o.Changed,
 		Transcripts: transcript.Open(TranscriptsDir(h.Params.Env), h.Params.Home, transcript.DefaultLimits),
 	}
 	if o.ReadOnly {

@@ -15,9 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/gateway"
+	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/metrics"
+	"github.com/agentharness/harness/ui"
 )
 
 // ServeOptions are the gateway's: where it listens, its upstream, and who
@@ -88,7 +91,12 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 		m.KnowAgents(id.Agent)
 	}
 	bus := events.NewBus() // the sessions' events, which the gateway sends their clients
-	g, err := h.Open(ctx, OpenOptions{Ledger: o.Ledger, Warn: func(err error) { logf("warning: %v", err) }, Sinks: []events.Sink{bus},
+	sinks, feed := []events.Sink{bus}, ui.NewFeed()
+	var changed func(budget.Key)
+	if o.HTTP != "" { // the live view (/ui) follows the counters and refusals
+		sinks, changed = append(sinks, feed), feed.Changed
+	}
+	g, err := h.Open(ctx, OpenOptions{Ledger: o.Ledger, Warn: func(err error) { logf("warning: %v", err) }, Sinks: sinks, Changed: changed,
 		AlertWait: 5 * time.Second})
 	if err != nil {
 		return err
@@ -140,7 +148,7 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 		if !mo.Loopback && !h.metricsToken() {
 			logf("warning: /metrics is refused off loopback until [metrics] token_sha256 (or token) is set in ~/.lean-ctx/harness.toml")
 		}
-		return h.serveHTTP(ctx, gw, o, m.Handler(mo), logf)
+		return h.serveHTTP(ctx, gw, g, feed, o, m.Handler(mo), logf)
 	}
 	logf("session %s of agent %s (resume it with --session %s)", id.Session, id.Agent, id.Session)
 	if err := gw.ServeStdio(ctx, id, o.Stdin, o.Stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
@@ -202,10 +210,10 @@ func (h *Harness) metricsHandler(logf func(string, ...any)) metrics.HandlerOptio
 	return metrics.HandlerOptions{Token: h.Config.MetricsToken, TokenSHA256: h.Config.MetricsTokenSHA256, Ready: h.Ready, Logf: logf}
 }
 
-func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, o ServeOptions, health http.Handler, logf func(string, ...any)) error {
+func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, g *govern.Governor, feed *ui.Feed, o ServeOptions, health http.Handler, logf func(string, ...any)) error {
 	var tokens []gateway.Token
 	for _, t := range h.Config.Tokens {
-		tokens = append(tokens, gateway.Token{Token: t.Token, SHA256: t.SHA256, Agent: t.Agent, Role: t.Role, ClientSessions: t.ClientSessions})
+		tokens = append(tokens, gateway.Token{Token: t.Token, SHA256: t.SHA256, Agent: t.Agent, Role: t.Role, ClientSessions: t.ClientSessions, Operator: t.Operator})
 	}
 	l, err := net.Listen("tcp", o.HTTP)
 	if err != nil {
@@ -221,8 +229,16 @@ func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, o ServeOpt
 	if len(tokens) == 0 {
 		ho.Anonymous = h.Config.DefaultAgent
 	}
+	// The live view beside the gateway, behind the same tokens and the
+	// same checks of Origin and Host.
+	mux := http.NewServeMux()
+	mux.Handle("/", gw.HTTPHandler(ho))
+	view := ui.New(ui.Options{Governor: g, Feed: feed, Tokens: tokens, Anonymous: ho.Anonymous,
+		CheckOrigin: ho.CheckOrigin, Secure: o.TLSCert != "", Live: lim.SessionIdle, Logf: logf})
+	mux.Handle("/ui", view)
+	mux.Handle("/ui/", view)
 	srv := &http.Server{
-		Handler:           gw.HTTPHandler(ho),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -232,7 +248,7 @@ func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, o ServeOpt
 	if o.TLSCert != "" {
 		scheme = "https"
 	}
-	logf("listening on %s://%s/mcp (%d agent tokens; /metrics, /healthz and /readyz beside it)", scheme, l.Addr(), len(tokens))
+	logf("listening on %s://%s/mcp (%d tokens; /metrics, /healthz and /readyz beside it); the live view is %s://%s/ui", scheme, l.Addr(), len(tokens), scheme, l.Addr())
 	done := make(chan error, 1)
 	go func() {
 		if o.TLSCert != "" {

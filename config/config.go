@@ -207,6 +207,11 @@ type Token struct {
 	// ClientSessions lets the token's client name its sessions
 	// (X-Harness-Session); without it the gateway issues them.
 	ClientSessions bool
+	// Operator lets the token see every agent's sessions in the live view
+	// (/ui); an agent's token sees only its agent's. An operator token
+	// without an agent is for the live view alone: the gateway admits no
+	// MCP client with it.
+	Operator bool
 }
 
 // Place is where a file sets a key.
@@ -819,7 +824,7 @@ func strings_(v any) ([]string, error) {
 }
 
 // setTokens reads [[gateway.tokens]]: agent, token or token_sha256, role,
-// max_role, client_sessions.
+// max_role, client_sessions, operator.
 func (c *Config) setTokens(v any) error {
 	list, ok := v.([]map[string]any)
 	if !ok {
@@ -828,12 +833,16 @@ func (c *Config) setTokens(v any) error {
 	for i, t := range list {
 		var tok Token
 		for _, key := range strict.SortedKeys(t) {
-			if key == "client_sessions" {
+			if key == "client_sessions" || key == "operator" {
 				b, ok := t[key].(bool)
 				if !ok {
 					return item(i, key, fmt.Errorf("%d: %s: %w", i+1, key, strict.WantType("true or false", t[key])))
 				}
-				tok.ClientSessions = b
+				if key == "operator" {
+					tok.Operator = b
+				} else {
+					tok.ClientSessions = b
+				}
 				continue
 			}
 			s, ok := t[key].(string)
@@ -857,18 +866,30 @@ func (c *Config) setTokens(v any) error {
 					tok.MaxRole = s
 				}
 			default:
-				return item(i, key, fmt.Errorf("%d: unknown key %s (want agent, token or token_sha256, role, max_role, client_sessions)", i+1, strict.Quote(key)))
+				return item(i, key, fmt.Errorf("%d: unknown key %s (want agent, token or token_sha256, role, max_role, client_sessions, operator)", i+1, strict.Quote(key)))
 			}
 		}
+		who := tok.Agent
+		if who == "" {
+			who = "operator"
+		}
 		switch {
-		case tok.Agent == "":
-			return item(i, "", fmt.Errorf("%d: agent is missing", i+1))
+		case tok.Agent == "" && !tok.Operator:
+			return item(i, "", fmt.Errorf("%d: agent is missing (or operator = true, for a token of the live view alone)", i+1))
+		case tok.Agent == "" && (tok.Role != "" || tok.MaxRole != "" || tok.ClientSessions):
+			key := "role"
+			if tok.MaxRole != "" {
+				key = "max_role"
+			} else if tok.ClientSessions {
+				key = "client_sessions"
+			}
+			return item(i, key, fmt.Errorf("%d: %s is for an agent's token: this operator token names no agent", i+1, key))
 		case (tok.Token == "") == (tok.SHA256 == ""):
-			return item(i, "", fmt.Errorf("%d (%s): give token or token_sha256, one of them", i+1, tok.Agent))
+			return item(i, "", fmt.Errorf("%d (%s): give token or token_sha256, one of them", i+1, who))
 		case tok.SHA256 != "" && !regexp.MustCompile(`^[0-9a-fA-F]{64}$`).MatchString(tok.SHA256):
-			return item(i, "token_sha256", fmt.Errorf("%d (%s): token_sha256 must be 64 hex digits", i+1, tok.Agent))
+			return item(i, "token_sha256", fmt.Errorf("%d (%s): token_sha256 must be 64 hex digits", i+1, who))
 		case tok.Token != "" && len(tok.Token) < 16:
-			return item(i, "token", fmt.Errorf("%d (%s): a token must have at least 16 characters", i+1, tok.Agent))
+			return item(i, "token", fmt.Errorf("%d (%s): a token must have at least 16 characters", i+1, who))
 		}
 		c.Tokens = append(c.Tokens, tok)
 	}

@@ -94,6 +94,10 @@ type Custom struct {
 	// then ran (the gateway's elicitation of the agent's client); "" for
 	// a call nobody approved.
 	ApprovedBy string `json:"approved_by,omitempty"`
+	// Shell is 1 on a decision that took a shell slot (its key is
+	// CustomShell): with the charges' entries, what adds up to the
+	// ledger's shell counter.
+	Shell int64 `json:"shell,omitempty"`
 }
 
 // Empty reports whether c says nothing.

@@ -46,6 +46,16 @@ func engine(t testing.TB) *policy.Engine {
 // relaxed gives e a deadline far beyond the default: many goroutines
 // decide at once on a busy machine, and a decision may wait for a core
 // longer than 250 ms, which is not what these tests are about.
+// engineOf is an engine (relaxed) of the built-ins and roles, name → TOML.
+func engineOf(t testing.TB, roles map[string]string) *policy.Engine {
+	t.Helper()
+	e, err := policy.New(context.Background(), compiler.Compile(testroles.Set(t, roles), compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return relaxed(e)
+}
+
 func relaxed(e *policy.Engine) *policy.Engine {
 	e.SetBounds(policy.Bounds{Timeout: time.Minute})
 	return e
@@ -438,11 +448,7 @@ func TestFindAndSessions(t *testing.T) {
 func TestAskIsNotAllowed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	set := testroles.Set(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\n"})
-	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := engineOf(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\n"})
 	for _, shadow := range []bool{false, true} {
 		t.Run(fmt.Sprint("shadow=", shadow), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "decisions.jsonl")
@@ -452,7 +458,7 @@ func TestAskIsNotAllowed(t *testing.T) {
 			}
 			rec := &recorder{}
 			s := budget.NewMemory()
-			g := New(Options{Rules: Rules{Engine: relaxed(e)}, Store: s, Sinks: []events.Sink{rec}, Decisions: log, Shadow: shadow})
+			g := New(Options{Rules: Rules{Engine: e}, Store: s, Sinks: []events.Sink{rec}, Decisions: log, Shadow: shadow})
 			k := budget.Key{Session: "s", Agent: "a"}
 			o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "careful", Reserve: true})
 			if err != nil {
@@ -488,11 +494,7 @@ func TestAskIsNotAllowed(t *testing.T) {
 func TestApprovedAskRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	set := testroles.Set(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\ndenied = [\"ctx_edit\"]\n"})
-	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := engineOf(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\ndenied = [\"ctx_edit\"]\n"})
 	path := filepath.Join(t.TempDir(), "decisions.jsonl")
 	log, err := events.OpenDecisionLog(path, events.DecisionLogOptions{})
 	if err != nil {
@@ -500,7 +502,7 @@ func TestApprovedAskRuns(t *testing.T) {
 	}
 	rec := &recorder{}
 	s := budget.NewMemory()
-	g := New(Options{Rules: Rules{Engine: relaxed(e)}, Store: s, Sinks: []events.Sink{rec}, Decisions: log})
+	g := New(Options{Rules: Rules{Engine: e}, Store: s, Sinks: []events.Sink{rec}, Decisions: log})
 	k := budget.Key{Session: "s", Agent: "a"}
 	o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "careful", Reserve: true, Approved: "elicitation"})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"maps"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/hook"
+	"github.com/agentharness/harness/hookclient"
 	"github.com/agentharness/harness/metrics"
 )
 
@@ -101,8 +101,15 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	os.Chmod(o.Socket, 0o600)
 	defer os.Remove(o.Socket)
-	d := &daemon{o: o, loads: map[string]*project{}}
+	d := &daemon{o: o, loads: map[string]*project{}, work: make(chan func())}
 	defer d.close()
+	for range workers {
+		go func() {
+			for f := range d.work {
+				f()
+			}
+		}()
+	}
 	if o.Metrics != "" {
 		srv, err := d.serveMetrics()
 		if err != nil {
@@ -140,6 +147,7 @@ func Serve(ctx context.Context, o Options) error {
 		}
 	}()
 	var serving sync.WaitGroup
+	defer close(d.work) // once no call is served: none sends any more
 	defer serving.Wait()
 	for {
 		conn, err := l.Accept()
@@ -161,6 +169,7 @@ type daemon struct {
 	mu      sync.Mutex
 	loads   map[string]*project // by project root, layers and environment
 	closed  atomic.Bool         // no call loads or decides any more
+	work    chan func()         // to the workers (see run)
 	metrics *metrics.Metrics    // nil without Options.Metrics
 }
 
@@ -214,6 +223,21 @@ func (d *daemon) ready(ctx context.Context) error {
 	return nil
 }
 
+// workers are the goroutines a daemon keeps for its calls' work.
+const workers = 4
+
+// run runs f on one of the daemon's workers, else, when all are busy, on a
+// goroutine of its own. A decision's evaluation recurses deeply: on a new
+// goroutine its stack grows, and is copied, several times on every call,
+// while a worker's has grown already.
+func (d *daemon) run(f func()) {
+	select {
+	case d.work <- f:
+	default:
+		go f()
+	}
+}
+
 // project is the current load of one project, and the fingerprint of the
 // files it was loaded from.
 type project struct {
@@ -264,7 +288,7 @@ func (d *daemon) bounded(stopping context.Context, req Request, start time.Time)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(stopping))
 	defer cancel()
 	answered := make(chan hook.Response, 1)
-	go func() { answered <- d.answer(ctx, req) }()
+	d.run(func() { answered <- d.answer(ctx, req) })
 	timeout := time.NewTimer(d.o.Timeout - time.Since(start))
 	defer timeout.Stop()
 	grace := time.NewTimer(time.Hour)
@@ -294,7 +318,7 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 // request's session is pinned to another project, it answers with that
 // project's load instead.
 func (d *daemon) answerIn(ctx context.Context, req Request, first bool) hook.Response {
-	p := req.params()
+	p := params(req)
 	p.Metrics = d.metrics
 	loc, err := app.Locate(p)
 	if err != nil {
@@ -438,18 +462,6 @@ func contentSum(h hash.Hash, buf []byte, path string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Start starts a daemon in the background, detached (its own session, in
-// /): command is the program and arguments that run Serve (harness hook
-// daemon).
-func Start(command ...string) error {
-	if len(command) == 0 {
-		return errors.New("hookd: no command to start")
-	}
-	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	return cmd.Process.Release()
-}
+// Start starts a daemon in the background, detached (see
+// hookclient.Start).
+func Start(command ...string) error { return hookclient.Start(command...) }

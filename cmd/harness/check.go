@@ -100,15 +100,21 @@ with theirs. opa test, opa build and a stock OPA take it as it is.`,
 			if out == "" {
 				return c.fail("compile: --out DIR is required")
 			}
+			meter := c.progress("harness compile")
+			meter.Say("loading and compiling the roles and policies")
 			h, ok := c.load(c.params())
 			if !ok {
+				meter.Done()
 				return exitError
 			}
 			b, err := compiler.NewBundle(h.Engine.Document(), append(h.Engine.Bundle().Modules, policy.TestModules()...))
 			if err != nil {
+				meter.Done()
 				return c.fail("compile: %v", err)
 			}
-			if err := b.Write(out); err != nil {
+			err = b.WriteProgress(out, func(done, total int) { meter.Count(int64(done), int64(total)) })
+			meter.Done()
+			if err != nil {
 				return c.fail("compile: %v", err)
 			}
 			if asJSON {

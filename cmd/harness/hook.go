@@ -119,7 +119,8 @@ func (c *cli) hookInstallCmd() *cobra.Command {
 		Use:   "install [--project | --user] [--write] [flags]",
 		Short: "Put the hook and its permission rules in Claude Code's settings",
 		Long: `Install prints the hook configuration (PreToolUse, PostToolUse and
-PostToolUseFailure hooks running harness hook claude-code, and the permission rules
+PostToolUseFailure hooks running harness hook claude-code, or the small harness-hook
+binary when it is installed beside the harness, and the permission rules
 that keep the agent's tools off the harness's own files and the operator's commands),
 or with --write merges it into the project's .claude/settings.json (--project, the
 default) or the user's ~/.claude/settings.json (--user), keeping every other setting,
@@ -152,6 +153,7 @@ func (c *cli) hookInstall(dir string, user, write bool) int {
 		exe = "harness"
 	}
 	protected := app.Protected(c.params().Env, exe)
+	protected.Hook = hook.Beside(exe) // the small hook binary, when it is installed beside
 	var targets []hook.Target
 	if user {
 		targets = hook.UserTargets(protected)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agentharness/harness/gateway"
+	"github.com/agentharness/harness/ui"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,7 +28,16 @@ import (
 var binaries struct {
 	once              sync.Once
 	harness, upstream string
+	hook              string // the small hook binary, beside harness
 	err               error
+}
+
+// smallHookBinary is the small hook binary (cmd/harness-hook), built
+// beside the harness of buildBinaries.
+func smallHookBinary(t *testing.T) string {
+	t.Helper()
+	buildBinaries(t)
+	return binaries.hook
 }
 
 func buildBinaries(t *testing.T) (harnessBin, upstreamBin string) {
@@ -38,8 +48,8 @@ func buildBinaries(t *testing.T) (harnessBin, upstreamBin string) {
 			binaries.err = err
 			return
 		}
-		binaries.harness, binaries.upstream = filepath.Join(dir, "harness"), filepath.Join(dir, "upstream")
-		for pkg, out := range map[string]string{".": binaries.harness, "../../testdata/upstream": binaries.upstream} {
+		binaries.harness, binaries.upstream, binaries.hook = filepath.Join(dir, "harness"), filepath.Join(dir, "upstream"), filepath.Join(dir, "harness-hook")
+		for pkg, out := range map[string]string{".": binaries.harness, "../../testdata/upstream": binaries.upstream, "../harness-hook": binaries.hook} {
 			if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 				binaries.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 				return
@@ -352,6 +362,10 @@ token = "coder-token-0123456789ab"
 agent = "named"
 token = "named-token-0123456789ab"
 client_sessions = true
+
+[[gateway.tokens]]
+token = "operator-token-0123456789"
+operator = true
 `)
 	addr := freeAddr(t)
 	srv := exec.Command(harnessBin, "serve", "--http", addr, "--project", gatewayProject(t), "--", upstreamBin)
@@ -447,6 +461,39 @@ client_sessions = true
 	}
 	if res := call(t, a, "ctx_session", map[string]any{"action": "role"}); !strings.Contains(text(res), "Session shared of agent named") {
 		t.Errorf("the session's name: %s", text(res))
+	}
+	// The live view beside the gateway: the operator token sees every
+	// agent, an agent's token its own; the operator token is no agent's.
+	if code := post("operator-token-0123456789", nil); code != http.StatusUnauthorized {
+		t.Errorf("the operator token on /mcp got %d", code)
+	}
+	for _, tt := range []struct{ token, agents string }{
+		{"operator-token-0123456789", "ci claude-code named"},
+		{"coder-token-0123456789ab", "ci"},
+		{"named-token-0123456789ab", "named"},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/ui/api/state", nil)
+		req.Header.Set("Authorization", "Bearer "+tt.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st ui.State
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("/ui/api/state: %d: %v", resp.StatusCode, err)
+		}
+		var seen []string
+		for _, s := range st.Sessions {
+			if !slices.Contains(seen, s.Agent) {
+				seen = append(seen, s.Agent)
+			}
+		}
+		slices.Sort(seen)
+		if got := strings.Join(seen, " "); got != tt.agents {
+			t.Errorf("the live view of %s shows agents %q, want %q", tt.token[:8], got, tt.agents)
+		}
 	}
 }
 
