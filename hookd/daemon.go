@@ -24,6 +24,7 @@ import (
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/hook"
 	"github.com/agentharness/harness/hookclient"
+	"github.com/agentharness/harness/metrics"
 )
 
 // DefaultIdle is how long a daemon waits for a call before it exits.
@@ -45,6 +46,18 @@ type Options struct {
 	// Grace is how long the calls in flight may take once the daemon
 	// stops (DefaultGrace): past it, they are refused.
 	Grace time.Duration
+	// Metrics serves the daemon's metrics, /healthz and /readyz on this
+	// address (host:port, loopback unless AllowRemote; then only with a
+	// [metrics] token of Env's user and TLS, TLSCert and TLSKey); "" for
+	// none. Ready is when every project the daemon has loaded can decide.
+	Metrics         string
+	AllowRemote     bool
+	TLSCert, TLSKey string
+	// Env is the daemon's own environment: whose harness.toml holds the
+	// [metrics] token.
+	Env app.Env
+	// Logf hears what the metrics listener refuses (default: nothing).
+	Logf func(format string, args ...any)
 }
 
 // Serve runs a daemon on o.Socket until ctx ends, it has been idle for
@@ -97,6 +110,14 @@ func Serve(ctx context.Context, o Options) error {
 			}
 		}()
 	}
+	if o.Metrics != "" {
+		srv, err := d.serveMetrics()
+		if err != nil {
+			l.Close()
+			return err
+		}
+		defer srv.Close()
+	}
 	// stopping ends when the daemon stops taking calls, whatever the
 	// reason: the calls in flight then have the grace to finish.
 	stopping, stop := context.WithCancel(ctx)
@@ -144,11 +165,62 @@ func Serve(ctx context.Context, o Options) error {
 
 // daemon keeps the loads of the projects it has answered for.
 type daemon struct {
-	o      Options
-	mu     sync.Mutex
-	loads  map[string]*project // by project root, layers and environment
-	closed atomic.Bool         // no call loads or decides any more
-	work   chan func()         // to the workers (see run)
+	o       Options
+	mu      sync.Mutex
+	loads   map[string]*project // by project root, layers and environment
+	closed  atomic.Bool         // no call loads or decides any more
+	work    chan func()         // to the workers (see run)
+	metrics *metrics.Metrics    // nil without Options.Metrics
+}
+
+// serveMetrics starts the metrics listener of Options.Metrics, with the
+// user's [metrics] token.
+func (d *daemon) serveMetrics() (*metrics.Server, error) {
+	cfg, err := app.UserConfig(d.o.Env)
+	if err != nil {
+		return nil, err
+	}
+	d.metrics = metrics.New(app.Version)
+	logf := d.o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	srv, err := d.metrics.Listen(metrics.ListenOptions{Addr: d.o.Metrics, AllowRemote: d.o.AllowRemote, TLSCert: d.o.TLSCert, TLSKey: d.o.TLSKey,
+		Handler: metrics.HandlerOptions{Token: cfg.MetricsToken, TokenSHA256: cfg.MetricsTokenSHA256, Ready: d.ready, Logf: logf}})
+	if err != nil {
+		return nil, err
+	}
+	scheme := "http"
+	if d.o.TLSCert != "" {
+		scheme = "https"
+	}
+	logf("metrics on %s://%s/metrics (and /healthz, /readyz)", scheme, srv.Addr())
+	return srv, nil
+}
+
+// ready is nil when every project the daemon has loaded can decide (see
+// app.Harness.Ready), and when it has loaded none (it loads at a call).
+func (d *daemon) ready(ctx context.Context) error {
+	d.mu.Lock()
+	loads := slices.Collect(maps.Values(d.loads))
+	d.mu.Unlock()
+	for _, p := range loads {
+		p.mu.Lock()
+		g := p.gen
+		if g != nil {
+			g.inflight.Add(1) // not closed under the check
+		}
+		p.mu.Unlock()
+		if g == nil {
+			continue
+		}
+		err := g.ready(ctx)
+		g.inflight.Done()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // workers are the goroutines a daemon keeps for its calls' work.
@@ -179,6 +251,7 @@ type project struct {
 type generation struct {
 	handler  *hook.ClaudeCode
 	close    func() error
+	ready    func(context.Context) error
 	inflight sync.WaitGroup
 }
 
@@ -246,6 +319,7 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 // project's load instead.
 func (d *daemon) answerIn(ctx context.Context, req Request, first bool) hook.Response {
 	p := params(req)
+	p.Metrics = d.metrics
 	loc, err := app.Locate(p)
 	if err != nil {
 		return Failure(req.Payload, err)
@@ -287,7 +361,7 @@ func (d *daemon) answerIn(ctx context.Context, req Request, first bool) hook.Res
 			proj.mu.Unlock()
 			return Unanswered(req.Payload, stopped)
 		}
-		proj.gen, proj.fingerprint = &generation{handler: handler, close: h.Close}, fp
+		proj.gen, proj.fingerprint = &generation{handler: handler, close: h.Close, ready: h.Ready}, fp
 	}
 	gen := proj.gen
 	gen.inflight.Add(1)

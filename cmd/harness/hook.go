@@ -80,20 +80,33 @@ func (c *cli) hookClaudeCode() int {
 }
 
 func (c *cli) hookDaemonCmd() *cobra.Command {
-	var idle time.Duration
+	var f struct {
+		idle                     time.Duration
+		metrics, tlsCert, tlsKey string
+		allowRemote              bool
+	}
 	cmd := &cobra.Command{
 		Use:    "daemon [flags]",
 		Short:  "Serve hook calls on the user's socket until idle (started by the hook itself)",
 		Hidden: true,
 		Args:   noArgs(""),
 		RunE: c.runs(func(cmd *cobra.Command, _ []string) int {
-			if err := hookd.Serve(c.env.ctx, hookd.Options{Socket: hookd.SocketPath(c.params().Env), Idle: idle}); err != nil {
+			env := c.params().Env
+			o := hookd.Options{Socket: hookd.SocketPath(env), Idle: f.idle, Metrics: f.metrics, AllowRemote: f.allowRemote,
+				TLSCert: f.tlsCert, TLSKey: f.tlsKey, Env: env,
+				Logf: func(format string, a ...any) { fmt.Fprintf(c.stderr, "harness hook daemon: "+format+"\n", a...) }}
+			if err := hookd.Serve(c.env.ctx, o); err != nil {
 				return c.fail("hook daemon: %v", err)
 			}
 			return exitOK
 		}),
 	}
-	cmd.Flags().DurationVar(&idle, "idle", hookd.DefaultIdle, "exit after this long without a call")
+	fs := cmd.Flags()
+	fs.DurationVar(&f.idle, "idle", hookd.DefaultIdle, "exit after this long without a call")
+	fs.StringVar(&f.metrics, "metrics", "", "serve /metrics, /healthz and /readyz on `ADDR` (host:port, loopback unless --allow-remote)")
+	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow --metrics on an address that is not loopback; a [metrics] token and TLS are then required")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "with --metrics: serve HTTPS with the certificate chain in `FILE` (PEM)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "with --metrics: the private key of --tls-cert in `FILE` (PEM)")
 	return cmd
 }
 

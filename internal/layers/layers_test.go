@@ -37,13 +37,15 @@ var allowed = map[string][]string{
 	"gateway":              {"budget", "contract", "events", "explain", "govern"},
 	"hookclient":           {},
 	"hook":                 {"budget", "contract", "govern", "hookclient"},
-	"app":                  {"budget", "compiler", "config", "contract", "custom", "events", "gateway", "govern", "hook", "internal/strict", "policy", "report", "roles", "transcript", "ui", "watch"},
+	"metrics":              {"contract", "events"},
+	"alerts":               {"contract", "events"},
+	"app":                  {"alerts", "budget", "compiler", "config", "contract", "custom", "events", "gateway", "govern", "hook", "internal/strict", "metrics", "policy", "report", "roles", "transcript", "ui", "watch"},
 	"ui":                   {"budget", "contract", "events", "gateway", "govern"},
 	"report":               {"budget", "contract", "events"},
 	"internal/loggen":      {"budget", "contract", "events"},
 	"internal/progress":    {},
 	"internal/browsertest": {},
-	"hookd":                {"app", "hook", "hookclient"},
+	"hookd":                {"app", "hook", "hookclient", "metrics"},
 	"cmd/harness-hook":     {"hookclient"},
 	"internal/testredis":   {},
 	"internal/testroles":   {"roles"},
@@ -56,9 +58,9 @@ var allowed = map[string][]string{
 // heavy are dependencies that the packages that read and write plain data
 // must not link: the policy engine, and the ledger's stores.
 var heavy = map[string][]string{
-	"github.com/open-policy-agent/opa": {"contract", "pricing", "budget", "roles", "compiler", "config", "events"},
-	"github.com/redis/go-redis":        {"contract", "pricing", "roles", "compiler", "config", "events", "policy"},
-	"modernc.org/sqlite":               {"contract", "pricing", "roles", "compiler", "config", "events", "policy"},
+	"github.com/open-policy-agent/opa": {"contract", "pricing", "budget", "roles", "compiler", "config", "events", "metrics", "alerts"},
+	"github.com/redis/go-redis":        {"contract", "pricing", "roles", "compiler", "config", "events", "policy", "metrics", "alerts"},
+	"modernc.org/sqlite":               {"contract", "pricing", "roles", "compiler", "config", "events", "policy", "metrics", "alerts"},
 }
 
 type pkg struct {
