@@ -1,7 +1,7 @@
 # Agent Harness: build, install, test, benchmark and lint.
 #
-#   make build   bin/harness
-#   make install the harness into $(PREFIX)/bin (PREFIX=~/.local by default)
+#   make build   bin/harness and bin/harness-hook (the small hook binary)
+#   make install both into $(PREFIX)/bin (PREFIX=~/.local by default)
 #   make test    the whole test suite (builds the opa CLI first if needed)
 #   make bench   the benchmarks, with allocations (bench-gateway, bench-memory
 #                and bench-hook among them)
@@ -19,12 +19,15 @@ OPA_VERSION ?= v1.22.3
 BIN         := $(CURDIR)/bin
 OPA         := $(BIN)/opa
 HARNESS     := $(BIN)/harness
+HARNESS_HOOK := $(BIN)/harness-hook
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 # make install puts the harness in $(PREFIX)/bin: ~/.local/bin, which needs
 # no root (make install PREFIX=/usr/local for every user).
 PREFIX      ?= $(HOME)/.local
 DURABILITY_RUNS ?= 200
+# make bench-hook runs the hook's benchmark HOOK_RUNS times.
+HOOK_RUNS   ?= 5
 
 export OPA_BIN := $(OPA)
 
@@ -34,12 +37,15 @@ UPSTREAM    := $(BIN)/upstream
 
 all: build
 
+# The small hook binary goes beside the harness: it runs that harness, and
+# hook install references it when it is there.
 build:
 	go build -o $(HARNESS) ./cmd/harness
+	go build -o $(HARNESS_HOOK) ./cmd/harness-hook
 
 install:
-	GOBIN=$(PREFIX)/bin go install ./cmd/harness
-	@echo "installed $(PREFIX)/bin/harness"
+	GOBIN=$(PREFIX)/bin go install ./cmd/harness ./cmd/harness-hook
+	@echo "installed $(PREFIX)/bin/harness and $(PREFIX)/bin/harness-hook"
 
 # The real opa CLI, built from the Go module proxy at the pinned version,
 # redis-server (Debian's package) for the ledger's Redis tests, which start
@@ -147,7 +153,7 @@ chaos: redis
 	SOAK_OUT=$(BIN)/soak go test -tags soak -count=1 -timeout 20m -run '^TestChaos$$' -v ./internal/soak
 
 bench: $(OPA) redis
-	go test -run '^$$' -bench . -skip 'GatewayLatency|GatewayMemory|HookCall' -benchmem -benchtime $(BENCHTIME) ./...
+	go test -run '^$$' -bench . -skip 'GatewayLatency|GatewayMemory|HookCall|HookStart' -benchmem -benchtime $(BENCHTIME) ./...
 	$(MAKE) bench-gateway bench-memory bench-hook
 
 # A plain MCP proxy that governs nothing, supergateway, from npm (pinned in
@@ -171,9 +177,14 @@ bench-gateway: bench-npm
 bench-memory:
 	go test -run '^$$' -bench GatewayMemory -benchtime 1x ./cmd/harness
 
-# One hook call as Claude Code makes it (a new process each time), with the
-# hook daemon, without it, and the opa CLI deciding the same call.
+# One hook call as Claude Code makes it (a new process each time): from the
+# process's start to its answer with the hook daemon up, the small hook
+# binary and harness hook claude-code against a trivial Go binary that reads
+# stdin and dials a unix socket, in turn within each iteration, HOOK_RUNS
+# runs (p50 and p99 of each, and the ratios to the floor); then the harness
+# with the daemon, without it, and the opa CLI deciding the same call.
 bench-hook: $(OPA)
+	go test -run '^$$' -bench HookStart -benchtime 200x -count $(HOOK_RUNS) ./cmd/harness
 	go test -run '^$$' -bench HookCall -benchtime 200x ./cmd/harness
 
 lint: $(OPA)

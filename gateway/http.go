@@ -54,6 +54,10 @@ type HTTPOptions struct {
 	Loopback bool
 	// Logf reports each limit a request met.
 	Logf func(format string, args ...any)
+	// Routes are served beside /mcp, by path (the metrics, health and
+	// readiness): behind the Origin and Host checks, not behind the
+	// agents' tokens (each does its own).
+	Routes map[string]http.Handler
 }
 
 // HTTP defaults.
@@ -143,7 +147,16 @@ func (h *httpServer) rpcRefuse(w http.ResponseWriter, r *http.Request, status in
 
 func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/mcp" {
-		http.NotFound(w, r)
+		route, ok := h.o.Routes[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if why := h.checkOrigin(r); why != "" {
+			h.refuse(w, r, http.StatusForbidden, why)
+			return
+		}
+		route.ServeHTTP(w, r)
 		return
 	}
 	if why := h.checkOrigin(r); why != "" {

@@ -68,6 +68,7 @@ type Governor struct {
 	mask      *events.Mask
 	now       func() time.Time
 	onError   func(error)
+	observer  Observer
 	project   string
 	envRole   string
 	changed   func(budget.Key)
@@ -106,6 +107,8 @@ type Options struct {
 	// OnError hears of events and log entries that could not be written;
 	// the call itself goes on. Default: ignored.
 	OnError func(error)
+	// Observer hears every decision and charge (the metrics); nil: none.
+	Observer Observer
 	// Changed, if set, hears of every session whose counters or role may
 	// have changed (a decision, a charge, a shell slot given back, a
 	// switch, a reset), on the path of the call: it must not block. The
@@ -117,8 +120,11 @@ type Options struct {
 func New(o Options) *Governor {
 	g := &Governor{store: o.Store, tokens: o.Tokenizer, prices: o.Prices, shadow: o.Shadow,
 		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project,
-		book: o.Transcripts, changed: o.Changed}
+		book: o.Transcripts, observer: o.Observer, changed: o.Changed}
 	g.Swap(o.Rules)
+	if g.observer == nil {
+		g.observer = noObserver{}
+	}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -394,6 +400,16 @@ func usage(c budget.Counters) contract.Usage {
 // the call is decided again on the new counters. So under any concurrency,
 // exactly the calls the policy admits pass, and a denied call takes nothing.
 func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
+	start := time.Now()
+	o, err := g.decide(ctx, call)
+	g.observer.Decided(o.Decision, time.Since(start), err)
+	if o.Reserved {
+		g.observer.Charged(call.Session.Agent, o.Counters.Role, contract.Usage{Shell: 1})
+	}
+	return o, err
+}
+
+func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 	r := g.rules.Load()
 	period := g.period(r, call.Session.Agent)
 	cur, err := g.session(ctx, r, call.Session, call.Role, period)
@@ -580,6 +596,7 @@ func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, tool stri
 		before.AgentUsage.Tokens -= tokens
 		before.AgentUsage.CostMicros -= cost
 	}
+	g.observer.Charged(k.Agent, after.Role, contract.Usage{Tokens: tokens, CostMicros: cost})
 	note.Tokens, note.CostMicros = tokens, cost
 	g.logCharge(k, tool, g.now(), note, after)
 	levels, crossed := g.crossings(ctx, r, k, period, before, after)

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
 )
 
@@ -135,6 +136,7 @@ func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
 			}
 			continue
 		}
+		g.observer.Charged(k.Agent, next.Role, contract.Usage{Tokens: grant, CostMicros: cost})
 		s := Settlement{Wanted: total, Withheld: total - grant, Parts: kept,
 			Charge: Charge{InputTokens: in, OutputTokens: grant, CostMicros: cost, Before: cur, After: next}}
 		at := g.now()
@@ -228,6 +230,7 @@ func (g *Governor) ReleaseShell(ctx context.Context, k budget.Key, tool string) 
 	}
 	if before.Shell > 0 {
 		g.logCharge(k, tool, g.now(), events.ChargeResult{Shell: -1}, after)
+		g.observer.Charged(k.Agent, after.Role, contract.Usage{Shell: -1})
 	}
 	return nil
 }

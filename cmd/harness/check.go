@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -70,6 +71,13 @@ Exit codes: 0 ok, 3 the files have errors, 1 the harness itself cannot run.`,
 			}
 			fmt.Fprintf(c.stdout, "custom policies: %d (%d test files)\n", s.CustomPolicies, s.TestFiles)
 			fmt.Fprintf(c.stdout, "mode: %s\n", s.Mode)
+			for _, a := range s.Alerts { // never the URL: it can be a secret
+				what := "every event"
+				if len(a.Events) > 0 {
+					what = strings.Join(a.Events, ", ")
+				}
+				fmt.Fprintf(c.stdout, "alert %s: %s, as %s\n", a.Name, what, a.Format)
+			}
 			return exitOK
 		}),
 	}
