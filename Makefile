@@ -3,7 +3,8 @@
 #   make build   bin/harness and bin/harness-hook (the small hook binary)
 #   make install both into $(PREFIX)/bin (PREFIX=~/.local by default)
 #   make test    the whole test suite (builds the opa CLI first if needed)
-#   make bench   the benchmarks, with allocations
+#   make bench   the benchmarks, with allocations (bench-gateway, bench-memory
+#                and bench-hook among them)
 #   make lint    gofmt, go vet, opa fmt, opa check --strict, no binaries in git
 #   make fuzz    the fuzz tests, FUZZTIME each (slow; not part of test)
 #   make conformance  the official MCP conformance suite, straight and through
@@ -32,7 +33,7 @@ export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build install tools redis chromium npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook lint fuzz clean
+.PHONY: all build install tools redis chromium npm conformance-npm bench-npm bench-memory test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook lint fuzz clean
 
 all: build
 
@@ -152,13 +153,29 @@ chaos: redis
 	SOAK_OUT=$(BIN)/soak go test -tags soak -count=1 -timeout 20m -run '^TestChaos$$' -v ./internal/soak
 
 bench: $(OPA) redis
-	go test -run '^$$' -bench . -skip 'GatewayLatency|HookCall|HookStart' -benchmem -benchtime $(BENCHTIME) ./...
-	$(MAKE) bench-gateway bench-hook
+	go test -run '^$$' -bench . -skip 'GatewayLatency|GatewayMemory|HookCall|HookStart' -benchmem -benchtime $(BENCHTIME) ./...
+	$(MAKE) bench-gateway bench-memory bench-hook
+
+# A plain MCP proxy that governs nothing, supergateway, from npm (pinned in
+# e2e/supergateway/package-lock.json): the reference point of the gateway
+# over HTTP.
+bench-npm: e2e/supergateway/node_modules/.package-lock.json
+
+e2e/supergateway/node_modules/.package-lock.json: e2e/supergateway/package.json e2e/supergateway/package-lock.json
+	npm ci --prefix e2e/supergateway --no-audit --no-fund
 
 # Latency the gateway adds: the same calls straight to the upstream and
-# through harness serve, 2000 of each.
-bench-gateway:
-	go test -run '^$$' -bench GatewayLatency -benchtime 2000x ./cmd/harness
+# through harness serve, 2000 of each over stdio; then over HTTP, through
+# harness serve --http and through supergateway --stateful in front of the
+# same upstream, 500 of each at result sizes from 20 bytes to 100 KB.
+bench-gateway: bench-npm
+	go test -run '^$$' -bench 'GatewayLatency$$' -benchtime 2000x ./cmd/harness
+	SUPERGATEWAY_BIN=$(CURDIR)/e2e/supergateway/node_modules/supergateway/dist/index.js \
+		go test -run '^$$' -bench GatewayLatencyHTTP -benchtime 500x ./cmd/harness
+
+# The gateway's resident memory after 10,000 calls across 100 sessions.
+bench-memory:
+	go test -run '^$$' -bench GatewayMemory -benchtime 1x ./cmd/harness
 
 # One hook call as Claude Code makes it (a new process each time): from the
 # process's start to its answer with the hook daemon up, the small hook
@@ -185,6 +202,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzPieces -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzBPE -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzMaskAndBound -fuzztime $(FUZZTIME) ./events
+	go test -run '^$$' -fuzz FuzzRawJSON -fuzztime $(FUZZTIME) ./gateway
 
 clean:
 	rm -rf $(BIN)

@@ -30,6 +30,9 @@ type Redis struct {
 	replicas int
 	where    string // the servers, for errors
 	now      func() time.Time
+	// batch sends concurrent changes together (without replicas to
+	// wait for).
+	batch *batcher
 }
 
 // OpenRedis connects to the Redis ledger of a URL (see [Open]) and checks
@@ -73,6 +76,7 @@ func OpenRedis(ctx context.Context, rawURL string, opts Options) (*Redis, error)
 		o.DialTimeout = r.timeout
 	}
 	r.client = redis.NewUniversalClient(o)
+	r.batch = &batcher{client: r.client, timeout: r.timeout}
 	if err := r.do(ctx, func(ctx context.Context) error { return r.client.Ping(ctx).Err() }); err != nil {
 		r.client.Close()
 		return nil, err
@@ -255,13 +259,14 @@ func (r *Redis) run(ctx context.Context, k Key, period Period, s *redis.Script, 
 	return c, len(res) == 8, err
 }
 
-// change runs a script that changes counters. With replicas to wait for,
+// change runs a script that changes counters: without replicas to wait for,
+// through the batcher, which sends concurrent changes together. With replicas,
 // WAIT follows it on the same connection, to the master of its keys' slot,
 // and the change is confirmed only once enough replicas have it: a master
 // that loses its place to a replica loses no change it confirmed.
 func (r *Redis) change(ctx context.Context, s *redis.Script, keys []string, args ...any) ([]any, error) {
 	if r.replicas == 0 {
-		return s.Run(ctx, r.client, keys, args...).Slice()
+		return r.batch.run(ctx, s, keys, args)
 	}
 	cc, cluster := r.client.(*redis.ClusterClient)
 	for redirects := 0; ; redirects++ {

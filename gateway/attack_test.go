@@ -833,3 +833,48 @@ func TestAttackBodyThatNeverEnds(t *testing.T) {
 		t.Errorf("the connection was not closed after the answer: %v", err)
 	}
 }
+
+// An upstream that spells a key of its result twice, once as MCP does and
+// once in another case, has the gateway charge what the agent's client
+// reads: the key as MCP spells it (encoding/json would read the last of
+// them into a struct's field, whatever its case).
+func TestAttackKeysInAnotherCase(t *testing.T) {
+	big := strings.Repeat("what the agent reads ", 50)
+	charged := func(r charged, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var texts []string
+		for _, p := range r.parts(ChargeOptions{}) {
+			texts = append(texts, p.Text)
+		}
+		return strings.Join(texts, "|")
+	}
+	for _, tt := range []struct {
+		name string
+		got  func() string
+	}{
+		{"a text block", func() string {
+			return charged(readToolResult(json.RawMessage(`{"content":[{"type":"text","text":"` + big + `","Text":"small"}]}`)))
+		}},
+		{"an embedded resource", func() string {
+			return charged(readToolResult(json.RawMessage(`{"content":[{"type":"resource","resource":{"uri":"x","text":"` + big + `","TEXT":"small"}}]}`)))
+		}},
+		{"a block's type", func() string {
+			return charged(readToolResult(json.RawMessage(`{"content":[{"type":"text","Type":"image","text":"` + big + `"}]}`)))
+		}},
+		{"a resource's contents", func() string {
+			return charged(readContents(json.RawMessage(`{"contents":[{"uri":"x","text":"` + big + `","Text":"small"}]}`)))
+		}},
+		{"a prompt's message", func() string {
+			return charged(readPrompt(json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"` + big + `","tExt":"small"}}]}`)))
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.got(); !strings.Contains(got, big) {
+				t.Errorf("charged %q, not the text the agent reads", got)
+			}
+		})
+	}
+}

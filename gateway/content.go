@@ -74,6 +74,46 @@ type resourceBlock struct {
 	Blob     string `json:"blob"`
 }
 
+// readBlock reads a content block by its keys as they are spelled:
+// encoding/json matches a struct's fields to keys in any case, the last
+// of "text" and "Text" winning, where the agent's client reads "text"
+// alone, so that an upstream could have the gateway charge one text while
+// the agent reads another.
+func readBlock(raw json.RawMessage) block {
+	var b block
+	m, err := objectMembers(raw)
+	if err != nil {
+		return b
+	}
+	for key, dst := range map[string]*string{"type": &b.Type, "text": &b.Text, "data": &b.Data, "mimeType": &b.MimeType,
+		"uri": &b.URI, "name": &b.Name, "description": &b.Description} {
+		if v, ok := m[key]; ok {
+			*dst = stringValue(v)
+		}
+	}
+	if v, ok := m["resource"]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		r := readResource(v)
+		b.Resource = &r
+	}
+	return b
+}
+
+// readResource reads a resource's contents by their keys as they are
+// spelled (see readBlock).
+func readResource(raw json.RawMessage) resourceBlock {
+	var r resourceBlock
+	m, err := objectMembers(raw)
+	if err != nil {
+		return r
+	}
+	for key, dst := range map[string]*string{"uri": &r.URI, "mimeType": &r.MimeType, "text": &r.Text, "blob": &r.Blob} {
+		if v, ok := m[key]; ok {
+			*dst = stringValue(v)
+		}
+	}
+	return r
+}
+
 // decodedLen is the number of bytes base64 text s decodes to.
 func decodedLen(s string) int64 {
 	n := int64(len(strings.TrimRight(s, "=")))
@@ -175,17 +215,18 @@ type toolResult struct {
 
 func readToolResult(result json.RawMessage) (*toolResult, error) {
 	r := &toolResult{}
-	if err := json.Unmarshal(result, &r.fields); err != nil || r.fields == nil {
+	var err error
+	if r.fields, err = objectMembers(result); err != nil || r.fields == nil {
 		return nil, errors.New("a tool result that is not an object")
 	}
 	if c, ok := r.fields["content"]; ok {
-		if err := json.Unmarshal(c, &r.raw); err != nil {
+		if r.raw, err = arrayElements(c); err != nil {
 			return nil, fmt.Errorf("content: %w", err)
 		}
 	}
 	r.blocks = make([]block, len(r.raw))
 	for i, b := range r.raw {
-		json.Unmarshal(b, &r.blocks[i])
+		r.blocks[i] = readBlock(b)
 	}
 	if s, ok := r.fields["structuredContent"]; ok && !bytes.Equal(bytes.TrimSpace(s), []byte("null")) {
 		r.structured = s
@@ -318,15 +359,16 @@ type contents struct {
 
 func readContents(result json.RawMessage) (*contents, error) {
 	r := &contents{}
-	if err := json.Unmarshal(result, &r.fields); err != nil {
+	var err error
+	if r.fields, err = objectMembers(result); err != nil {
 		return nil, fmt.Errorf("a resource's contents that are not an object: %w", err)
 	}
-	if err := json.Unmarshal(r.fields["contents"], &r.raw); err != nil {
+	if r.raw, err = arrayElements(r.fields["contents"]); err != nil {
 		return nil, fmt.Errorf("contents: %w", err)
 	}
 	r.items = make([]resourceBlock, len(r.raw))
 	for i, b := range r.raw {
-		json.Unmarshal(b, &r.items[i])
+		r.items[i] = readResource(b)
 	}
 	return r, nil
 }
@@ -386,7 +428,7 @@ func readPrompt(result json.RawMessage) (*promptResult, error) {
 	json.Unmarshal(r.fields["description"], &r.description)
 	r.blocks = make([]block, len(r.messages))
 	for i, m := range r.messages {
-		json.Unmarshal(m["content"], &r.blocks[i])
+		r.blocks[i] = readBlock(m["content"])
 	}
 	return r, nil
 }

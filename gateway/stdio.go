@@ -8,6 +8,8 @@ import (
 	"errors"
 	"io"
 	"sync"
+
+	"github.com/agentharness/harness/internal/reuse"
 )
 
 // lineWriter writes messages a line each, one at a time.
@@ -98,7 +100,9 @@ func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out
 			s.handle(ctx, m, w)
 			continue
 		}
-		wg.Go(func() {
+		wg.Add(1)
+		reuse.Go(func() { // a goroutine whose stack the policy grew already
+			defer wg.Done()
 			if resp := s.handle(ctx, m, w); resp != nil {
 				w.send(resp)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
+	"github.com/agentharness/harness/internal/reuse"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/pricing"
 	"github.com/agentharness/harness/roles"
@@ -167,7 +168,7 @@ func (t *tracker) Go(f func()) {
 	t.mu.Lock()
 	t.n++
 	t.mu.Unlock()
-	go func() {
+	reuse.Go(func() {
 		defer func() {
 			t.mu.Lock()
 			if t.n--; t.n == 0 && t.idle.L != nil {
@@ -176,7 +177,7 @@ func (t *tracker) Go(f func()) {
 			t.mu.Unlock()
 		}()
 		f()
-	}()
+	})
 }
 
 func (t *tracker) wait() {
@@ -484,10 +485,10 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 		if call.Background {
 			done := make(chan struct{})
 			o.written = done
-			go func() {
+			reuse.Go(func() {
 				defer close(done)
 				record()
-			}()
+			})
 		} else {
 			record()
 		}

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +19,9 @@ import (
 // harness serve (stdio both ways), for a small output and a 100 KB one, and
 // reads the same small resource, and
 // reports the p50 and p99 latency of each path and what the gateway adds at
-// p50. "gateway" is the default set-up (the SQLite ledger, event and
+// p50, and the CPU time the gateway process spent per call (user and
+// system, from /proc: a figure that the machine's load sways less than
+// latency). "gateway" is the default set-up (the SQLite ledger, event and
 // decision logs on); "lean" keeps counters in memory and writes no logs, to
 // show what the ledger and logs cost. The three paths are called in turn,
 // one call each, so that the load of this shared machine weighs on them
@@ -91,6 +97,8 @@ func BenchmarkGatewayLatency(b *testing.B) {
 					call(p.c)
 				}
 			}
+			gwPid := childPid(b, "serve", "bench-"+size.name, "--ledger=") // not the lean one
+			cpu0 := procCPU(b, gwPid)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
@@ -99,6 +107,7 @@ func BenchmarkGatewayLatency(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			b.ReportMetric(float64((procCPU(b, gwPid)-cpu0).Microseconds())/float64(b.N), "gateway-cpu-µs/call")
 			p50 := map[string]time.Duration{}
 			for _, p := range paths {
 				slices.Sort(p.lat)
@@ -110,6 +119,47 @@ func BenchmarkGatewayLatency(b *testing.B) {
 			b.ReportMetric(float64((p50["lean"] - p50["direct"]).Microseconds()), "lean-added-p50-µs")
 		})
 	}
+}
+
+// childPid is the pid of this process's child whose arguments have every
+// one of want and not the argument that starts with not.
+func childPid(b *testing.B, want ...string) int {
+	b.Helper()
+	not := want[len(want)-1]
+	want = want[:len(want)-1]
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, f := range tasks {
+		raw, _ := os.ReadFile(f)
+		for _, p := range strings.Fields(string(raw)) {
+			pid, _ := strconv.Atoi(p)
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			args := strings.Split(string(cmdline), "\x00")
+			ok := !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, not) || a == strings.TrimSuffix(not, "=") })
+			for _, w := range want {
+				ok = ok && slices.Contains(args, w)
+			}
+			if ok {
+				return pid
+			}
+		}
+	}
+	b.Fatalf("no child process with the arguments %q", want)
+	return 0
+}
+
+// procCPU is the CPU time a process has spent, user and system.
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// After the command's name, in parentheses: utime and stime are the
+	// 12th and 13th fields, in clock ticks (100 a second on Linux).
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 func writeFileB(b *testing.B, path, content string) {

@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// The single-pass reader agrees with encoding/json on every valid JSON
+// document: an object's members by key (of a key given twice, the last),
+// an array's elements, a string's value.
+func FuzzRawJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"content":[{"type":"text","text":"a\"b\\c\u00e9"}],"isError":false}`,
+		`{"a":1,"a":2," a":{"b":[1,2,{"c":"]}"}]},"\u0074ext":"x","Text":"y"}`,
+		` { "k" : [ ] , "l" : { } , "m" : null , "n" : -1.5e3 , "o" : true } `,
+		`["x",{"y":"z"},[[]],"\ud83d\ude00","\ud800"]`,
+		`"te\u0000xt"`, `"\xff\xfe"`, `null`, `{}`, `[]`, `"a"`, `12`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			objectMembers(raw) // anything, but no panic
+			arrayElements(raw)
+			stringValue(raw)
+			return
+		}
+		var wantObj map[string]json.RawMessage
+		objErr := json.Unmarshal(raw, &wantObj)
+		gotObj, err := objectMembers(raw)
+		if (err == nil) != (objErr == nil) {
+			t.Fatalf("object %q: error %v, encoding/json's %v", raw, err, objErr)
+		}
+		if len(gotObj) != len(wantObj) || (gotObj == nil) != (wantObj == nil) {
+			t.Fatalf("object %q: %d members, encoding/json %d", raw, len(gotObj), len(wantObj))
+		}
+		for k, v := range wantObj {
+			if !bytes.Equal(bytes.TrimSpace(gotObj[k]), bytes.TrimSpace(v)) {
+				t.Fatalf("object %q, key %q: %q, encoding/json %q", raw, k, gotObj[k], v)
+			}
+		}
+		var wantArr []json.RawMessage
+		arrErr := json.Unmarshal(raw, &wantArr)
+		gotArr, err := arrayElements(raw)
+		if (err == nil) != (arrErr == nil) {
+			t.Fatalf("array %q: error %v, encoding/json's %v", raw, err, arrErr)
+		}
+		if len(gotArr) != len(wantArr) {
+			t.Fatalf("array %q: %d elements, encoding/json %d", raw, len(gotArr), len(wantArr))
+		}
+		for i := range wantArr {
+			if !bytes.Equal(bytes.TrimSpace(gotArr[i]), bytes.TrimSpace(wantArr[i])) {
+				t.Fatalf("array %q, element %d: %q, encoding/json %q", raw, i, gotArr[i], wantArr[i])
+			}
+		}
+		var wantStr string
+		if json.Unmarshal(raw, &wantStr) != nil {
+			wantStr = ""
+		}
+		if got := stringValue(raw); got != wantStr {
+			t.Fatalf("string %q: %q, encoding/json %q", raw, got, wantStr)
+		}
+	})
+}
