@@ -155,6 +155,7 @@ lint: $(OPA)
 fuzz:
 	go test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./roles
 	go test -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME) ./policy
+	go test -run '^$$' -fuzz FuzzCacheAgrees -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzConfig -fuzztime $(FUZZTIME) ./config
 	go test -run '^$$' -fuzz FuzzPieces -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzBPE -fuzztime $(FUZZTIME) ./budget
