@@ -25,14 +25,15 @@ import (
 // modules read (reads.go finds them in the modules themselves), exactly,
 // except the usage, whose band it holds instead: the band where every
 // dimension of the session's and of the agent's budget is below its
-// warning and exhaustion thresholds and the shell budget admits one more
-// call. Within it every comparison the policy makes on usage
-// (is_number, >= 0, whole, < warn_at, < exhausted_at, +1 <= admits) comes
-// out the same, so every rule decides the same, and the only figures that
-// follow the usage are the budget's used and percent, which Go fills in
-// (percentOf, rule 4). No reason or warning is computed from usage in the
-// band: budget reasons and warnings need a level above OK or a refused
-// shell call. A custom policy that reads the usage (input.budget,
+// warning and exhaustion thresholds, with whether the shell budget admits
+// one more call (rule 7), and the shell usage itself when it does not
+// (the refusal's message gives it). Within a band every comparison the
+// policy makes on usage (is_number, >= 0, whole, < warn_at, <
+// exhausted_at, +1 <= admits) comes out the same, so every rule decides
+// the same, and the only figures that follow the usage are the budget's
+// used and percent, which Go fills in (withUsage, percentOf: rule 4). No
+// reason or warning other than the shell refusal is computed from usage
+// in a band: budget reasons and warnings need a level above OK. A custom policy that reads the usage (input.budget,
 // input.agent_budget, the input whole, or a document of the harness's rules)
 // has the usage in its key exactly. TestCacheAgreesWithTheEngine holds the
 // cached and the uncached engine equal over a grid of calls and
