@@ -4,6 +4,8 @@
 #   make install the harness into $(PREFIX)/bin (PREFIX=~/.local by default)
 #   make test    the whole test suite (builds the opa CLI first if needed)
 #   make bench   the benchmarks, with allocations
+#   make bench-compare  one decision, the harness's against cedar-go deciding
+#                an equivalent policy in the same run (the bench/ module)
 #   make lint    gofmt, go vet, opa fmt, opa check --strict, no binaries in git
 #   make fuzz    the fuzz tests, FUZZTIME each (slow; not part of test)
 #   make conformance  the official MCP conformance suite, straight and through
@@ -29,7 +31,7 @@ export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build install tools redis npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook lint fuzz clean
+.PHONY: all build install tools redis npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook bench-compare lint fuzz clean
 
 all: build
 
@@ -133,6 +135,16 @@ chaos: redis
 bench: $(OPA) redis
 	go test -run '^$$' -bench . -skip 'GatewayLatency|HookCall' -benchmem -benchtime $(BENCHTIME) ./...
 	$(MAKE) bench-gateway bench-hook
+
+# One decision of the harness (evaluated, and from its decision cache)
+# against cedar-go deciding an equivalent role/tool/budget policy, in one
+# run, with the ratios: bench/ is a module of its own, so that cedar-go is
+# no dependency of the harness. Its test holds the two policies' decisions
+# equal first. COMPARE_RUNS runs of each benchmark.
+COMPARE_RUNS ?= 3
+
+bench-compare:
+	cd bench && go test -count=1 . && go run . -runs $(COMPARE_RUNS)
 
 # Latency the gateway adds: the same calls straight to the upstream and
 # through harness serve, 2000 of each.
