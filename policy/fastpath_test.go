@@ -297,7 +297,7 @@ func TestFastPathAgreesOnOriginsAgentsAndProtection(t *testing.T) {
 	agentUsages := map[string][]*contract.Usage{
 		"none":       {nil},
 		"budgeted":   {nil, {}, {Tokens: 799}, {Tokens: 800}, {Tokens: 1000}, {Shell: 2}, {Shell: 3}, {CostMicros: 999_999}, {CostMicros: 1_000_000}, {Tokens: -1}},
-		"shell-only": {{}, {Shell: 1}, {Shell: 2}, {Tokens: 1 << 40}},
+		"shell-only": {{}, {Shell: 1}, {Shell: 2}, {Tokens: 1 << 40}, {Tokens: -1}, {CostMicros: -1}},
 		"anyone":     {{}, {CostMicros: 449}, {CostMicros: 450}, {CostMicros: 5000}},
 	}
 	arguments := []any{

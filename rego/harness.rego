@@ -834,6 +834,7 @@ decision := {
 	# self-protection rules and custom policies.
 	_shell_allowed_by(r, st)
 	_shell_admitted(r, st, shell)
+	_agent_usage_given
 	_agent_clear(st)
 	count(protect_reasons) == 0
 	count(custom_denies) == 0
