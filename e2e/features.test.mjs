@@ -59,14 +59,18 @@ function capableClient() {
     ({ role: "assistant", content: { type: "text", text: "four" }, model: "claude-sonnet-4-5" }));
   client.setRequestHandler(ElicitRequestSchema, async () =>
     ({ action: "accept", content: { username: "ada", email: "ada@example.test" } }));
-  client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "file:///repo", name: "repo" }] }));
+  // Its roots: the project (connect says where it is) and a directory
+  // outside it, which the gateway keeps from the upstream.
+  client.setRequestHandler(ListRootsRequestSchema, async () =>
+    ({ roots: [{ uri: "file:///repo", name: "repo" }, { uri: `file://${client.project}`, name: "project" }] }));
   return client;
 }
 
 // connect starts harness serve in front of command over the transport
 // ("stdio" or "http") and connects client to it; stop ends both.
-async function connect(transport, client, { args = [], upstream = [UPSTREAM], roles, policies } = {}) {
-  const { home, project } = sandbox(roles, policies);
+async function connect(transport, client, { args = [], upstream = [UPSTREAM], roles, policies, box } = {}) {
+  const { home, project } = box ?? sandbox(roles, policies);
+  client.project = project;
   const serveArgs = ["serve", "--project", project, ...args];
   if (transport === "stdio") {
     await client.connect(new StdioClientTransport({
@@ -139,7 +143,8 @@ for (const transport of ["stdio", "http"]) {
 
       assert.equal(textOf(await client.callTool({ name: "test_sampling", arguments: { prompt: "two and two?" } })), "LLM response: four");
       assert.match(textOf(await client.callTool({ name: "test_elicitation", arguments: { message: "who?" } })), /action=accept.*ada@example.test/);
-      assert.equal(textOf(await client.callTool({ name: "ctx_shell", arguments: { command: "roots" } })), "roots: file:///repo");
+      // Roots beyond the project are not the upstream's to touch.
+      assert.equal(textOf(await client.callTool({ name: "ctx_shell", arguments: { command: "roots" } })), `roots: file://${client.project}`);
 
       const progress = [];
       const res = await client.callTool({ name: "test_tool_with_progress", arguments: {} }, undefined,
@@ -160,15 +165,54 @@ for (const transport of ["stdio", "http"]) {
   });
 }
 
+// A role that asks for ctx_shell: the gateway asks the person at the
+// client, by an elicitation; accepted the call runs, declined it does not,
+// and a client without elicitation gets the refusal with its reason.
+const careful = { "careful.toml": '[role]\ninherits = "coder"\n\n[tools]\nask = ["ctx_shell"]\n' };
+
+for (const transport of ["stdio", "http"]) {
+  test(`${transport}: a call the role asks for is an elicitation of the agent's client`, async () => {
+    for (const action of ["accept", "decline"]) {
+      const client = new Client({ name: "ts-ask", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+      const asked = [];
+      client.setRequestHandler(ElicitRequestSchema, async (req) => { asked.push(req.params.message); return { action }; });
+      const { stop } = await connect(transport, client, { args: ["--role", "careful"], roles: careful });
+      try {
+        const res = await client.callTool({ name: "ctx_shell", arguments: { command: "make deploy" } });
+        assert.equal(asked.length, 1);
+        assert.match(asked[0], /ctx_shell.*make deploy.*needs a person's approval/);
+        if (action === "accept") {
+          assert.ok(!res.isError, textOf(res));
+          assert.equal(textOf(res), "ran: make deploy\n");
+        } else {
+          assert.ok(res.isError);
+          assert.match(textOf(res), /approval_required[\s\S]*The person declined the call/);
+          assert.equal(res._meta["agentharness/decision"].decision, "ask");
+        }
+        // What the role does not ask for is not asked about.
+        await client.callTool({ name: "ctx_read", arguments: { path: "x" } });
+        assert.equal(asked.length, 1);
+      } finally {
+        await stop();
+      }
+    }
+    const plain = new Client({ name: "ts-no-ask", version: "1.0.0" });
+    const { stop } = await connect(transport, plain, { args: ["--role", "careful"], roles: careful });
+    try {
+      const res = await plain.callTool({ name: "ctx_shell", arguments: { command: "make deploy" } });
+      assert.ok(res.isError);
+      assert.match(textOf(res), /cannot ask a person/);
+    } finally {
+      await stop();
+    }
+  });
+}
+
 // The filesystem server declares an output schema for every tool: the
 // gateway's refusals (a custom policy's, an exhausted budget's) and the
 // results it cuts are tool errors with their reasons in text, never a
 // result the SDK throws at for not matching the schema.
 test("filesystem server: refusals and cut results stay readable; roots are relayed", async () => {
-  const files = mkdtempSync(join(tmpdir(), "harness-e2e-files-"));
-  writeFileSync(join(files, "small.txt"), "a small file\n");
-  writeFileSync(join(files, "secret.txt"), "the secret\n");
-  writeFileSync(join(files, "big.txt"), "the quick brown fox jumps over the lazy dog\n".repeat(2000));
   const roles = { "fs.toml": '[role]\ninherits = "coder"\n\n[limits]\nmax_context_tokens = 3000\n' };
   const policies = {
     "secrets.rego": `package harness.custom.secrets
@@ -178,10 +222,15 @@ deny contains "reading secrets is not allowed" if {
 }
 `,
   };
+  const box = sandbox(roles, policies);
+  const files = mkdtempSync(join(box.project, "files-"));
+  writeFileSync(join(files, "small.txt"), "a small file\n");
+  writeFileSync(join(files, "secret.txt"), "the secret\n");
+  writeFileSync(join(files, "big.txt"), "the quick brown fox jumps over the lazy dog\n".repeat(2000));
   const client = new Client({ name: "ts-fs", version: "1.0.0" }, { capabilities: { roots: { listChanged: true } } });
-  const roots = mkdtempSync(join(tmpdir(), "harness-e2e-root-"));
+  const roots = mkdtempSync(join(box.project, "root-"));
   client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: `file://${roots}`, name: "root" }] }));
-  const { stop } = await connect("stdio", client, { args: ["--role", "fs"], upstream: ["node", FILESYSTEM, files], roles, policies });
+  const { stop } = await connect("stdio", client, { args: ["--role", "fs"], upstream: ["node", FILESYSTEM, files], box });
   try {
     const tools = (await client.listTools()).tools;
     const read = tools.find((t) => t.name === "read_text_file");

@@ -82,6 +82,10 @@ type Custom struct {
 	// (the usage its agent recorded, at the model's price) or "estimate"
 	// (the tokens of its tool calls); "" when not known.
 	CostSource string `json:"cost_source,omitempty"`
+	// ApprovedBy says who approved a call the policy decided ask, which
+	// then ran (the gateway's elicitation of the agent's client); "" for
+	// a call nobody approved.
+	ApprovedBy string `json:"approved_by,omitempty"`
 }
 
 // Empty reports whether c says nothing.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"sync"
@@ -371,6 +372,9 @@ func (c *httpConn) call(ctx context.Context, method string, params json.RawMessa
 		if ctx.Err() == nil {
 			c.once.Do(func() { close(c.lost) })
 		}
+		if neverArrived(err) {
+			return nil, notSent{fmt.Errorf("%w: %v", errConnLost, err)}
+		}
 		return nil, fmt.Errorf("%w: %v", errConnLost, err)
 	}
 	m := &message{JSONRPC: "2.0", ID: mustJSON(id), Result: resp.Result}
@@ -381,6 +385,14 @@ func (c *httpConn) call(ctx context.Context, method string, params json.RawMessa
 		}
 	}
 	return m, nil
+}
+
+// neverArrived reports whether a request that failed never reached the
+// upstream: it could not be connected to, or it answered that it does not
+// know the session (it restarted).
+func neverArrived(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, transport.ErrSessionTerminated)
 }
 
 func (c *httpConn) notify(ctx context.Context, method string, params json.RawMessage) error {

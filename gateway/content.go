@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	_ "image/gif" // image.DecodeConfig reads GIF, JPEG and PNG headers
@@ -174,8 +175,8 @@ type toolResult struct {
 
 func readToolResult(result json.RawMessage) (*toolResult, error) {
 	r := &toolResult{}
-	if err := json.Unmarshal(result, &r.fields); err != nil {
-		return nil, fmt.Errorf("a tool result that is not an object: %w", err)
+	if err := json.Unmarshal(result, &r.fields); err != nil || r.fields == nil {
+		return nil, errors.New("a tool result that is not an object")
 	}
 	if c, ok := r.fields["content"]; ok {
 		if err := json.Unmarshal(c, &r.raw); err != nil {
@@ -235,13 +236,10 @@ func (r *toolResult) apply(s govern.Settlement, why string) {
 	for i, raw := range r.raw {
 		k := s.Parts[i]
 		switch {
-		case k.Dropped:
+		case k.Dropped || k.Cut && r.blocks[i].Type == "resource_link":
 			content = append(content, withheld("this "+r.blocks[i].kind()))
 		case k.Cut:
-			var b map[string]json.RawMessage
-			json.Unmarshal(raw, &b)
-			b["text"] = mustJSON(k.Text + "\n[harness] the rest of this text withheld: " + why)
-			content = append(content, mustJSON(b))
+			content = append(content, r.blocks[i].withText(raw, k.Text+"\n[harness] the rest of this text withheld: "+why))
 		default:
 			content = append(content, raw)
 		}
@@ -256,6 +254,22 @@ func (r *toolResult) apply(s govern.Settlement, why string) {
 			r.fields["isError"] = json.RawMessage("true")
 		}
 	}
+}
+
+// withText is raw, the block b, with its text replaced: where the agent's
+// client reads it (an embedded resource's is in its resource).
+func (b block) withText(raw json.RawMessage, text string) json.RawMessage {
+	var fields map[string]json.RawMessage
+	json.Unmarshal(raw, &fields)
+	if b.Type == "resource" && b.Resource != nil {
+		var res map[string]json.RawMessage
+		json.Unmarshal(fields["resource"], &res)
+		res["text"] = mustJSON(text)
+		fields["resource"] = mustJSON(res)
+	} else {
+		fields["text"] = mustJSON(text)
+	}
+	return mustJSON(fields)
 }
 
 func (b block) kind() string {
@@ -285,7 +299,9 @@ const noteMeta = "agentharness/notes"
 func addNote(fields map[string]json.RawMessage, text string) {
 	meta := map[string]json.RawMessage{}
 	if m, ok := fields["_meta"]; ok {
-		json.Unmarshal(m, &meta)
+		if json.Unmarshal(m, &meta) != nil || meta == nil { // not an object, or null
+			meta = map[string]json.RawMessage{}
+		}
 	}
 	var notes []string
 	json.Unmarshal(meta[noteMeta], &notes)
@@ -391,13 +407,10 @@ func (r *promptResult) apply(s govern.Settlement, why string) {
 	for i, m := range r.messages {
 		k := s.Parts[i+1]
 		switch {
-		case k.Dropped:
+		case k.Dropped || k.Cut && r.blocks[i].Type == "resource_link":
 			m["content"] = mustJSON(map[string]string{"type": "text", "text": "[harness] this message's " + r.blocks[i].kind() + " withheld: " + why})
 		case k.Cut:
-			var b map[string]json.RawMessage
-			json.Unmarshal(m["content"], &b)
-			b["text"] = mustJSON(k.Text + "\n[harness] the rest of this message withheld: " + why)
-			m["content"] = mustJSON(b)
+			m["content"] = r.blocks[i].withText(m["content"], k.Text+"\n[harness] the rest of this message withheld: "+why)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/agentharness/harness/contract"
@@ -129,7 +130,31 @@ func uriParams(method string, params json.RawMessage) (string, json.RawMessage, 
 	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
 		return "", nil, &rpcError{Code: codeInvalidParams, Message: method + ": want a uri"}
 	}
+	if climbs(p.URI) {
+		return "", nil, climbing(method)
+	}
 	return p.URI, p.Meta, nil
+}
+
+// climbs reports whether a URI has a dot segment ("." or "..", as it is
+// or percent-encoded): it may name another resource than the policy is
+// asked about ("resource:file:///repo/*" allows file:///repo/../x).
+func climbs(uri string) bool {
+	uri, _, _ = strings.Cut(uri, "#")
+	uri, _, _ = strings.Cut(uri, "?")
+	if decoded, err := url.PathUnescape(uri); err == nil {
+		uri = decoded
+	}
+	for _, seg := range strings.FieldsFunc(uri, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+func climbing(method string) *rpcError {
+	return &rpcError{Code: codeInvalidParams, Message: method + ": [harness] a URI with . or .. segments is not passed on: give the resource's own URI"}
 }
 
 // readResource governs a read of a resource as a call of the tool
@@ -262,6 +287,9 @@ func (s *session) complete(ctx context.Context, params json.RawMessage) (json.Ra
 		u, name, policy = rt.up, PromptPrefix+rt.name, PromptPrefix+ref.Name
 		p["ref"] = mustJSON(map[string]string{"type": ref.Type, "name": rt.name})
 	case "ref/resource":
+		if climbs(ref.URI) {
+			return nil, climbing("completion/complete")
+		}
 		up, uri, ok := s.resourceRoute(ref.URI)
 		if !ok {
 			return nil, &rpcError{Code: codeInvalidParams, Message: "unknown resource: " + ref.URI}

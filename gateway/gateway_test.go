@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentharness/harness/contract"
 )
 
 // What the gateway declares is what its upstream declared, with tools and
@@ -443,5 +445,100 @@ func TestCancellationReachesTheUpstream(t *testing.T) {
 	c.mu.Unlock()
 	if !still {
 		t.Error("the cancelled call was answered")
+	}
+}
+
+// A call its role asks for runs only when the person at the agent's
+// client accepts the gateway's elicitation, and then counts as any call;
+// declined, dismissed, unanswerable or not asked (a client without form
+// elicitation) it does not run and takes no shell slot; once the budget
+// denies the call, nobody is asked.
+func TestAskIsAnElicitation(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		caps   map[string]any
+		answer func(m *message) (any, *rpcError)
+		runs   bool
+		says   string // in the refusal's text
+	}{
+		{"accepted", map[string]any{"elicitation": map[string]any{}}, answerElicitation("accept"), true, ""},
+		{"accepted, form mode declared", map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}, answerElicitation("accept"), true, ""},
+		{"declined", map[string]any{"elicitation": map[string]any{}}, answerElicitation("decline"), false, "The person declined the call."},
+		{"dismissed", map[string]any{"elicitation": map[string]any{}}, answerElicitation("cancel"), false, "did not approve the call (cancel)"},
+		{"an answer that is no elicitation result", map[string]any{"elicitation": map[string]any{}},
+			func(*message) (any, *rpcError) { return []string{"accept"}, nil }, false, "not an elicitation result"},
+		{"an error for an answer", map[string]any{"elicitation": map[string]any{}},
+			func(*message) (any, *rpcError) { return nil, &rpcError{Code: -32000, Message: "no person here"} }, false, "could not be asked (no person here)"},
+		{"no elicitation", nil, nil, false, "cannot ask a person"},
+		{"URL elicitation only", map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}, nil, false, "cannot ask a person"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, nil)
+			id := Identity{Agent: "tester", Session: "ask", StartRole: "careful"}
+			c := f.stdio(t, id)
+			var asked []*message
+			var mu sync.Mutex
+			c.answer = func(m *message) (any, *rpcError) {
+				mu.Lock()
+				asked = append(asked, m)
+				mu.Unlock()
+				if tt.answer == nil {
+					t.Errorf("a client that cannot answer was asked %s", m.Method)
+					return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+				}
+				return tt.answer(m)
+			}
+			c.initialize(tt.caps)
+			m := c.call("tools/call", tool("ctx_shell", map[string]string{"command": "make deploy"}))
+			text, isError := toolText(t, m)
+			shell := f.usage(t, key(id)).Shell
+			if tt.runs {
+				if isError || text != "ran: make deploy\n" || shell != 1 {
+					t.Fatalf("approved: %v %q, %d shell calls counted", isError, text, shell)
+				}
+				mu.Lock()
+				if len(asked) != 1 || asked[0].Method != "elicitation/create" ||
+					!strings.Contains(string(asked[0].Params), `make deploy`) || !strings.Contains(string(asked[0].Params), "needs a person's approval") {
+					t.Errorf("the question: %v", asked)
+				}
+				mu.Unlock()
+				// The role's one shell call is spent: the next is denied
+				// by the budget, and nobody is asked.
+				text, isError = toolText(t, c.call("tools/call", tool("ctx_shell", map[string]string{"command": "make deploy"})))
+				mu.Lock()
+				n := len(asked)
+				mu.Unlock()
+				if !isError || !strings.Contains(text, "budget_exhausted") || n != 1 {
+					t.Errorf("past the budget: %v %q, asked %d times", isError, text, n)
+				}
+				return
+			}
+			if !isError || !strings.Contains(text, "approval_required") || !strings.Contains(text, tt.says) || shell != 0 {
+				t.Errorf("not approved: %v %q, %d shell calls counted", isError, text, shell)
+			}
+			var meta struct {
+				Meta map[string]contract.Decision `json:"_meta"`
+			}
+			json.Unmarshal(m.Result, &meta)
+			if d := meta.Meta[DecisionMeta]; d.Decision != contract.Ask || d.Allowed {
+				t.Errorf("the decision in _meta: %+v", d)
+			}
+			// A tool the role does not ask for is not asked about.
+			if text, isError := toolText(t, c.call("tools/call", tool("ctx_read", map[string]any{"bytes": 10}))); isError {
+				t.Errorf("ctx_read: %q", text)
+			}
+		})
+	}
+}
+
+// answerElicitation answers an elicitation with action.
+func answerElicitation(action string) func(m *message) (any, *rpcError) {
+	return func(m *message) (any, *rpcError) {
+		if m.Method != "elicitation/create" {
+			return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+		}
+		return map[string]any{"action": action}, nil
 	}
 }

@@ -31,6 +31,10 @@ import (
 var upstreamBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv("GATEWAY_RAW_UPSTREAM") == "1" { // this binary as the attack tests' raw upstream
+		rawUpstream(os.Stdin, os.Stdout)
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "gateway-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -52,6 +56,7 @@ var testRoles = map[string]string{
 	"tiny.toml":    "[role]\ninherits = \"coder\"\n\n[limits]\nmax_context_tokens = 100\n",
 	"noimage.toml": "[role]\ninherits = \"coder\"\n\n[tools]\ndenied = [\"resource:test://static-binary\", \"prompt:test_prompt_with_image\"]\n",
 	"shell1.toml":  "[role]\ninherits = \"coder\"\n\n[limits]\nmax_shell_invocations = 1\n",
+	"careful.toml": "[role]\ninherits = \"coder\"\n\n[tools]\nask = [\"ctx_shell\"]\n\n[limits]\nmax_shell_invocations = 1\n",
 }
 
 // fixture is a gateway, its governor and its ledger.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -250,7 +251,10 @@ func (h *httpServer) authenticate(r *http.Request) (Identity, int, bool, bool) {
 	return Identity{}, 0, false, false
 }
 
-// readBody reads a request's body within its size and time.
+// readBody reads a request's body within its size and time. A body
+// that could not be read keeps its deadline and ends its connection
+// after the answer: the server would otherwise read on for the rest of
+// it (to keep the connection), without a deadline.
 func (h *httpServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(h.o.BodyTimeout))
@@ -466,7 +470,7 @@ func (h *httpServer) get(w http.ResponseWriter, r *http.Request, owner int) {
 	if !ok {
 		return
 	}
-	stream := &eventStream{w: w, rc: http.NewResponseController(w), ended: make(chan struct{})}
+	stream := &eventStream{w: w, rc: http.NewResponseController(w), ended: make(chan struct{}), queue: make(chan []byte, streamQueue)}
 	hs.mu.Lock()
 	switch {
 	case hs.ended:
@@ -485,11 +489,7 @@ func (h *httpServer) get(w http.ResponseWriter, r *http.Request, owner int) {
 	w.WriteHeader(http.StatusOK)
 	stream.rc.Flush()
 	hs.s.setPeer(stream)
-	select {
-	case <-r.Context().Done():
-	case <-stream.ended:
-	case <-hs.s.done:
-	}
+	stream.write(r.Context(), hs.s.done)
 	stream.end()
 	hs.s.dropPeer(stream)
 	hs.mu.Lock()
@@ -500,15 +500,26 @@ func (h *httpServer) get(w http.ResponseWriter, r *http.Request, owner int) {
 	hs.mu.Unlock()
 }
 
-// eventStream writes messages as server-sent events.
+// eventStream writes messages as server-sent events. Its GET's handler
+// writes them, so that a client that does not read its stream holds up
+// nobody who sends on it (the harness's events of every session go out
+// one at a time): past streamQueue messages not yet written, or a write
+// that takes longer than streamWriteTimeout, the stream ends.
 type eventStream struct {
 	mu    sync.Mutex
 	w     http.ResponseWriter
 	rc    *http.ResponseController
 	n     int
+	queue chan []byte
 	ended chan struct{}
 	gone  bool
 }
+
+// The bounds of a client that does not keep up with its stream.
+const (
+	streamQueue        = 256
+	streamWriteTimeout = 30 * time.Second
+)
 
 func (e *eventStream) send(msg []byte) error {
 	e.mu.Lock()
@@ -516,15 +527,39 @@ func (e *eventStream) send(msg []byte) error {
 	if e.gone {
 		return errors.New("the stream is closed")
 	}
-	e.n++
-	_, err := fmt.Fprintf(e.w, "id: %d\nevent: message\ndata: %s\n\n", e.n, msg)
-	if err == nil {
-		err = e.rc.Flush()
-	}
-	if err != nil {
+	select {
+	case e.queue <- msg:
+		return nil
+	default:
 		e.gone = true
+		close(e.ended)
+		return errors.New("the stream's client does not keep up: the stream is closed")
 	}
-	return err
+}
+
+// write writes the queued messages until the stream ends, its request is
+// done or the session ends.
+func (e *eventStream) write(ctx context.Context, sessionDone <-chan struct{}) {
+	for {
+		select {
+		case msg := <-e.queue:
+			e.n++
+			e.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+			_, err := fmt.Fprintf(e.w, "id: %d\nevent: message\ndata: %s\n\n", e.n, msg)
+			if err == nil {
+				err = e.rc.Flush()
+			}
+			if err != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		case <-e.ended:
+			return
+		case <-sessionDone:
+			return
+		}
+	}
 }
 
 // end closes the stream: nothing more is written on it.
@@ -533,10 +568,6 @@ func (e *eventStream) end() {
 	defer e.mu.Unlock()
 	if !e.gone {
 		e.gone = true
-	}
-	select {
-	case <-e.ended:
-	default:
 		close(e.ended)
 	}
 }

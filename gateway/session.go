@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +31,10 @@ type session struct {
 	g    *Gateway
 	id   Identity
 	done chan struct{}
+	// hungUp is closed once the agent's client can answer no request of
+	// the gateway's (it closed the gateway's stdin).
+	hungUp     chan struct{}
+	hangUpOnce sync.Once
 
 	mu        sync.Mutex
 	out       peer
@@ -63,7 +69,7 @@ type inflight struct {
 }
 
 func newSession(g *Gateway, id Identity, out peer) *session {
-	return &session{g: g, id: id, out: out, done: make(chan struct{}), ready: make(chan struct{}),
+	return &session{g: g, id: id, out: out, done: make(chan struct{}), hungUp: make(chan struct{}), ready: make(chan struct{}),
 		inflight: map[string]*inflight{}, relays: map[string]chan *message{}, lastSeen: time.Now()}
 }
 
@@ -94,12 +100,15 @@ func (s *session) send(msg []byte) {
 }
 
 // start connects the session's upstreams, once, waiting for their first
-// attempts (an upstream that cannot start is reported and retried).
+// attempts (an upstream that cannot start is reported and retried). A
+// session that has ended starts none: nobody would stop them.
 func (s *session) start(ctx context.Context) {
 	s.startOnce.Do(func() {
 		s.mu.Lock()
 		for _, c := range s.g.o.Upstreams {
-			s.ups = append(s.ups, newUpstream(c, s))
+			if !s.closed {
+				s.ups = append(s.ups, newUpstream(c, s))
+			}
 		}
 		ups := slices.Clone(s.ups)
 		s.mu.Unlock()
@@ -141,6 +150,9 @@ func (s *session) close() {
 		u.close()
 	}
 }
+
+// hangUp notes that the agent's client answers nothing more.
+func (s *session) hangUp() { s.hangUpOnce.Do(func() { close(s.hungUp) }) }
 
 // touch notes that the session was used now.
 func (s *session) touch() {
@@ -353,7 +365,7 @@ func (s *session) fromUpstream(u *upstream, method string, params json.RawMessag
 	switch method {
 	case "notifications/resources/updated":
 		var p map[string]json.RawMessage
-		if json.Unmarshal(params, &p) == nil {
+		if json.Unmarshal(params, &p) == nil && p != nil {
 			var uri string
 			json.Unmarshal(p["uri"], &uri)
 			p["uri"] = mustJSON(s.g.exposeURI(u, uri))
@@ -418,7 +430,55 @@ func (s *session) relay(ctx context.Context, u *upstream, method string, params 
 	if rerr == nil && method == "sampling/createMessage" {
 		s.chargeSampling(ctx, params, result)
 	}
+	if rerr == nil && method == "roots/list" {
+		result = s.projectRoots(result)
+	}
 	return result, rerr
+}
+
+// projectRoots keeps of the roots the agent's client answered those
+// within the project (when the gateway has one): an upstream may take its
+// roots as the directories it may touch, over those it was started with,
+// and what the agent's client says is the agent's.
+func (s *session) projectRoots(result json.RawMessage) json.RawMessage {
+	project := s.g.o.Governor.Project()
+	if project == "" {
+		return result
+	}
+	var r map[string]json.RawMessage
+	var roots []json.RawMessage
+	if json.Unmarshal(result, &r) != nil || r == nil || json.Unmarshal(r["roots"], &roots) != nil {
+		return json.RawMessage(`{"roots":[]}`)
+	}
+	kept := []json.RawMessage{}
+	for _, raw := range roots {
+		var root struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(raw, &root) == nil && within(root.URI, project) {
+			kept = append(kept, raw)
+		}
+	}
+	r["roots"] = mustJSON(kept)
+	return mustJSON(r)
+}
+
+// within reports whether a file URI names the directory dir or one below
+// it, its links followed.
+func within(uri, dir string) bool {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" || u.Host != "" && u.Host != "localhost" || climbs(uri) {
+		return false
+	}
+	path, err := filepath.EvalSymlinks(u.Path)
+	if err != nil {
+		return false
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // ask sends the agent a request and waits for its answer: on the stream
@@ -457,6 +517,8 @@ func (s *session) ask(ctx context.Context, about *inflight, method string, param
 		return nil, &rpcError{Code: codeInternal, Message: "the request was cancelled"}
 	case <-s.done:
 		return nil, &rpcError{Code: codeInternal, Message: "the agent's session ended"}
+	case <-s.hungUp:
+		return nil, &rpcError{Code: codeInternal, Message: "the agent's client hung up"}
 	}
 }
 

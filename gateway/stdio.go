@@ -70,7 +70,8 @@ func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out
 			return ctx.Err()
 		case err := <-readErr:
 			if errors.Is(err, io.EOF) {
-				wg.Wait() // the client is done sending: its requests are answered, then the session ends
+				s.hangUp() // it answers no request of an upstream's any more
+				wg.Wait()  // the client is done sending: its requests are answered, then the session ends
 				return nil
 			}
 			return err

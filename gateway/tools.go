@@ -285,6 +285,81 @@ type charged interface {
 	encode() json.RawMessage
 }
 
+// ApprovedByElicitation is who approved a call decided ask that the
+// gateway let run (the decision log's custom.approved_by): the person at
+// the agent's client, asked by an MCP elicitation. The client is the
+// agent's: an ask through the gateway is as strong as the client that
+// shows it to a person.
+const ApprovedByElicitation = "elicitation"
+
+// askApproval asks the person at the agent's client, by an elicitation,
+// to approve the call d decided ask. It reports whether they accepted,
+// and if not, why the call does not run: the client cannot ask (it
+// declared no form elicitation), the person declined or dismissed it, or
+// the question could not be put.
+func (s *session) askApproval(ctx context.Context, c governedCall, d contract.Decision) (bool, string) {
+	if !s.canElicitForm() {
+		return false, "The agent's client cannot ask a person (it declared no elicitation capability), so the call does not run."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "The agent harness asks your approval. Agent %q (role %s) wants to %s %s", contract.Printable(s.id.Agent), d.Role, c.what(), d.Tool)
+	if len(c.arguments) > 0 && string(c.arguments) != "null" && string(c.arguments) != "{}" {
+		fmt.Fprintf(&b, " with arguments %s", clip(string(c.arguments), 2000))
+	}
+	b.WriteString(".")
+	for _, r := range d.Reasons {
+		fmt.Fprintf(&b, " %s.", r.Message)
+	}
+	if len(d.Warnings) > 0 {
+		for _, w := range d.Warnings {
+			fmt.Fprintf(&b, " Warning: %s.", w.Message)
+		}
+	}
+	b.WriteString(" Accept to let it run; decline to refuse it.")
+	params := mustJSON(map[string]any{
+		"message":         b.String(),
+		"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}},
+	})
+	result, rerr := s.ask(ctx, inflightOf(ctx), "elicitation/create", params)
+	if rerr != nil {
+		return false, fmt.Sprintf("No person's approval: the question could not be asked (%s), so the call does not run.", rerr.Message)
+	}
+	var answer struct {
+		Action string `json:"action"`
+	}
+	if json.Unmarshal(result, &answer) != nil {
+		return false, "No person's approval: the client's answer was not an elicitation result, so the call does not run."
+	}
+	switch answer.Action {
+	case "accept":
+		return true, ""
+	case "decline":
+		return false, "The person declined the call."
+	default:
+		return false, fmt.Sprintf("The person did not approve the call (%s).", contract.Printable(answer.Action))
+	}
+}
+
+// canElicitForm reports whether the agent's client declared elicitation in
+// form mode: elicitation {} (form, as the protocol's first version had it)
+// or with form in it; a client of URL elicitations only cannot answer a
+// question of the harness.
+func (s *session) canElicitForm() bool {
+	s.mu.Lock()
+	raw, ok := s.client.caps["elicitation"]
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	var modes map[string]json.RawMessage
+	if json.Unmarshal(raw, &modes) != nil {
+		return false
+	}
+	_, form := modes["form"]
+	_, url := modes["url"]
+	return form || !url
+}
+
 // fail is how a governed request says it was not answered: over a tool
 // call a tool error (text for the agent, the decision in _meta); over a
 // resource read or a prompt get, which have no error results, a JSON-RPC
@@ -311,13 +386,29 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		return nil, &rpcError{Code: codeInvalidParams, Message: "arguments: " + err.Error()}
 	}
 	k := s.id.key()
-	o, err := g.Decide(ctx, govern.Call{Session: k, Tool: c.tool, Upstream: c.up.cfg.Name, UpstreamTool: c.upstreamName,
-		Arguments: args, Role: s.id.StartRole, Reserve: true, Background: true, Client: s.clientName()})
+	call := govern.Call{Session: k, Tool: c.tool, Upstream: c.up.cfg.Name, UpstreamTool: c.upstreamName,
+		Arguments: args, Role: s.id.StartRole, Reserve: true, Background: true, Client: s.clientName()}
+	o, err := g.Decide(ctx, call)
 	if err != nil {
 		return c.fail(codeInternal, fmt.Sprintf("[harness] the %s was not made: the harness could not decide it (%v)", c.what(), err), nil)
 	}
 	defer o.Wait() // the decision's log entry and events are written before the answer goes back
 	d := o.Decision
+	if !o.Allowed && d.Decision == contract.Ask {
+		// A person approves the call, or it does not run.
+		approved, why := s.askApproval(ctx, c, d)
+		if !approved {
+			return c.fail(CodeDenied, refusalText(d, c.verb)+"\n[harness] "+why, &d)
+		}
+		// Decided again, now approved: the counters may have moved while
+		// the person thought, and the shell slot is taken only now.
+		call.Approved = ApprovedByElicitation
+		if o, err = g.Decide(ctx, call); err != nil {
+			return c.fail(codeInternal, fmt.Sprintf("[harness] the %s was not made: the harness could not decide it (%v)", c.what(), err), nil)
+		}
+		defer o.Wait()
+		d = o.Decision
+	}
 	if !o.Allowed {
 		return c.fail(CodeDenied, refusalText(d, c.verb), &d)
 	}
@@ -325,9 +416,16 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	resp, err := c.up.call(ctx, c.method, c.params)
 	if err != nil {
 		var ns notSent
-		if errors.As(err, &ns) && o.Reserved {
+		switch {
+		case errors.As(err, &ns) && o.Reserved:
 			if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k); rerr != nil {
 				s.g.o.Logf("giving back the shell slot of %s: %v", c.tool, rerr)
+			}
+		case !errors.As(err, &ns):
+			// Sent, and cancelled or lost on the way back: the upstream
+			// had the arguments, whose cost is the call's.
+			if _, serr := g.Settle(context.WithoutCancel(ctx), govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments)}); serr != nil {
+				s.g.o.Logf("charging the arguments of %s: %v", c.tool, serr)
 			}
 		}
 		if errors.Is(err, ErrUpstreamDown) {

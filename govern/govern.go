@@ -205,6 +205,18 @@ type Call struct {
 	// Reserve takes the shell slot of an allowed shell call: the call is
 	// going to run. Without it the decision is only a question.
 	Reserve bool
+	// ReserveOnAsk takes the shell slot of a shell call decided ask too:
+	// the transport lets the call run once a person approves it, without
+	// asking the harness again (Claude Code's own ask), so the slot is
+	// taken with the decision, or an approved call would not be counted.
+	// A declined call's slot stays spent: counting one call too many is
+	// the side to err on.
+	ReserveOnAsk bool
+	// Approved says who approved the call, "" for nobody: a person asked
+	// for the approval an ask waits for (the gateway, by an elicitation of
+	// the agent's client). It lets a call decided ask run, and nothing
+	// else: the decision stays the policy's, a deny stays a deny.
+	Approved string
 	// Background writes the decision's log entry and events while the
 	// caller goes on (the gateway overlaps them with the upstream call):
 	// Outcome.Wait waits for them. Without it they are written before
@@ -222,6 +234,9 @@ type Outcome struct {
 	Allowed bool
 	// Shadowed is true when shadow mode let through a call the policy denied.
 	Shadowed bool
+	// Approved is true when the call was decided ask and runs because
+	// Call.Approved says who approved it.
+	Approved bool
 	// Reserved is true when a shell slot was taken for the call.
 	Reserved bool
 	// Counters are the session's counters after the reservation.
@@ -399,11 +414,15 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 			return Outcome{Decision: d}, err
 		}
 		o := Outcome{Decision: d, Allowed: d.Allowed, Counters: cur}
-		if !d.Allowed && g.shadow {
+		if d.Decision == contract.Ask && call.Approved != "" {
+			o.Allowed, o.Approved = true, true
+		}
+		if !o.Allowed && g.shadow {
 			o.Allowed, o.Shadowed = true, true
 		}
+		asked := d.Decision == contract.Ask && call.ReserveOnAsk && !o.Allowed
 		switch {
-		case !call.Reserve || !d.ShellTool || !o.Allowed:
+		case !call.Reserve || !d.ShellTool || !o.Allowed && !asked:
 		case o.Shadowed: // the call runs although the policy refused it: count it
 			o.Counters, err = g.store.AddShell(ctx, call.Session, period)
 			if err != nil {

@@ -46,6 +46,16 @@ func engine(t testing.TB) *policy.Engine {
 // relaxed gives e a deadline far beyond the default: many goroutines
 // decide at once on a busy machine, and a decision may wait for a core
 // longer than 250 ms, which is not what these tests are about.
+// engineOf is an engine (relaxed) of the built-ins and roles, name → TOML.
+func engineOf(t testing.TB, roles map[string]string) *policy.Engine {
+	t.Helper()
+	e, err := policy.New(context.Background(), compiler.Compile(testroles.Set(t, roles), compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return relaxed(e)
+}
+
 func relaxed(e *policy.Engine) *policy.Engine {
 	e.SetBounds(policy.Bounds{Timeout: time.Minute})
 	return e
@@ -438,11 +448,7 @@ func TestFindAndSessions(t *testing.T) {
 func TestAskIsNotAllowed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	set := testroles.Set(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\n"})
-	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := engineOf(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\n"})
 	for _, shadow := range []bool{false, true} {
 		t.Run(fmt.Sprint("shadow=", shadow), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "decisions.jsonl")
@@ -452,7 +458,7 @@ func TestAskIsNotAllowed(t *testing.T) {
 			}
 			rec := &recorder{}
 			s := budget.NewMemory()
-			g := New(Options{Rules: Rules{Engine: relaxed(e)}, Store: s, Sinks: []events.Sink{rec}, Decisions: log, Shadow: shadow})
+			g := New(Options{Rules: Rules{Engine: e}, Store: s, Sinks: []events.Sink{rec}, Decisions: log, Shadow: shadow})
 			k := budget.Key{Session: "s", Agent: "a"}
 			o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "careful", Reserve: true})
 			if err != nil {
@@ -478,6 +484,48 @@ func TestAskIsNotAllowed(t *testing.T) {
 				t.Errorf("shell slots taken: %d, want %d", c.Shell, slots)
 			}
 		})
+	}
+}
+
+// A call decided "ask" that a person approved (Call.Approved) runs: it
+// takes its shell slot, is logged with the decision the policy made and
+// who approved it, and is no ApprovalRequested event; the approval lets
+// an ask run and nothing else (a denied call stays denied).
+func TestApprovedAskRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := engineOf(t, map[string]string{"careful": "[role]\ninherits = \"coder\"\n[tools]\nask = [\"ctx_shell\"]\ndenied = [\"ctx_edit\"]\n"})
+	path := filepath.Join(t.TempDir(), "decisions.jsonl")
+	log, err := events.OpenDecisionLog(path, events.DecisionLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	s := budget.NewMemory()
+	g := New(Options{Rules: Rules{Engine: e}, Store: s, Sinks: []events.Sink{rec}, Decisions: log})
+	k := budget.Key{Session: "s", Agent: "a"}
+	o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Role: "careful", Reserve: true, Approved: "elicitation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Decision.Decision != contract.Ask || o.Decision.Allowed || !o.Allowed || !o.Approved || !o.Reserved {
+		t.Errorf("approved: %+v", o)
+	}
+	if n := len(rec.of(events.ApprovalRequested)) + len(rec.of(events.PolicyViolation)); n != 0 {
+		t.Errorf("events of an approved call: %+v", rec.events)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), `"approved_by":"elicitation"`) || !strings.Contains(string(b), `"decision":"ask"`) {
+		t.Errorf("decision log: %s", b)
+	}
+	if c, _ := s.Get(ctx, k, ""); c.Shell != 1 {
+		t.Errorf("shell slots taken: %d, want 1", c.Shell)
+	}
+	for _, tool := range []string{"ctx_edit"} {
+		o, err := g.Decide(ctx, Call{Session: k, Tool: tool, Role: "careful", Reserve: true, Approved: "elicitation"})
+		if err != nil || o.Allowed || o.Approved || o.Decision.Decision != contract.Deny {
+			t.Errorf("an approval of a denied %s: %+v, %v", tool, o, err)
+		}
 	}
 }
 

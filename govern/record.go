@@ -85,8 +85,8 @@ func (g *Governor) recordDecision(o Outcome, r *Rules, at time.Time, in contract
 	d := o.Decision
 	red := g.redact(seen(in, d.ShellPolicy))
 	g.logEntry(entry{id: o.DecisionID, at: at, path: "harness/decision", elapsed: elapsed, revision: r.Engine.Revision(),
-		client: call.Client, custom: events.Custom{Shadow: g.shadow, CostSource: costSource}}, red, d)
-	if !d.Allowed {
+		client: call.Client, custom: events.Custom{Shadow: g.shadow, CostSource: costSource, ApprovedBy: approvedBy(o, call)}}, red, d)
+	if !d.Allowed && !o.Approved {
 		typ := events.PolicyViolation
 		if d.Decision == contract.Ask {
 			typ = events.ApprovalRequested
@@ -98,6 +98,14 @@ func (g *Governor) recordDecision(o Outcome, r *Rules, at time.Time, in contract
 		})
 	}
 	return red
+}
+
+// approvedBy is who approved a call decided ask that runs, "" otherwise.
+func approvedBy(o Outcome, call Call) string {
+	if o.Approved {
+		return call.Approved
+	}
+	return ""
 }
 
 // oneLine is reasons as one line: "code: message; …" (with the rule that

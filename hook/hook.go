@@ -156,7 +156,9 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 	// Where Claude Code records the model's usage: its cost is charged
 	// from there (govern.Call.Transcript).
 	transcriptPath := p.Get("transcript_path").String()
-	call := govern.Call{Session: k, Tool: h.mapTool(tool), Reserve: true, Transcript: transcriptPath}
+	// Claude Code runs a call it asked the person about without asking
+	// again: its shell slot is taken with the ask.
+	call := govern.Call{Session: k, Tool: h.mapTool(tool), Reserve: true, ReserveOnAsk: true, Transcript: transcriptPath}
 	call.Upstream, call.UpstreamTool = Origin(tool)
 	input := p.Get("tool_input")
 	switch event {

@@ -38,6 +38,15 @@ func newWorld(t *testing.T) world {
 	t.Helper()
 	w := world{home: t.TempDir(), project: t.TempDir()}
 	w.role(t, "[role]\ninherits = \"coder\"\n")
+	// A busy machine's decisions are not what these tests are about: the
+	// policy's own deadline is a minute, not a second.
+	path := filepath.Join(w.home, ".lean-ctx", "harness.toml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("[policy]\ntimeout = \"1m\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return w
 }
 

@@ -876,6 +876,14 @@ func TestHookAsk(t *testing.T) {
 			if code != 0 || a.PermissionDecision != tt.decision || !strings.HasPrefix(a.PermissionDecisionReason, tt.reason) {
 				t.Errorf("%s (binary %v): exit %d %+v %s", tt.payload, binary, code, a, errOut)
 			}
+			// Claude Code runs an approved call without asking again: an
+			// asked shell call has its slot already.
+			if tt.decision == "ask" {
+				status, _, _ := harnessIn(t, home, nil, "budget", "--session", session, "--agent", "claude-code", "--project", project)
+				if !strings.Contains(status, "| shell 1/") {
+					t.Errorf("%s (binary %v): the asked shell call was not counted: %s", tt.payload, binary, status)
+				}
+			}
 		}
 	}
 	// The ask is logged with its decision, and is an ApprovalRequested event.
