@@ -1,7 +1,7 @@
 # Agent Harness: build, install, test, benchmark and lint.
 #
-#   make build   bin/harness
-#   make install the harness into $(PREFIX)/bin (PREFIX=~/.local by default)
+#   make build   bin/harness and bin/harness-hook (the small hook binary)
+#   make install both into $(PREFIX)/bin (PREFIX=~/.local by default)
 #   make test    the whole test suite (builds the opa CLI first if needed)
 #   make bench   the benchmarks, with allocations
 #   make bench-compare  one decision, the harness's against cedar-go deciding
@@ -20,32 +20,39 @@ OPA_VERSION ?= v1.22.3
 BIN         := $(CURDIR)/bin
 OPA         := $(BIN)/opa
 HARNESS     := $(BIN)/harness
+HARNESS_HOOK := $(BIN)/harness-hook
 FUZZTIME    ?= 30s
 BENCHTIME   ?= 1s
 # make install puts the harness in $(PREFIX)/bin: ~/.local/bin, which needs
 # no root (make install PREFIX=/usr/local for every user).
 PREFIX      ?= $(HOME)/.local
 DURABILITY_RUNS ?= 200
+# make bench-hook runs the hook's benchmark HOOK_RUNS times.
+HOOK_RUNS   ?= 5
 
 export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build install tools redis npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook bench-compare lint fuzz clean
+.PHONY: all build install tools redis chromium npm conformance-npm test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook bench-compare lint fuzz clean
 
 all: build
 
+# The small hook binary goes beside the harness: it runs that harness, and
+# hook install references it when it is there.
 build:
 	go build -o $(HARNESS) ./cmd/harness
+	go build -o $(HARNESS_HOOK) ./cmd/harness-hook
 
 install:
-	GOBIN=$(PREFIX)/bin go install ./cmd/harness
-	@echo "installed $(PREFIX)/bin/harness"
+	GOBIN=$(PREFIX)/bin go install ./cmd/harness ./cmd/harness-hook
+	@echo "installed $(PREFIX)/bin/harness and $(PREFIX)/bin/harness-hook"
 
-# The real opa CLI, built from the Go module proxy at the pinned version, and
+# The real opa CLI, built from the Go module proxy at the pinned version,
 # redis-server (Debian's package) for the ledger's Redis tests, which start
-# their own server on a free loopback port.
-tools: $(OPA) redis npm
+# their own server on a free loopback port, and Chromium (Debian's package)
+# for the tests that open the HTML report and the live view in a browser.
+tools: $(OPA) redis chromium npm
 
 # The official MCP TypeScript SDK, for the end-to-end tests (pinned in
 # e2e/package-lock.json).
@@ -76,12 +83,26 @@ redis:
 		exit 1; \
 	fi
 
+# The browser tests use $$HARNESS_CHROMIUM when it is set, else chromium on
+# PATH; only when neither is there, and as root with apt-get, is it
+# installed from Debian's packages. Without it those tests fail.
+chromium:
+	@if [ -n "$$HARNESS_CHROMIUM" ] || command -v chromium >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium from Debian's packages"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "the browser tests need Chromium: install it (apt install chromium)," >&2; \
+		echo "or set HARNESS_CHROMIUM to a Chromium or Chrome binary" >&2; \
+		exit 1; \
+	fi
+
 $(OPA):
 	GOBIN=$(BIN) go install github.com/open-policy-agent/opa@$(OPA_VERSION)
 
 test: go-test opa-test e2e
 
-go-test: $(OPA) redis
+go-test: $(OPA) redis chromium
 	go vet ./...
 	go test -race -count=1 -timeout 30m ./...
 
@@ -133,7 +154,7 @@ chaos: redis
 	SOAK_OUT=$(BIN)/soak go test -tags soak -count=1 -timeout 20m -run '^TestChaos$$' -v ./internal/soak
 
 bench: $(OPA) redis
-	go test -run '^$$' -bench . -skip 'GatewayLatency|HookCall' -benchmem -benchtime $(BENCHTIME) ./...
+	go test -run '^$$' -bench . -skip 'GatewayLatency|HookCall|HookStart' -benchmem -benchtime $(BENCHTIME) ./...
 	$(MAKE) bench-gateway bench-hook
 
 # One decision of the harness (evaluated, and from its decision cache)
@@ -151,9 +172,14 @@ bench-compare:
 bench-gateway:
 	go test -run '^$$' -bench GatewayLatency -benchtime 2000x ./cmd/harness
 
-# One hook call as Claude Code makes it (a new process each time), with the
-# hook daemon, without it, and the opa CLI deciding the same call.
+# One hook call as Claude Code makes it (a new process each time): from the
+# process's start to its answer with the hook daemon up, the small hook
+# binary and harness hook claude-code against a trivial Go binary that reads
+# stdin and dials a unix socket, in turn within each iteration, HOOK_RUNS
+# runs (p50 and p99 of each, and the ratios to the floor); then the harness
+# with the daemon, without it, and the opa CLI deciding the same call.
 bench-hook: $(OPA)
+	go test -run '^$$' -bench HookStart -benchtime 200x -count $(HOOK_RUNS) ./cmd/harness
 	go test -run '^$$' -bench HookCall -benchtime 200x ./cmd/harness
 
 lint: $(OPA)

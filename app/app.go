@@ -28,6 +28,7 @@ import (
 	"github.com/agentharness/harness/custom"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/internal/strict"
+	"github.com/agentharness/harness/metrics"
 	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
@@ -64,6 +65,10 @@ type Params struct {
 	// StartRole is a role the caller will start new sessions in (serve
 	// --role), checked to exist like the configuration's.
 	StartRole string
+	// Metrics, if set, hears this load's decisions, charges, ledger
+	// operations and events (Open wires them), and learns the names of
+	// its roles, tools and agents as label values.
+	Metrics *metrics.Metrics
 }
 
 // Location is where a project's files are: what a load reads.
@@ -152,6 +157,7 @@ type Harness struct {
 	Engine *policy.Engine
 
 	gov     *govern.Governor
+	store   budget.Store // the ledger Open opened, unobserved
 	closers []func() error
 }
 
@@ -309,6 +315,9 @@ func (h *Harness) Rules() govern.Rules {
 func (h *Harness) Warnings() []string {
 	var out []string
 	for _, t := range h.Config.Tokens {
+		if t.Agent == "" { // an operator's, for the live view alone
+			continue
+		}
 		if _, ok := h.Engine.Document().AgentBudget(t.Agent); !ok {
 			out = append(out, fmt.Sprintf("gateway token of agent %s: the agent has no budget across its sessions "+
 				"([agents.%s.budget] or [agents.\"*\".budget]): each new MCP session of it starts with a full session budget", t.Agent, t.Agent))
@@ -387,6 +396,16 @@ type Summary struct {
 	TestFiles      int      `json:"test_files"`
 	Mode           string   `json:"mode"`
 	Warnings       []string `json:"warnings"`
+	// Alerts are the [[alerts]], without their URLs (some are secrets).
+	Alerts []AlertSummary `json:"alerts"`
+}
+
+// AlertSummary is one [[alerts]] as check shows it.
+type AlertSummary struct {
+	Name string `json:"name"`
+	// Events are the types it sends; empty: every type.
+	Events []string `json:"events"`
+	Format string   `json:"format"`
 }
 
 // RoleCounts are the roles of a load, in all and by source.
@@ -409,6 +428,14 @@ func (h *Harness) Summary() Summary {
 	}
 	if s.Warnings == nil {
 		s.Warnings = []string{}
+	}
+	s.Alerts = []AlertSummary{}
+	for _, a := range h.Config.Alerts {
+		format := a.Format
+		if format == "" {
+			format = "json"
+		}
+		s.Alerts = append(s.Alerts, AlertSummary{Name: a.Name, Events: append([]string{}, a.Events...), Format: format})
 	}
 	for _, r := range h.Roles.All() {
 		s.Roles.Total++

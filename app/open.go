@@ -4,15 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/version"
 
+	"github.com/agentharness/harness/alerts"
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/config"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/hook"
+	"github.com/agentharness/harness/metrics"
+	"github.com/agentharness/harness/roles"
 	"github.com/agentharness/harness/transcript"
 )
 
@@ -76,12 +83,23 @@ type OpenOptions struct {
 	Warn func(error)
 	// Sinks receive the events beside the events log (a bus).
 	Sinks []events.Sink
+	// AlertWait is how long Close waits for the alerts still queued
+	// ([[alerts]]) to be delivered (DefaultAlertWait).
+	AlertWait time.Duration
+	// Changed hears of the sessions whose counters may have changed (see
+	// govern.Options.Changed).
+	Changed func(budget.Key)
 	// ReadOnly opens the ledger for reading only (a missing SQLite file is
 	// not created) and no log: for the commands that only show what the
 	// ledger holds, which must leave it, and the state directory, as they
 	// found them.
 	ReadOnly bool
 }
+
+// DefaultAlertWait bounds the wait at Close for queued alerts: a command
+// or a hook call whose events could not reach a webhook ends at most this
+// much later.
+const DefaultAlertWait = 2 * time.Second
 
 // Open opens the ledger and the event and decision logs, and wires the
 // governor on the load's rules. Close releases them. A second Open returns
@@ -100,15 +118,24 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	if err != nil {
 		return nil, err
 	}
+	h.store = store
 	h.closers = append(h.closers, store.Close)
 	opts := govern.Options{
 		Rules: h.Rules(), Store: store, Prices: h.Config.Prices, Shadow: h.Config.Mode == config.Shadow,
-		Project: h.Project(), EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: o.Sinks, Mask: mask,
+		Project: h.Project(), EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: slices.Clone(o.Sinks), Mask: mask, Changed: o.Changed,
 		Transcripts: transcript.Open(TranscriptsDir(h.Params.Env), h.Params.Home, transcript.DefaultLimits),
 	}
 	if o.ReadOnly {
 		h.gov = govern.New(opts)
 		return h.gov, nil
+	}
+	var observer alerts.Observer
+	if m := h.Params.Metrics; m != nil {
+		h.know(m)
+		opts.Store = budget.Observed(store, m.LedgerOp)
+		opts.Observer = m
+		opts.Sinks = append(opts.Sinks, m)
+		observer = m
 	}
 	rot := events.Rotation{MaxBytes: h.Config.LogMaxBytes, MaxFiles: h.Config.LogMaxFiles}
 	if p := h.EventsPath(); p != "" {
@@ -140,8 +167,109 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 		h.closers = append(h.closers, l.Close)
 		opts.Decisions = l
 	}
+	if len(h.Config.Alerts) > 0 {
+		wait := o.AlertWait
+		if wait <= 0 {
+			wait = DefaultAlertWait
+		}
+		warn := o.Warn
+		if warn == nil {
+			warn = func(error) {}
+		}
+		s := alerts.New(alerts.Options{Alerts: h.alerts(), Observer: observer, UserAgent: "agent-harness/" + Version,
+			Logf: func(format string, args ...any) { warn(fmt.Errorf(format, args...)) }})
+		h.closers = append(h.closers, func() error { s.Close(wait); return nil })
+		opts.Sinks = append(opts.Sinks, s)
+	}
 	h.gov = govern.New(opts)
 	return h.gov, nil
+}
+
+// alerts are the configuration's [[alerts]], for the alerts' sender.
+func (h *Harness) alerts() []alerts.Alert {
+	var out []alerts.Alert
+	for _, a := range h.Config.Alerts {
+		var types []events.Type
+		for _, t := range a.Events {
+			types = append(types, events.Type(t))
+		}
+		out = append(out, alerts.Alert{Name: a.Name, URL: a.URL, Events: types, Format: a.Format, Headers: a.Headers,
+			Queue: a.Queue, Timeout: a.Timeout, RetryFor: a.RetryFor})
+	}
+	return out
+}
+
+// readyProbe is the session a readiness check reads: one no call makes
+// (Get never creates a session).
+var readyProbe = budget.Key{Session: "harness-readiness-probe"}
+
+// Ready says whether the harness can decide: Open wired its governor on a
+// policy, and the ledger answers (a read of a session that does not
+// exist), within ctx.
+func (h *Harness) Ready(ctx context.Context) error {
+	if h.gov == nil || h.store == nil || h.gov.Engine() == nil {
+		return errors.New("the policy is not loaded")
+	}
+	if _, err := h.store.Get(ctx, readyProbe, ""); err != nil {
+		return fmt.Errorf("the ledger does not answer: %w", err)
+	}
+	return nil
+}
+
+// know gives m the names of this load as label values: its roles (a
+// project's in a small set of their own); the tools of the harness's
+// vocabulary, of the configuration, of the hook's map and the exact names
+// of the tool lists of the built-in and user roles (not a project's: its
+// agent can write them); the configured agents.
+func (h *Harness) know(m *metrics.Metrics) {
+	project := map[string]bool{}
+	for _, r := range h.Roles.All() {
+		if r.Source == roles.SourceProject {
+			project[r.Name] = true
+			m.KnowProjectRoles(r.Name)
+		} else {
+			m.KnowRoles(r.Name)
+		}
+	}
+	tools := []string{contract.SessionTool}
+	tools = append(tools, h.Config.ShellTools...)
+	tools = append(tools, h.Config.ExemptTools...)
+	for _, t := range hook.DefaultTools {
+		tools = append(tools, t)
+	}
+	for _, t := range h.Config.HookTools {
+		tools = append(tools, t)
+	}
+	doc := h.Engine.Document()
+	for _, name := range slices.Sorted(maps.Keys(doc.Roles)) {
+		if project[name] {
+			continue // the agent writes these, tool names included
+		}
+		r := doc.Roles[name]
+		tools = append(tools, slices.Sorted(maps.Keys(r.Allowed.Exact))...)
+		tools = append(tools, slices.Sorted(maps.Keys(r.Denied.Exact))...)
+	}
+	m.KnowTools(tools...)
+	agents := []string{config.DefaultAgent, h.Config.DefaultAgent, hook.Agent}
+	for _, set := range []map[string]string{h.Config.AgentRoles, h.Config.AgentMaxRoles} {
+		agents = append(agents, slices.Sorted(maps.Keys(set))...)
+	}
+	for name := range h.Config.AgentBudgets {
+		if name != config.AnyAgent {
+			agents = append(agents, name)
+		}
+	}
+	for _, t := range h.Config.Tokens {
+		agents = append(agents, t.Agent)
+	}
+	m.KnowAgents(agents...)
+}
+
+// UserConfig is the user's harness.toml alone (~/.lean-ctx/harness.toml):
+// what a process that serves no project reads (the hook daemon's metrics
+// token).
+func UserConfig(e Env) (config.Config, error) {
+	return config.Load(config.FindFiles(e.Home, "", nil))
 }
 
 // Close releases what Open opened (the logs, then the ledger).
@@ -150,6 +278,6 @@ func (h *Harness) Close() error {
 	for i := len(h.closers) - 1; i >= 0; i-- {
 		errs = append(errs, h.closers[i]())
 	}
-	h.closers, h.gov = nil, nil
+	h.closers, h.gov, h.store = nil, nil, nil
 	return errors.Join(errs...)
 }

@@ -32,6 +32,9 @@ func (h *Harness) Reload(ctx context.Context) error {
 		}
 	}
 	h.gov.Swap(next.Rules())
+	if m := h.Params.Metrics; m != nil {
+		next.know(m)
+	}
 	return nil
 }
 

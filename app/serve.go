@@ -15,8 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/gateway"
+	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/metrics"
+	"github.com/agentharness/harness/ui"
 )
 
 // ServeOptions are the gateway's: where it listens, its upstream, and who
@@ -34,6 +38,11 @@ type ServeOptions struct {
 	// TLSCert and TLSKey serve HTTPS; required off loopback, where bearer
 	// tokens must not travel in clear text.
 	TLSCert, TLSKey string
+	// Metrics serves /metrics, /healthz and /readyz on a listener of
+	// their own at this address (host:port; loopback unless AllowRemote,
+	// and then only with a [metrics] token and TLS). Over HTTP they are
+	// served beside /mcp in any case.
+	Metrics string
 	// Session and Agent name the stdio client's session and agent
 	// (default: derived from the client's name and the working directory).
 	Session, Agent string
@@ -59,23 +68,43 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 			return errors.New("--tls-cert and --tls-key go together")
 		}
 	}
-	if o.HTTP == "" && o.TLSCert != "" {
-		return errors.New("--tls-cert and --tls-key are for --http")
+	if o.HTTP == "" && o.Metrics == "" && o.TLSCert != "" {
+		return errors.New("--tls-cert and --tls-key are for --http or --metrics")
+	}
+	if o.Metrics != "" {
+		if err := metrics.CheckAddr(o.Metrics, o.AllowRemote, h.metricsToken(), o.TLSCert != ""); err != nil {
+			return err
+		}
 	}
 	ups, err := h.upstreams(o)
 	if err != nil {
 		return err
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "harness serve: "+format+"\n", args...) }
+	m := metrics.New(Version)
+	h.Params.Metrics = m
+	for _, u := range ups {
+		m.KnowUpstreams(u.Name)
+	}
+	id := h.StdioIdentity(o)
+	if o.HTTP == "" {
+		m.KnowAgents(id.Agent)
+	}
 	bus := events.NewBus() // the sessions' events, which the gateway sends their clients
-	g, err := h.Open(ctx, OpenOptions{Ledger: o.Ledger, Warn: func(err error) { logf("warning: %v", err) }, Sinks: []events.Sink{bus}})
+	sinks, feed := []events.Sink{bus}, ui.NewFeed()
+	var changed func(budget.Key)
+	if o.HTTP != "" { // the live view (/ui) follows the counters and refusals
+		sinks, changed = append(sinks, feed), feed.Changed
+	}
+	g, err := h.Open(ctx, OpenOptions{Ledger: o.Ledger, Warn: func(err error) { logf("warning: %v", err) }, Sinks: sinks, Changed: changed,
+		AlertWait: 5 * time.Second})
 	if err != nil {
 		return err
 	}
 	defer h.Close()
 	ch := h.Config.Charge
 	gw, err := gateway.New(ctx, gateway.Options{
-		Governor: g, Upstreams: ups, Prefix: h.Config.Prefix, Stderr: o.Log, Logf: logf, Version: Version, Events: bus,
+		Governor: g, Upstreams: ups, Prefix: h.Config.Prefix, Stderr: o.Log, Logf: logf, Version: Version, Events: bus, Observer: m,
 		Charging: gateway.ChargeOptions{ImagePixelsPerToken: ch.ImagePixelsPerToken, MaxImageTokens: ch.MaxImageTokens,
 			AudioTokensPerKB: ch.AudioTokensPerKB, BlobTokensPerKB: ch.BlobTokensPerKB},
 	})
@@ -83,24 +112,44 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer gw.Close()
+	m.SetSessions(gw.Sessions)
 
 	// Follow edits of roles, policies and configuration, until serving ends.
 	wctx, stop := context.WithCancel(ctx)
 	var watching sync.WaitGroup
 	watching.Go(func() {
-		h.Watch(wctx, func() { logf("reloaded roles and policies") },
-			func(err error) { logf("reload failed; the last good policy stays in force:\n%v", err) })
+		h.Watch(wctx, func() { m.Reloaded(nil); logf("reloaded roles and policies") },
+			func(err error) {
+				m.Reloaded(err)
+				logf("reload failed; the last good policy stays in force:\n%v", err)
+			})
 	})
 	defer watching.Wait()
 	defer stop()
 
+	mo := h.metricsHandler(logf)
+	if o.Metrics != "" {
+		srv, err := m.Listen(metrics.ListenOptions{Addr: o.Metrics, AllowRemote: o.AllowRemote, TLSCert: o.TLSCert, TLSKey: o.TLSKey, Handler: mo})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		scheme := "http"
+		if o.TLSCert != "" {
+			scheme = "https"
+		}
+		logf("metrics on %s://%s/metrics (and /healthz, /readyz)", scheme, srv.Addr())
+	}
 	if o.HTTP != "" {
 		for _, w := range h.Warnings() {
 			logf("warning: %s", w)
 		}
-		return h.serveHTTP(ctx, gw, o, logf)
+		mo.Loopback = isLoopback(o.HTTP)
+		if !mo.Loopback && !h.metricsToken() {
+			logf("warning: /metrics is refused off loopback until [metrics] token_sha256 (or token) is set in ~/.lean-ctx/harness.toml")
+		}
+		return h.serveHTTP(ctx, gw, g, feed, o, m.Handler(mo), logf)
 	}
-	id := h.StdioIdentity(o)
 	logf("session %s of agent %s (resume it with --session %s)", id.Session, id.Agent, id.Session)
 	if err := gw.ServeStdio(ctx, id, o.Stdin, o.Stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return err
@@ -150,10 +199,21 @@ func (h *Harness) upstreams(o ServeOptions) ([]gateway.UpstreamConfig, error) {
 	return ups, nil
 }
 
-func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, o ServeOptions, logf func(string, ...any)) error {
+// metricsToken says whether /metrics has a token of its own ([metrics]).
+func (h *Harness) metricsToken() bool {
+	return h.Config.MetricsToken != "" || h.Config.MetricsTokenSHA256 != ""
+}
+
+// metricsHandler are the options of the metrics' handler: the [metrics]
+// token, and ready when the policy is loaded and the ledger answers.
+func (h *Harness) metricsHandler(logf func(string, ...any)) metrics.HandlerOptions {
+	return metrics.HandlerOptions{Token: h.Config.MetricsToken, TokenSHA256: h.Config.MetricsTokenSHA256, Ready: h.Ready, Logf: logf}
+}
+
+func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, g *govern.Governor, feed *ui.Feed, o ServeOptions, health http.Handler, logf func(string, ...any)) error {
 	var tokens []gateway.Token
 	for _, t := range h.Config.Tokens {
-		tokens = append(tokens, gateway.Token{Token: t.Token, SHA256: t.SHA256, Agent: t.Agent, Role: t.Role, ClientSessions: t.ClientSessions})
+		tokens = append(tokens, gateway.Token{Token: t.Token, SHA256: t.SHA256, Agent: t.Agent, Role: t.Role, ClientSessions: t.ClientSessions, Operator: t.Operator})
 	}
 	l, err := net.Listen("tcp", o.HTTP)
 	if err != nil {
@@ -162,12 +222,23 @@ func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, o ServeOpt
 	lim := h.Config.HTTP
 	ho := gateway.HTTPOptions{Tokens: tokens, StartRole: h.Params.StartRole, Loopback: isLoopback(o.HTTP),
 		MaxBody: lim.MaxBody, BodyTimeout: lim.BodyTimeout, SessionIdle: lim.SessionIdle, MaxSessions: lim.MaxSessions,
-		Origins: lim.Origins, Hosts: lim.Hosts, Logf: logf}
+		Origins: lim.Origins, Hosts: lim.Hosts, Logf: logf, Routes: map[string]http.Handler{}}
+	for _, p := range metrics.Paths {
+		ho.Routes[p] = health
+	}
 	if len(tokens) == 0 {
 		ho.Anonymous = h.Config.DefaultAgent
 	}
+	// The live view beside the gateway, behind the same tokens and the
+	// same checks of Origin and Host.
+	mux := http.NewServeMux()
+	mux.Handle("/", gw.HTTPHandler(ho))
+	view := ui.New(ui.Options{Governor: g, Feed: feed, Tokens: tokens, Anonymous: ho.Anonymous,
+		CheckOrigin: ho.CheckOrigin, Secure: o.TLSCert != "", Live: lim.SessionIdle, Logf: logf})
+	mux.Handle("/ui", view)
+	mux.Handle("/ui/", view)
 	srv := &http.Server{
-		Handler:           gw.HTTPHandler(ho),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -177,7 +248,7 @@ func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, o ServeOpt
 	if o.TLSCert != "" {
 		scheme = "https"
 	}
-	logf("listening on %s://%s/mcp (%d agent tokens)", scheme, l.Addr(), len(tokens))
+	logf("listening on %s://%s/mcp (%d tokens; /metrics, /healthz and /readyz beside it); the live view is %s://%s/ui", scheme, l.Addr(), len(tokens), scheme, l.Addr())
 	done := make(chan error, 1)
 	go func() {
 		if o.TLSCert != "" {

@@ -77,7 +77,11 @@ func NewBundle(doc *Document, modules []Module) (*Bundle, error) {
 // Write writes the bundle into dir (created if needed): data.json,
 // .manifest and the modules. Files are written to temporary names and
 // renamed, so a reader never sees half a file.
-func (b *Bundle) Write(dir string) error {
+func (b *Bundle) Write(dir string) error { return b.WriteProgress(dir, nil) }
+
+// WriteProgress is Write, telling progress (if set) of each file written:
+// how many of how many.
+func (b *Bundle) WriteProgress(dir string, progress func(done, total int)) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -88,7 +92,10 @@ func (b *Bundle) Write(dir string) error {
 		}
 		files[m.Name] = m.Source
 	}
-	for _, name := range slices.Sorted(maps.Keys(files)) {
+	for i, name := range slices.Sorted(maps.Keys(files)) {
+		if progress != nil {
+			progress(i, len(files))
+		}
 		path := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
@@ -96,6 +103,9 @@ func (b *Bundle) Write(dir string) error {
 		if err := writeFileAtomic(path, files[name]); err != nil {
 			return err
 		}
+	}
+	if progress != nil {
+		progress(len(files), len(files))
 	}
 	return nil
 }

@@ -110,6 +110,12 @@ type Config struct {
 	// Charge are the estimates of what is not text ([charge]); zero values
 	// leave the gateway's defaults.
 	Charge ChargeEstimates
+	// MetricsToken and MetricsTokenSHA256 are the bearer token /metrics
+	// wants ([metrics] token, token_sha256; "" for none).
+	MetricsToken, MetricsTokenSHA256 string
+	// Alerts are the webhooks that chosen events are sent to
+	// ([[alerts]]; the user's file alone may set them).
+	Alerts []Alert
 	// RoleRefs are the places that name a role, for checking them against
 	// the roles there are (the configuration does not know the roles).
 	RoleRefs []RoleRef
@@ -157,6 +163,29 @@ type ChargeEstimates struct {
 	ImagePixelsPerToken, MaxImageTokens, AudioTokensPerKB, BlobTokensPerKB int64
 }
 
+// Alert is one [[alerts]] of harness.toml: a webhook and the events it
+// gets. Zero values leave the alerts' defaults.
+type Alert struct {
+	// Name names it in logs and metrics (default "alerts.N"); the URL,
+	// a secret for some receivers, is never shown.
+	Name string
+	URL  string
+	// Events are the event types sent (nil: all).
+	Events []string
+	// Format is "json" (the event as the events log has it) or "slack"
+	// ({"text": ...}); "" for json.
+	Format string
+	// Headers are sent with each POST.
+	Headers map[string]string
+	// Queue bounds the events waiting to be sent.
+	Queue int
+	// Timeout bounds one POST; RetryFor, how long one event is retried.
+	Timeout, RetryFor time.Duration
+}
+
+// AlertEvents are the event types an alert may send.
+var AlertEvents = []string{"BudgetWarning", "BudgetExhausted", "PolicyViolation", "RoleChanged", "BudgetReset", "ApprovalRequested"}
+
 // Upstream is one [[upstream]] of harness.toml: a stdio command or a URL.
 type Upstream struct {
 	Name    string
@@ -178,6 +207,11 @@ type Token struct {
 	// ClientSessions lets the token's client name its sessions
 	// (X-Harness-Session); without it the gateway issues them.
 	ClientSessions bool
+	// Operator lets the token see every agent's sessions in the live view
+	// (/ui); an agent's token sees only its agent's. An operator token
+	// without an agent is for the live view alone: the gateway admits no
+	// MCP client with it.
+	Operator bool
 }
 
 // Place is where a file sets a key.
@@ -334,6 +368,8 @@ var schema = map[string][]string{
 	"charge":      {"image_pixels_per_token", "max_image_tokens", "audio_tokens_per_kb", "blob_tokens_per_kb"},
 	"hook":        {"allow", "tools"},
 	"upstream":    nil, // [[upstream]] tables, checked on their own
+	"metrics":     {"token", "token_sha256"},
+	"alerts":      nil, // [[alerts]] tables, checked on their own
 }
 
 // projectKeys are the keys a project's file may set: they can only tighten.
@@ -379,6 +415,14 @@ func (c *Config) apply(file string, src []byte, project bool) strict.ErrorList {
 			if err := c.setUpstreams(doc.Values[section]); err != nil {
 				failAt(section, err)
 			}
+			continue
+		}
+		if section == "alerts" {
+			if project {
+				fail(section, "[[alerts]] may only be set in the user's %s: a cloned repository must not send what its agents do elsewhere", FileName)
+				continue
+			}
+			errs = append(errs, c.setAlerts(doc)...)
 			continue
 		}
 		table, ok := doc.Values[section].(map[string]any)
@@ -596,6 +640,24 @@ func (c *Config) set(path string, v any, project bool) error {
 		c.Prefix = p
 	case "gateway.tokens":
 		return c.setTokens(v)
+	case "metrics.token":
+		s, ok := v.(string)
+		if !ok || len(s) < 16 {
+			return errors.New("want a token of at least 16 characters")
+		}
+		c.MetricsToken = s
+		if c.MetricsTokenSHA256 != "" {
+			return errors.New("give token or token_sha256, one of them")
+		}
+	case "metrics.token_sha256":
+		s, ok := v.(string)
+		if !ok || !regexp.MustCompile(`^[0-9a-fA-F]{64}$`).MatchString(s) {
+			return errors.New("want the token's SHA-256, 64 hex digits")
+		}
+		c.MetricsTokenSHA256 = s
+		if c.MetricsToken != "" {
+			return errors.New("give token or token_sha256, one of them")
+		}
 	case "gateway.max_body_mb":
 		n, err := wholeNumber(v, 1, 1024)
 		c.HTTP.MaxBody = n << 20
@@ -762,7 +824,7 @@ func strings_(v any) ([]string, error) {
 }
 
 // setTokens reads [[gateway.tokens]]: agent, token or token_sha256, role,
-// max_role, client_sessions.
+// max_role, client_sessions, operator.
 func (c *Config) setTokens(v any) error {
 	list, ok := v.([]map[string]any)
 	if !ok {
@@ -771,12 +833,16 @@ func (c *Config) setTokens(v any) error {
 	for i, t := range list {
 		var tok Token
 		for _, key := range strict.SortedKeys(t) {
-			if key == "client_sessions" {
+			if key == "client_sessions" || key == "operator" {
 				b, ok := t[key].(bool)
 				if !ok {
 					return item(i, key, fmt.Errorf("%d: %s: %w", i+1, key, strict.WantType("true or false", t[key])))
 				}
-				tok.ClientSessions = b
+				if key == "operator" {
+					tok.Operator = b
+				} else {
+					tok.ClientSessions = b
+				}
 				continue
 			}
 			s, ok := t[key].(string)
@@ -800,18 +866,30 @@ func (c *Config) setTokens(v any) error {
 					tok.MaxRole = s
 				}
 			default:
-				return item(i, key, fmt.Errorf("%d: unknown key %s (want agent, token or token_sha256, role, max_role, client_sessions)", i+1, strict.Quote(key)))
+				return item(i, key, fmt.Errorf("%d: unknown key %s (want agent, token or token_sha256, role, max_role, client_sessions, operator)", i+1, strict.Quote(key)))
 			}
 		}
+		who := tok.Agent
+		if who == "" {
+			who = "operator"
+		}
 		switch {
-		case tok.Agent == "":
-			return item(i, "", fmt.Errorf("%d: agent is missing", i+1))
+		case tok.Agent == "" && !tok.Operator:
+			return item(i, "", fmt.Errorf("%d: agent is missing (or operator = true, for a token of the live view alone)", i+1))
+		case tok.Agent == "" && (tok.Role != "" || tok.MaxRole != "" || tok.ClientSessions):
+			key := "role"
+			if tok.MaxRole != "" {
+				key = "max_role"
+			} else if tok.ClientSessions {
+				key = "client_sessions"
+			}
+			return item(i, key, fmt.Errorf("%d: %s is for an agent's token: this operator token names no agent", i+1, key))
 		case (tok.Token == "") == (tok.SHA256 == ""):
-			return item(i, "", fmt.Errorf("%d (%s): give token or token_sha256, one of them", i+1, tok.Agent))
+			return item(i, "", fmt.Errorf("%d (%s): give token or token_sha256, one of them", i+1, who))
 		case tok.SHA256 != "" && !regexp.MustCompile(`^[0-9a-fA-F]{64}$`).MatchString(tok.SHA256):
-			return item(i, "token_sha256", fmt.Errorf("%d (%s): token_sha256 must be 64 hex digits", i+1, tok.Agent))
+			return item(i, "token_sha256", fmt.Errorf("%d (%s): token_sha256 must be 64 hex digits", i+1, who))
 		case tok.Token != "" && len(tok.Token) < 16:
-			return item(i, "token", fmt.Errorf("%d (%s): a token must have at least 16 characters", i+1, tok.Agent))
+			return item(i, "token", fmt.Errorf("%d (%s): a token must have at least 16 characters", i+1, who))
 		}
 		c.Tokens = append(c.Tokens, tok)
 	}

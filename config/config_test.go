@@ -220,6 +220,12 @@ func TestErrors(t *testing.T) {
 		{"second upstream's key", "[[upstream]]\nname = \"x\"\ncommand = \"a\"\n[[upstream]]\nname = \"y\"\nargs = \"-v\"\n", "", []string{
 			`:6:1: upstream: 2: args: want an array of strings, got string "-v"`}},
 		{"short token", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"short\"\n", "", []string{`a token must have at least 16 characters`}},
+		{"token without agent", "[[gateway.tokens]]\ntoken = \"0123456789abcdef-a\"\n", "", []string{`:1:1: gateway.tokens: 1: agent is missing (or operator = true`}},
+		{"operator token's role", "[[gateway.tokens]]\ntoken = \"0123456789abcdef-a\"\noperator = true\nrole = \"coder\"\n", "", []string{
+			`:4:1: gateway.tokens: 1: role is for an agent's token: this operator token names no agent`}},
+		{"short operator token", "[[gateway.tokens]]\ntoken = \"short\"\noperator = true\n", "", []string{`:2:1: gateway.tokens: 1 (operator): a token must have at least 16 characters`}},
+		{"operator not a boolean", "[[gateway.tokens]]\nagent = \"a\"\ntoken = \"0123456789abcdef-a\"\noperator = \"yes\"\n", "", []string{
+			`:4:1: gateway.tokens: 1: operator: want true or false`}},
 		{"project may not map hook tools", "", "[hook.tools]\nBash = \"ctx_read\"\n", []string{`hook.tools may only be set in the user's harness.toml`}},
 		{"bad mask", "[log]\nmask = [\"arguments.password\"]\n", "", []string{`log.mask: item 1: string "arguments.password" is not a JSON pointer`}},
 		{"project may not exempt or move the ledger", "", "[tools]\nexempt = [\"ctx_shell\"]\n[ledger]\nurl = \"memory:\"\n", []string{

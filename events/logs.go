@@ -21,6 +21,17 @@ func OpenEventLog(path string, rot Rotation) (*EventLog, error) {
 
 // Emit appends e, in one line of at most MaxLine bytes (newline included).
 func (l *EventLog) Emit(e Event) error {
+	b, err := Marshal(e)
+	if err != nil {
+		return err
+	}
+	return l.f.WriteLine(b)
+}
+
+// Marshal is e's JSON as the events log writes it: at most MaxReasons
+// reasons, and at most MaxLine-1 bytes, long strings and lists cut with a
+// marker.
+func Marshal(e Event) ([]byte, error) {
 	if e.Violation != nil && len(e.Reasons) > MaxReasons+1 {
 		v := *e.Violation
 		v.Reasons = SummariseReasons(v.Reasons)
@@ -30,10 +41,7 @@ func (l *EventLog) Emit(e Event) error {
 	if err == nil && len(b) > maxJSON {
 		b, err = boundEvent(e, b)
 	}
-	if err != nil {
-		return err
-	}
-	return l.f.WriteLine(b)
+	return b, err
 }
 
 // Close closes the file.
@@ -86,6 +94,10 @@ type Custom struct {
 	// then ran (the gateway's elicitation of the agent's client); "" for
 	// a call nobody approved.
 	ApprovedBy string `json:"approved_by,omitempty"`
+	// Shell is 1 on a decision that took a shell slot (its key is
+	// CustomShell): with the charges' entries, what adds up to the
+	// ledger's shell counter.
+	Shell int64 `json:"shell,omitempty"`
 }
 
 // Empty reports whether c says nothing.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/contract"
@@ -43,7 +44,32 @@ type Options struct {
 	// Version is the harness's, which the gateway gives as its own to
 	// clients and upstreams.
 	Version string
+	// Observer hears of upstream requests, restarts and lists (the
+	// metrics); nil: nobody.
+	Observer Observer
 }
+
+// Observer hears what the gateway does with its upstreams, for metrics.
+// Its methods must return at once.
+type Observer interface {
+	// UpstreamCall is one request made of an upstream for an agent: its
+	// MCP method, how long it took, and its result: "ok", "error" (a
+	// JSON-RPC error answer), "failed" (no answer: the upstream was down
+	// or went away) or "cancelled".
+	UpstreamCall(upstream, method string, took time.Duration, result string)
+	// UpstreamRestart is one attempt to start an upstream again after it
+	// went down; err is its failure.
+	UpstreamRestart(upstream string, err error)
+	// ToolsListed are the names an upstream's tools and prompts have for
+	// the agent (prompts as prompt:NAME), each time it lists them.
+	ToolsListed(names []string)
+}
+
+type noObserver struct{}
+
+func (noObserver) UpstreamCall(string, string, time.Duration, string) {}
+func (noObserver) UpstreamRestart(string, error)                      {}
+func (noObserver) ToolsListed([]string)                               {}
 
 // Gateway is an MCP server governing its upstreams for many sessions.
 type Gateway struct {
@@ -69,6 +95,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
+	}
+	if o.Observer == nil {
+		o.Observer = noObserver{}
 	}
 	if o.Prefix == "" {
 		o.Prefix = PrefixAuto

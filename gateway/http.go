@@ -54,6 +54,10 @@ type HTTPOptions struct {
 	Loopback bool
 	// Logf reports each limit a request met.
 	Logf func(format string, args ...any)
+	// Routes are served beside /mcp, by path (the metrics, health and
+	// readiness): behind the Origin and Host checks, not behind the
+	// agents' tokens (each does its own).
+	Routes map[string]http.Handler
 }
 
 // HTTP defaults.
@@ -116,12 +120,7 @@ func (g *Gateway) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
 	}
-	if o.Origins == nil {
-		o.Origins = LoopbackOrigins
-	}
-	if o.Hosts == nil && o.Loopback {
-		o.Hosts = loopbackHosts
-	}
+	o = o.guarded()
 	if o.Logf == nil {
 		o.Logf = g.o.Logf
 	}
@@ -148,7 +147,16 @@ func (h *httpServer) rpcRefuse(w http.ResponseWriter, r *http.Request, status in
 
 func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/mcp" {
-		http.NotFound(w, r)
+		route, ok := h.o.Routes[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if why := h.checkOrigin(r); why != "" {
+			h.refuse(w, r, http.StatusForbidden, why)
+			return
+		}
+		route.ServeHTTP(w, r)
 		return
 	}
 	if why := h.checkOrigin(r); why != "" {
@@ -186,6 +194,26 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		h.refuse(w, r, http.StatusMethodNotAllowed, "want POST, GET or DELETE")
 	}
+}
+
+// guarded are o with the default Origins and Hosts.
+func (o HTTPOptions) guarded() HTTPOptions {
+	if o.Origins == nil {
+		o.Origins = LoopbackOrigins
+	}
+	if o.Hosts == nil && o.Loopback {
+		o.Hosts = loopbackHosts
+	}
+	return o
+}
+
+// CheckOrigin is the gateway's refusal of a request a browser's page of
+// another site, or a name rebound to this machine, sends (an Origin off
+// the allow-list, a Host off it), under o's defaults; "" when it passes.
+// Other handlers beside the gateway's (the live view) hold their requests
+// to it.
+func (o HTTPOptions) CheckOrigin(r *http.Request) string {
+	return (&httpServer{o: o.guarded()}).checkOrigin(r)
 }
 
 // checkOrigin refuses what a browser's page, or a name rebound to this
@@ -244,7 +272,7 @@ func (h *httpServer) authenticate(r *http.Request) (Identity, int, bool, bool) {
 		return Identity{}, 0, false, false
 	}
 	for i, t := range h.o.Tokens {
-		if t.matches(strings.TrimSpace(presented)) {
+		if t.Agent != "" && t.matches(strings.TrimSpace(presented)) {
 			return Identity{Agent: t.Agent, StartRole: t.Role}, i, t.ClientSessions, true
 		}
 	}

@@ -32,7 +32,14 @@ type Token struct {
 	// ClientSessions lets the token's client name its sessions with the
 	// X-Harness-Session header; without it the gateway issues them.
 	ClientSessions bool
+	// Operator lets the token see every agent's sessions in the live view
+	// (package ui). A token without an agent is for that alone: the
+	// gateway admits no MCP client with it.
+	Operator bool
 }
+
+// Matches says, in constant time, whether presented is the token.
+func (t Token) Matches(presented string) bool { return t.matches(presented) }
 
 func (t Token) matches(presented string) bool {
 	sum := sha256.Sum256([]byte(presented))

@@ -418,7 +418,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		var ns notSent
 		switch {
 		case errors.As(err, &ns) && o.Reserved:
-			if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k); rerr != nil {
+			if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k, c.tool); rerr != nil {
 				s.g.o.Logf("giving back the shell slot of %s: %v", c.tool, rerr)
 			}
 		case !errors.As(err, &ns):
@@ -442,7 +442,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	}
 	r, err := read(resp.Result)
 	if err != nil { // not a result the gateway can read: charged whole as text, or withheld
-		st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: []govern.Part{{Text: string(resp.Result)}}})
+		st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: []govern.Part{{Text: string(resp.Result)}}, DecisionID: o.DecisionID})
 		if err != nil || st.Withheld > 0 {
 			return c.fail(codeInternal, fmt.Sprintf("[harness] the result of %s was withheld: it is not a result the harness can read, and it %s", c.tool, withheldReason(err, st)), nil)
 		}
@@ -459,7 +459,8 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 			}
 		}
 	}
-	st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: r.parts(s.g.o.Charging), Counters: &o.Counters, Background: true})
+	st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: r.parts(s.g.o.Charging), Counters: &o.Counters, Background: true,
+		DecisionID: o.DecisionID})
 	if err != nil {
 		// Nothing is released that was not charged.
 		return c.fail(codeInternal, fmt.Sprintf("[harness] the result of %s was withheld: it could not be charged (%v)", c.tool, err), nil)

@@ -178,8 +178,26 @@ func (u *upstream) connect(ctx context.Context) error {
 	}
 	u.c, u.caps, u.version, u.lists, u.down, u.backoff = c, init.Capabilities, init.ProtocolVersion, lists, nil, minBackoff
 	u.mu.Unlock()
+	for method, list := range lists {
+		u.listed(method, list)
+	}
 	go u.watch(c)
 	return nil
+}
+
+// listed tells the observer the names the agent sees of a list's tools
+// or prompts.
+func (u *upstream) listed(method string, list []item) {
+	prefix := map[string]string{"tools/list": "", "prompts/list": "prompt:"}
+	p, ok := prefix[method]
+	if !ok || len(list) == 0 {
+		return
+	}
+	names := make([]string, len(list))
+	for i, it := range list {
+		names[i] = p + u.s.g.exposeName(u, it.name)
+	}
+	u.s.g.o.Observer.ToolsListed(names)
 }
 
 // listAll reads every page of a list, its items raw.
@@ -253,6 +271,7 @@ func (u *upstream) refresh(ctx context.Context, methods ...string) {
 			u.mu.Lock()
 			u.lists[k.method] = named
 			u.mu.Unlock()
+			u.listed(k.method, named)
 		}
 	}
 }
@@ -301,6 +320,9 @@ func (u *upstream) restart() {
 		case <-time.After(wait):
 		}
 		err := u.connect(context.Background())
+		if !errors.Is(err, errClosed) {
+			u.s.g.o.Observer.UpstreamRestart(u.cfg.Name, err)
+		}
 		if err == nil {
 			u.s.g.o.Logf("upstream %s is back", u.cfg.Name)
 			u.s.listsChanged("tools/list", "resources/list", "prompts/list")
@@ -323,6 +345,22 @@ var ErrUpstreamDown = errors.New("upstream is down")
 // ErrUpstreamDown, marked as not sent; a connection lost during the call
 // marks it down.
 func (u *upstream) call(ctx context.Context, method string, params json.RawMessage) (*message, error) {
+	start := time.Now()
+	m, err := u.request(ctx, method, params)
+	result := "ok"
+	switch {
+	case ctx.Err() != nil:
+		result = "cancelled"
+	case err != nil:
+		result = "failed"
+	case m.Error != nil:
+		result = "error"
+	}
+	u.s.g.o.Observer.UpstreamCall(u.cfg.Name, method, time.Since(start), result)
+	return m, err
+}
+
+func (u *upstream) request(ctx context.Context, method string, params json.RawMessage) (*message, error) {
 	u.mu.Lock()
 	c, down := u.c, u.down
 	u.mu.Unlock()

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // pids are the processes the wrapper of the fixture upstream recorded.
@@ -72,9 +75,11 @@ func TestNoUpstreamAfterClose(t *testing.T) {
 func TestDownUpstreamGivesTheSlotBack(t *testing.T) {
 	t.Parallel()
 	down := filepath.Join(t.TempDir(), "down")
+	obs := &observer{}
 	f := newFixture(t, func(o *Options) {
 		o.Upstreams = []UpstreamConfig{{Name: "fixture", Command: "/bin/sh",
 			Args: []string{"-c", `if [ -e "$0" ]; then exit 1; fi; exec "$1"`, down, upstreamBin}}}
+		o.Observer = obs
 	})
 	id := Identity{Agent: "tester", Session: "slot", StartRole: "shell1"}
 	c := f.stdio(t, id)
@@ -112,4 +117,54 @@ func TestDownUpstreamGivesTheSlotBack(t *testing.T) {
 	if isError || text != "ran: echo back\n" {
 		t.Errorf("after the restart: %v %q", isError, text)
 	}
+	// The observer heard the calls and their results, the restart that
+	// worked (those that failed before it depend on the back-off's
+	// timing), and the tools listed.
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.calls["fixture tools/call ok"] != 1 || obs.calls["fixture tools/call failed"] != 4 {
+		t.Errorf("calls observed: %v", obs.calls)
+	}
+	if obs.restarts["ok"] != 1 {
+		t.Errorf("restarts observed: %v", obs.restarts)
+	}
+	if !slices.Contains(obs.listed, "ctx_shell") {
+		t.Errorf("tools listed: %v", obs.listed)
+	}
+}
+
+// observer keeps what a gateway's Observer hears.
+type observer struct {
+	mu       sync.Mutex
+	calls    map[string]int // "upstream method result"
+	restarts map[string]int // "ok" or "failed"
+	listed   []string
+}
+
+func (o *observer) UpstreamCall(upstream, method string, _ time.Duration, result string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.calls == nil {
+		o.calls = map[string]int{}
+	}
+	o.calls[upstream+" "+method+" "+result]++
+}
+
+func (o *observer) UpstreamRestart(upstream string, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.restarts == nil {
+		o.restarts = map[string]int{}
+	}
+	if err != nil {
+		o.restarts["failed"]++
+	} else {
+		o.restarts["ok"]++
+	}
+}
+
+func (o *observer) ToolsListed(names []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.listed = append(o.listed, names...)
 }

@@ -67,8 +67,10 @@ type Governor struct {
 	mask      *events.Mask
 	now       func() time.Time
 	onError   func(error)
+	observer  Observer
 	project   string
 	envRole   string
+	changed   func(budget.Key)
 	unpriced  sync.Map // models without a price, told of once
 	book      *transcript.Book
 	unread    sync.Map // transcripts that could not be read, told of once
@@ -104,19 +106,32 @@ type Options struct {
 	// OnError hears of events and log entries that could not be written;
 	// the call itself goes on. Default: ignored.
 	OnError func(error)
+	// Observer hears every decision and charge (the metrics); nil: none.
+	Observer Observer
+	// Changed, if set, hears of every session whose counters or role may
+	// have changed (a decision, a charge, a shell slot given back, a
+	// switch, a reset), on the path of the call: it must not block. The
+	// live view follows the counters with it.
+	Changed func(budget.Key)
 }
 
 // New returns a Governor.
 func New(o Options) *Governor {
 	g := &Governor{store: o.Store, tokens: o.Tokenizer, prices: o.Prices, shadow: o.Shadow,
 		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project,
-		book: o.Transcripts}
+		book: o.Transcripts, observer: o.Observer, changed: o.Changed}
 	g.Swap(o.Rules)
+	if g.observer == nil {
+		g.observer = noObserver{}
+	}
 	if g.now == nil {
 		g.now = time.Now
 	}
 	if g.onError == nil {
 		g.onError = func(error) {}
+	}
+	if g.changed == nil {
+		g.changed = func(budget.Key) {}
 	}
 	if g.tokens == nil {
 		g.tokens = budget.NewTokenizer()
@@ -384,6 +399,16 @@ func usage(c budget.Counters) contract.Usage {
 // the call is decided again on the new counters. So under any concurrency,
 // exactly the calls the policy admits pass, and a denied call takes nothing.
 func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
+	start := time.Now()
+	o, err := g.decide(ctx, call)
+	g.observer.Decided(o.Decision, time.Since(start), err)
+	if o.Reserved {
+		g.observer.Charged(call.Session.Agent, o.Counters.Role, contract.Usage{Shell: 1})
+	}
+	return o, err
+}
+
+func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 	r := g.rules.Load()
 	period := g.period(r, call.Session.Agent)
 	cur, err := g.session(ctx, r, call.Session, call.Role, period)
@@ -394,7 +419,7 @@ func (g *Governor) Decide(ctx context.Context, call Call) (Outcome, error) {
 	if call.Transcript != "" && g.book != nil {
 		// What the agent's model used since its last call is charged
 		// first, so that the call is decided on the session's real cost.
-		ch, err := g.usage(ctx, r, call.Session, call.Tool, call.Transcript, 0, 0)
+		ch, err := g.usage(ctx, r, call.Session, call.Tool, call.Transcript, 0, 0, events.ChargeResult{})
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -486,6 +511,9 @@ type Result struct {
 	// context: what the agent's model read and wrote for someone else
 	// (an upstream's sampling request), which its context does not keep.
 	CostOnly bool
+	// DecisionID is the decision of the call, when known: the charge's
+	// log entry names it.
+	DecisionID string
 	// Transcript is where the session's agent records its model usage
 	// (Claude Code's transcript_path), "" for none: see Usage.
 	Transcript string
@@ -532,19 +560,22 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	if res.CostOnly {
 		held = 0
 	}
+	note := events.ChargeResult{DecisionID: res.DecisionID, InputTokens: in, CostOnly: res.CostOnly}
 	if res.Transcript == "" || g.book == nil {
-		ch, err := g.charge(ctx, r, res.Session, res.Tool, held, est)
+		ch, err := g.charge(ctx, r, res.Session, res.Tool, held, est, note)
 		ch.InputTokens, ch.OutputTokens = in, out
 		return ch, err
 	}
-	ch, err := g.usage(ctx, r, res.Session, res.Tool, res.Transcript, held, est)
+	ch, err := g.usage(ctx, r, res.Session, res.Tool, res.Transcript, held, est, note)
 	ch.InputTokens, ch.OutputTokens = in, out
 	return ch, err
 }
 
 // charge charges a session tokens and cost, gives a session charged before
-// any decision its role, and emits the budget events the charge crossed.
-func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, tool string, tokens, cost int64) (Charge, error) {
+// any decision its role, logs the charge (note says what else the entry
+// tells: the decision, the input tokens) and emits the budget events the
+// charge crossed.
+func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, tool string, tokens, cost int64, note events.ChargeResult) (Charge, error) {
 	period := g.period(r, k.Agent)
 	after, err := g.store.Charge(ctx, k, period, tokens, cost)
 	if err != nil {
@@ -564,6 +595,9 @@ func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, tool stri
 		before.AgentUsage.Tokens -= tokens
 		before.AgentUsage.CostMicros -= cost
 	}
+	g.observer.Charged(k.Agent, after.Role, contract.Usage{Tokens: tokens, CostMicros: cost})
+	note.Tokens, note.CostMicros = tokens, cost
+	g.logCharge(k, tool, g.now(), note, after)
 	levels, crossed := g.crossings(ctx, r, k, period, before, after)
 	if len(crossed) > 0 {
 		// A charge has no decision input; its events are masked as one

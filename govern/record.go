@@ -62,11 +62,15 @@ func (g *Governor) logEntry(e entry, red *events.Redaction, result any) {
 			bundles = map[string]events.BundleInfo{policy.BundleName: {Revision: e.revision}}
 		}
 		custom := e.custom
+		var metrics map[string]int64
+		if e.path != events.PathCharge { // a charge evaluates no policy
+			metrics = map[string]int64{"timer_rego_query_eval_ns": e.elapsed.Nanoseconds()}
+		}
 		err := g.decisions.Log(events.Entry{
 			DecisionID: e.id,
 			Path:       e.path,
 			Timestamp:  e.at.UTC(),
-			Metrics:    map[string]int64{"timer_rego_query_eval_ns": e.elapsed.Nanoseconds()},
+			Metrics:    metrics,
 			Labels:     labels,
 			Bundles:    bundles,
 			Custom:     &custom,
@@ -77,15 +81,24 @@ func (g *Governor) logEntry(e entry, red *events.Redaction, result any) {
 	}
 }
 
+// shellSlot is the decision's custom.shell: 1 when it took a shell slot.
+func shellSlot(o Outcome) int64 {
+	if o.Reserved {
+		return 1
+	}
+	return 0
+}
+
 // recordDecision writes the decision log entry and, for a deny, the
 // PolicyViolation event (for an ask, ApprovalRequested: the call waits for
 // a person, it broke no rule), its reasons summarised, both masked; it
 // returns the decision's redaction, for the events that follow from it.
 func (g *Governor) recordDecision(o Outcome, r *Rules, at time.Time, in contract.Input, elapsed time.Duration, call Call, costSource string) *events.Redaction {
 	d := o.Decision
+	defer g.changed(budget.Key{Agent: in.Agent, Session: in.Session})
 	red := g.redact(seen(in, d.ShellPolicy))
-	g.logEntry(entry{id: o.DecisionID, at: at, path: "harness/decision", elapsed: elapsed, revision: r.Engine.Revision(),
-		client: call.Client, custom: events.Custom{Shadow: g.shadow, CostSource: costSource, ApprovedBy: approvedBy(o, call)}}, red, d)
+	g.logEntry(entry{id: o.DecisionID, at: at, path: events.PathDecision, elapsed: elapsed, revision: r.Engine.Revision(),
+		client: call.Client, custom: events.Custom{Shadow: g.shadow, CostSource: costSource, ApprovedBy: approvedBy(o, call), Shell: shellSlot(o)}}, red, d)
 	if !d.Allowed && !o.Approved {
 		typ := events.PolicyViolation
 		if d.Decision == contract.Ask {
@@ -124,6 +137,7 @@ func oneLine(reasons []contract.Reason, rules bool) string {
 
 // emit stamps e and gives it, masked by red, to every sink.
 func (g *Governor) emit(red *events.Redaction, e events.Event) {
+	defer g.changed(budget.Key{Agent: e.Agent, Session: e.Session})
 	e = red.Event(e)
 	e.Stamp(g.now())
 	for _, s := range g.sinks {
@@ -224,3 +238,15 @@ func (g *Governor) crossings(ctx context.Context, r *Rules, k budget.Key, period
 
 // dimOrder orders the dimensions as the status line does.
 var dimOrder = map[string]int{"tokens": 0, "shell": 1, "cost": 2}
+
+// logCharge writes the decision-log entry of a charge of session k (one
+// atomic change of its counters, to after), made at, for tool.
+func (g *Governor) logCharge(k budget.Key, tool string, at time.Time, c events.ChargeResult, after budget.Counters) {
+	defer g.changed(k)
+	if g.decisions == nil {
+		return
+	}
+	c.After = events.ChargeCounters{Tokens: after.Tokens, Shell: after.Shell, CostMicros: after.CostMicros}
+	red := g.redact(events.ChargeInput{Role: after.Role, Tool: tool, Session: k.Session, Agent: k.Agent, Project: g.project})
+	g.logEntry(entry{id: events.NewID(at), at: at, path: events.PathCharge}, red, c)
+}

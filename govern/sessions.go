@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
 )
 
@@ -95,4 +96,12 @@ func (g *Governor) Find(ctx context.Context, id, agent string, agentGiven bool) 
 	}
 	slices.Sort(agents)
 	return k, false, &AmbiguousSessionError{Session: id, Agents: agents}
+}
+
+// Limits are the limits of role under the rules in force (money in
+// micro-dollars), with its warn and block percentages; false when the
+// rules do not define it.
+func (g *Governor) Limits(role string) (compiler.LimitsDoc, bool) {
+	r, ok := g.rules.Load().Engine.Document().Roles[role]
+	return r.Limits, ok
 }

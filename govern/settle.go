@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/events"
 )
 
 // What reaches the agent is charged before it is released, and no more of
@@ -45,6 +47,9 @@ type Output struct {
 	// so that the output goes to the agent sooner; the Settlement's
 	// Signal is then "".
 	Background bool
+	// DecisionID is the decision of the call, when known: the charge's
+	// log entry names it.
+	DecisionID string
 }
 
 // Kept is what of a part may reach the agent: all of it, a text's first
@@ -131,9 +136,13 @@ func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
 			}
 			continue
 		}
+		g.observer.Charged(k.Agent, next.Role, contract.Usage{Tokens: grant, CostMicros: cost})
 		s := Settlement{Wanted: total, Withheld: total - grant, Parts: kept,
 			Charge: Charge{InputTokens: in, OutputTokens: grant, CostMicros: cost, Before: cur, After: next}}
+		at := g.now()
 		cross := func(ctx context.Context) string {
+			g.logCharge(k, out.Tool, at, events.ChargeResult{DecisionID: out.DecisionID, Tokens: grant, CostMicros: cost,
+				InputTokens: in, Withheld: total - grant}, next)
 			levels, crossed := g.crossings(ctx, r, k, period, cur, next)
 			if len(crossed) > 0 {
 				red := g.redact(statusInput(k, next, period))
@@ -207,12 +216,21 @@ func (g *Governor) keep(parts []Part, counts []int64, grant int64) ([]Kept, erro
 	return out, nil
 }
 
-// ReleaseShell gives back the shell slot a call took and never used: it
-// failed before it reached its tool (the upstream was down, the route had
-// gone).
-func (g *Governor) ReleaseShell(ctx context.Context, k budget.Key) error {
-	if _, err := g.store.ReleaseShell(ctx, k, g.period(g.rules.Load(), k.Agent)); err != nil {
+// ReleaseShell gives back the shell slot a call of tool took and never
+// used: it failed before it reached its tool (the upstream was down, the
+// route had gone).
+func (g *Governor) ReleaseShell(ctx context.Context, k budget.Key, tool string) error {
+	before, err := g.store.Get(ctx, k, "")
+	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
+	}
+	after, err := g.store.ReleaseShell(ctx, k, g.period(g.rules.Load(), k.Agent))
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	if before.Shell > 0 {
+		g.logCharge(k, tool, g.now(), events.ChargeResult{Shell: -1}, after)
+		g.observer.Charged(k.Agent, after.Role, contract.Usage{Shell: -1})
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 		at := g.now()
 		o.DecisionID = events.NewID(at)
 		red := g.redact(in)
-		g.logEntry(entry{id: o.DecisionID, at: at, path: "harness/switch", elapsed: elapsed, revision: r.Engine.Revision()}, red, d)
+		g.logEntry(entry{id: o.DecisionID, at: at, path: events.PathSwitch, elapsed: elapsed, revision: r.Engine.Revision()}, red, d)
 		if !o.Switched {
 			o.Status, _ = r.Engine.Status(ctx, statusInput(k, cur, period))
 			reasons := events.SummariseReasons(d.Reasons)

@@ -17,6 +17,7 @@ import (
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/hookclient"
 )
 
 // Agent is the agent name of Claude Code's sessions in the ledger.
@@ -112,12 +113,9 @@ type Options struct {
 	Allow string
 }
 
-// Response is what the hook process prints and how it exits.
-type Response struct {
-	Stdout []byte
-	Stderr string
-	Exit   int
-}
+// Response is what the hook process prints and how it exits (the hook
+// daemon sends it to the hook process as it is).
+type Response = hookclient.Response
 
 // ClaudeCode answers Claude Code's hook calls.
 type ClaudeCode struct {
@@ -349,7 +347,7 @@ func answer(event, decision, reason, context string) Response {
 
 // ExitRefused is the exit code that blocks a PreToolUse call, Claude Code
 // showing the model what the hook wrote on stderr.
-const ExitRefused = 2
+const ExitRefused = hookclient.ExitRefused
 
 // refuse blocks the call: exit code 2, the reason on stderr.
 func refuse(msg string) Response { return Response{Stderr: msg + "\n", Exit: ExitRefused} }

@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,15 +11,82 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentharness/harness/hookclient"
 )
 
 // Command is the hook's command line in Claude Code's settings, for the
 // harness binary exe.
 func Command(exe string) string { return shellQuote(exe) + " hook claude-code" }
 
+// SmallName is the small hook binary's name (cmd/harness-hook): it hands
+// the call to the hook daemon without loading the harness, so it starts
+// in a fraction of the harness's time, and runs the harness beside it
+// (else on the PATH) when no daemon answers.
+const SmallName = "harness-hook"
+
+// SmallCommand is the hook's command line for the small hook binary at
+// path.
+func SmallCommand(path string) string { return shellQuote(path) + " claude-code" }
+
 // PortableCommand is the hook's command line that works on every machine
 // where the harness is on the PATH as "harness".
 const PortableCommand = "harness hook claude-code"
+
+// PortableSmallCommand is the hook's command line that works on every
+// machine where the harness is on the PATH as "harness", and runs the
+// small hook binary where it is on the PATH too: a machine without it runs
+// the harness, never nothing (Claude Code lets a tool run when its hook
+// cannot start).
+const PortableSmallCommand = "command -v " + SmallName + " >/dev/null && exec " + SmallName + " claude-code || exec " + PortableCommand
+
+// Beside is the small hook binary installed beside the harness binary exe
+// (SmallName in its directory, a regular executable file), "" for none.
+func Beside(exe string) string {
+	if !filepath.IsAbs(exe) {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(exe), SmallName)
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		return p
+	}
+	return ""
+}
+
+// command is the hook's command line for this machine: the small hook
+// binary's when there is one beside the harness, else the harness's.
+func (p Protected) command() string {
+	if p.Hook != "" {
+		return SmallCommand(p.Hook)
+	}
+	return Command(p.Exe)
+}
+
+// portable is the hook's command line for every machine: the small hook
+// binary's where there is one, when this harness has one beside it.
+func (p Protected) portable() string {
+	if p.Hook != "" {
+		return PortableSmallCommand
+	}
+	return PortableCommand
+}
+
+// IsHarnessCommand reports whether a hook's command line runs the harness
+// hook: the harness's (… hook claude-code, PortableSmallCommand among
+// them) or the small hook binary's (…/harness-hook claude-code).
+func IsHarnessCommand(command string) bool {
+	if strings.HasSuffix(command, " hook claude-code") {
+		return true
+	}
+	prog, ok := strings.CutSuffix(command, " claude-code")
+	if !ok {
+		return false
+	}
+	if len(prog) >= 2 && prog[0] == '\'' && prog[len(prog)-1] == '\'' {
+		prog = strings.ReplaceAll(prog[1:len(prog)-1], `'\''`, "'")
+	}
+	return prog == SmallName || strings.HasSuffix(prog, "/"+SmallName)
+}
 
 // Events are the hook events the harness is installed for: before a tool
 // runs, after it, and after it failed (its error reaches the model, and
@@ -93,9 +161,10 @@ type Target struct {
 
 // UserTargets is the installation for every project of the user: the
 // user's ~/.claude/settings.json, a file of this machine, gets the command
-// of the binary p.Exe and every rule of DenyRules(p).
+// of the small hook binary p.Hook, else of the harness binary p.Exe, and
+// every rule of DenyRules(p).
 func UserTargets(p Protected) []Target {
-	return []Target{{Path: filepath.Join(p.Home, ".claude", "settings.json"), Command: Command(p.Exe), Rules: DenyRules(p)}}
+	return []Target{{Path: filepath.Join(p.Home, ".claude", "settings.json"), Command: p.command(), Rules: DenyRules(p)}}
 }
 
 // ProjectTargets is the installation in the project at root, whose
@@ -103,13 +172,15 @@ func UserTargets(p Protected) []Target {
 // committed) and whose .claude/settings.local.json is this machine's
 // (Claude Code keeps it out of git). The shared file gets what works on
 // every machine: the hook as PortableCommand when "harness" on the PATH
-// is the binary p.Exe (onPath), and the rules of DenyRules(p) that name no
-// path of this machine (LocalRule). The local file gets the rest: the rules naming
-// this machine's paths, and, when "harness" on the PATH is another binary
-// or none, the hook with exe's absolute command, unless the shared file
-// already runs a harness hook (both would run, and every call would be
-// charged twice). With onPath, a harness hook in the local file gets
-// PortableCommand too: Claude Code runs identical hook commands once.
+// is the binary p.Exe (onPath) — PortableSmallCommand when the small hook
+// binary is beside it (p.Hook) — and the rules of DenyRules(p) that name
+// no path of this machine (LocalRule). The local file gets the rest: the
+// rules naming this machine's paths, and, when "harness" on the PATH is
+// another binary or none, the hook with the absolute command of p.Hook,
+// else of p.Exe, unless the shared file already runs a harness hook (both
+// would run, and every call would be charged twice). With onPath, a
+// harness hook in the local file gets the shared file's command too:
+// Claude Code runs identical hook commands once.
 func ProjectTargets(root string, p Protected, onPath bool) []Target {
 	exe := p.Exe
 	dir := filepath.Join(root, ".claude")
@@ -122,18 +193,18 @@ func ProjectTargets(root string, p Protected, onPath bool) []Target {
 			shared.Rules = append(shared.Rules, r)
 		}
 	}
-	switch {
+	switch portable := p.portable(); {
 	case onPath:
-		shared.Command = PortableCommand
-		shared.Note = "the hook runs `" + PortableCommand + "`: harness on the PATH is this binary"
-		local.Command, local.UpdateOnly = PortableCommand, true
+		shared.Command = portable
+		shared.Note = "the hook runs `" + portable + "`: harness on the PATH is this binary"
+		local.Command, local.UpdateOnly = portable, true
 	case HasHarnessHook(shared.Path):
 		local.Note = fmt.Sprintf("no hook added: %s already runs a harness hook, and a second one would charge every call twice; "+
 			"harness on the PATH is not this binary (%s): put it there as harness and install again", shared.Path, exe)
 	default:
-		local.Command = Command(exe)
+		local.Command = p.command()
 		local.Note = fmt.Sprintf("the hook runs this binary by its path (%s), which is this machine's: harness on the PATH is not it, "+
-			"so the hook went into this file, which is not committed, and %s got the rules every machine shares", exe, shared.Path)
+			"so the hook went into this file, which is not committed, and %s got the rules every machine shares", cmp.Or(p.Hook, exe), shared.Path)
 	}
 	out := []Target{shared}
 	if local.Command != "" && !local.UpdateOnly || len(local.Rules) > 0 || local.Note != "" || fileExists(local.Path) {
@@ -147,6 +218,9 @@ func ProjectTargets(root string, p Protected, onPath bool) []Target {
 // directory (//…) other than the patterns that hold anywhere (//**/…).
 func (p Protected) LocalRule(rule string) bool {
 	if filepath.IsAbs(p.Exe) && (rule == "Edit("+pathRule(p.Home, p.Exe)+")" || strings.HasPrefix(rule, "Bash("+p.Exe+" ")) {
+		return true
+	}
+	if filepath.IsAbs(p.Hook) && rule == "Edit("+pathRule(p.Home, p.Hook)+")" {
 		return true
 	}
 	for _, prefix := range []string{"Edit(//", "Read(//"} {
@@ -198,8 +272,8 @@ func HasHarnessHook(path string) bool {
 
 // Timeout is the timeout of the installed hook in Claude Code's settings.
 // Claude Code lets the tool run when its hook takes longer, so the hook
-// process answers well within it (hookd.Deadline).
-const Timeout = 30 * time.Second
+// process answers well within it (hookclient.Deadline).
+const Timeout = hookclient.Timeout
 
 // hookGroup and hookCommand are an entry of Claude Code's hooks settings,
 // their fields in the order Claude Code's documentation writes them.
@@ -298,7 +372,7 @@ func harnessEntries(d *jsonDoc, event string) []*jsonNode {
 			continue
 		}
 		for _, e := range list.kids {
-			if cmd := e.member("command"); cmd != nil && cmd.kind == '"' && strings.HasSuffix(cmd.str, " hook claude-code") {
+			if cmd := e.member("command"); cmd != nil && cmd.kind == '"' && IsHarnessCommand(cmd.str) {
 				out = append(out, e)
 			}
 		}

@@ -182,3 +182,82 @@ func TestInstallKeepsTheText(t *testing.T) {
 		})
 	}
 }
+
+// The small hook binary is the one beside the harness, a regular
+// executable file; a hook runs the harness hook whether its command line
+// runs the harness or the small binary, by name or path, quoted or not.
+func TestSmallHookCommand(t *testing.T) {
+	t.Parallel()
+	dir, bare, plain := t.TempDir(), t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, SmallName), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(plain, SmallName), []byte("not executable"), 0o644)
+	for _, tt := range []struct{ exe, want string }{
+		{filepath.Join(dir, "harness"), filepath.Join(dir, SmallName)},
+		{filepath.Join(bare, "harness"), ""},
+		{filepath.Join(plain, "harness"), ""},
+		{"harness", ""},
+	} {
+		if got := Beside(tt.exe); got != tt.want {
+			t.Errorf("Beside(%q) = %q, want %q", tt.exe, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		command string
+		harness bool
+	}{
+		{PortableCommand, true},
+		{PortableSmallCommand, true},
+		{Command("/opt/my tools/harness"), true},
+		{SmallCommand("/opt/bin/harness-hook"), true},
+		{SmallCommand("/opt/my tools/harness-hook"), true},
+		{SmallCommand("/opt/it's/harness-hook"), true},
+		{"harness-hook claude-code", true},
+		{"my-harness-hook claude-code", false},
+		{"/bin/other claude-code", false},
+		{"harness-hook", false},
+		{"prettier --write", false},
+	} {
+		if got := IsHarnessCommand(tt.command); got != tt.harness {
+			t.Errorf("IsHarnessCommand(%q) = %v", tt.command, got)
+		}
+	}
+}
+
+// With the small hook binary beside the harness, the installation runs
+// it: by its path in this machine's files, by PortableSmallCommand in a
+// project's shared file; its path is this machine's, and the agent may
+// not edit it.
+func TestTargetsWithTheSmallHook(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	p := Protected{Home: "/home/u", Exe: "/opt/h/harness", Hook: "/opt/h/harness-hook"}
+	without := Protected{Home: "/home/u", Exe: "/opt/h/harness"}
+	for _, tt := range []struct {
+		name                  string
+		p                     Protected
+		onPath                bool
+		shared, local, usercm string
+	}{
+		{"small, on the PATH", p, true, PortableSmallCommand, PortableSmallCommand, SmallCommand(p.Hook)},
+		{"small, not on the PATH", p, false, "", SmallCommand(p.Hook), SmallCommand(p.Hook)},
+		{"harness only, on the PATH", without, true, PortableCommand, PortableCommand, Command(without.Exe)},
+		{"harness only, not on the PATH", without, false, "", Command(without.Exe), Command(without.Exe)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			targets := ProjectTargets(root, tt.p, tt.onPath)
+			if targets[0].Command != tt.shared {
+				t.Errorf("shared: %q, want %q", targets[0].Command, tt.shared)
+			}
+			if len(targets) < 2 || targets[1].Command != tt.local {
+				t.Errorf("local: %+v, want %q", targets, tt.local)
+			}
+			if u := UserTargets(tt.p); u[0].Command != tt.usercm {
+				t.Errorf("user: %q, want %q", u[0].Command, tt.usercm)
+			}
+		})
+	}
+	rule := "Edit(//opt/h/harness-hook)"
+	if rules := DenyRules(p); !strings.Contains(strings.Join(rules, "\n"), rule) || !p.LocalRule(rule) {
+		t.Errorf("the small binary's rule %s: %q, local %v", rule, rules, p.LocalRule(rule))
+	}
+}

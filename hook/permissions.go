@@ -23,6 +23,9 @@ type Protected struct {
 	// Exe is the harness binary ("" if unknown): the agent may not edit it,
 	// and the Bash rules name it as well as "harness".
 	Exe string
+	// Hook is the small hook binary beside Exe (Beside), "" for none: the
+	// installed hook runs it, and the agent may not edit it.
+	Hook string
 }
 
 // OperatorCommands are the harness's commands for the operator only: an
@@ -68,6 +71,9 @@ func DenyRules(p Protected) []string {
 		if !strings.ContainsAny(p.Exe, "()") {
 			names = append(names, p.Exe)
 		}
+	}
+	if filepath.IsAbs(p.Hook) {
+		add("Edit(" + pathRule(p.Home, p.Hook) + ")")
 	}
 	for _, n := range names {
 		for _, c := range OperatorCommands {

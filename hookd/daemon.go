@@ -13,7 +13,6 @@ import (
 	"maps"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +23,8 @@ import (
 
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/hook"
+	"github.com/agentharness/harness/hookclient"
+	"github.com/agentharness/harness/metrics"
 )
 
 // DefaultIdle is how long a daemon waits for a call before it exits.
@@ -45,6 +46,18 @@ type Options struct {
 	// Grace is how long the calls in flight may take once the daemon
 	// stops (DefaultGrace): past it, they are refused.
 	Grace time.Duration
+	// Metrics serves the daemon's metrics, /healthz and /readyz on this
+	// address (host:port, loopback unless AllowRemote; then only with a
+	// [metrics] token of Env's user and TLS, TLSCert and TLSKey); "" for
+	// none. Ready is when every project the daemon has loaded can decide.
+	Metrics         string
+	AllowRemote     bool
+	TLSCert, TLSKey string
+	// Env is the daemon's own environment: whose harness.toml holds the
+	// [metrics] token.
+	Env app.Env
+	// Logf hears what the metrics listener refuses (default: nothing).
+	Logf func(format string, args ...any)
 }
 
 // Serve runs a daemon on o.Socket until ctx ends, it has been idle for
@@ -88,8 +101,23 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	os.Chmod(o.Socket, 0o600)
 	defer os.Remove(o.Socket)
-	d := &daemon{o: o, loads: map[string]*project{}}
+	d := &daemon{o: o, loads: map[string]*project{}, work: make(chan func())}
 	defer d.close()
+	for range workers {
+		go func() {
+			for f := range d.work {
+				f()
+			}
+		}()
+	}
+	if o.Metrics != "" {
+		srv, err := d.serveMetrics()
+		if err != nil {
+			l.Close()
+			return err
+		}
+		defer srv.Close()
+	}
 	// stopping ends when the daemon stops taking calls, whatever the
 	// reason: the calls in flight then have the grace to finish.
 	stopping, stop := context.WithCancel(ctx)
@@ -119,6 +147,7 @@ func Serve(ctx context.Context, o Options) error {
 		}
 	}()
 	var serving sync.WaitGroup
+	defer close(d.work) // once no call is served: none sends any more
 	defer serving.Wait()
 	for {
 		conn, err := l.Accept()
@@ -136,10 +165,77 @@ func Serve(ctx context.Context, o Options) error {
 
 // daemon keeps the loads of the projects it has answered for.
 type daemon struct {
-	o      Options
-	mu     sync.Mutex
-	loads  map[string]*project // by project root, layers and environment
-	closed atomic.Bool         // no call loads or decides any more
+	o       Options
+	mu      sync.Mutex
+	loads   map[string]*project // by project root, layers and environment
+	closed  atomic.Bool         // no call loads or decides any more
+	work    chan func()         // to the workers (see run)
+	metrics *metrics.Metrics    // nil without Options.Metrics
+}
+
+// serveMetrics starts the metrics listener of Options.Metrics, with the
+// user's [metrics] token.
+func (d *daemon) serveMetrics() (*metrics.Server, error) {
+	cfg, err := app.UserConfig(d.o.Env)
+	if err != nil {
+		return nil, err
+	}
+	d.metrics = metrics.New(app.Version)
+	logf := d.o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	srv, err := d.metrics.Listen(metrics.ListenOptions{Addr: d.o.Metrics, AllowRemote: d.o.AllowRemote, TLSCert: d.o.TLSCert, TLSKey: d.o.TLSKey,
+		Handler: metrics.HandlerOptions{Token: cfg.MetricsToken, TokenSHA256: cfg.MetricsTokenSHA256, Ready: d.ready, Logf: logf}})
+	if err != nil {
+		return nil, err
+	}
+	scheme := "http"
+	if d.o.TLSCert != "" {
+		scheme = "https"
+	}
+	logf("metrics on %s://%s/metrics (and /healthz, /readyz)", scheme, srv.Addr())
+	return srv, nil
+}
+
+// ready is nil when every project the daemon has loaded can decide (see
+// app.Harness.Ready), and when it has loaded none (it loads at a call).
+func (d *daemon) ready(ctx context.Context) error {
+	d.mu.Lock()
+	loads := slices.Collect(maps.Values(d.loads))
+	d.mu.Unlock()
+	for _, p := range loads {
+		p.mu.Lock()
+		g := p.gen
+		if g != nil {
+			g.inflight.Add(1) // not closed under the check
+		}
+		p.mu.Unlock()
+		if g == nil {
+			continue
+		}
+		err := g.ready(ctx)
+		g.inflight.Done()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// workers are the goroutines a daemon keeps for its calls' work.
+const workers = 4
+
+// run runs f on one of the daemon's workers, else, when all are busy, on a
+// goroutine of its own. A decision's evaluation recurses deeply: on a new
+// goroutine its stack grows, and is copied, several times on every call,
+// while a worker's has grown already.
+func (d *daemon) run(f func()) {
+	select {
+	case d.work <- f:
+	default:
+		go f()
+	}
 }
 
 // project is the current load of one project, and the fingerprint of the
@@ -155,6 +251,7 @@ type project struct {
 type generation struct {
 	handler  *hook.ClaudeCode
 	close    func() error
+	ready    func(context.Context) error
 	inflight sync.WaitGroup
 }
 
@@ -191,7 +288,7 @@ func (d *daemon) bounded(stopping context.Context, req Request, start time.Time)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(stopping))
 	defer cancel()
 	answered := make(chan hook.Response, 1)
-	go func() { answered <- d.answer(ctx, req) }()
+	d.run(func() { answered <- d.answer(ctx, req) })
 	timeout := time.NewTimer(d.o.Timeout - time.Since(start))
 	defer timeout.Stop()
 	grace := time.NewTimer(time.Hour)
@@ -221,7 +318,8 @@ func (d *daemon) answer(ctx context.Context, req Request) hook.Response {
 // request's session is pinned to another project, it answers with that
 // project's load instead.
 func (d *daemon) answerIn(ctx context.Context, req Request, first bool) hook.Response {
-	p := req.params()
+	p := params(req)
+	p.Metrics = d.metrics
 	loc, err := app.Locate(p)
 	if err != nil {
 		return Failure(req.Payload, err)
@@ -263,7 +361,7 @@ func (d *daemon) answerIn(ctx context.Context, req Request, first bool) hook.Res
 			proj.mu.Unlock()
 			return Unanswered(req.Payload, stopped)
 		}
-		proj.gen, proj.fingerprint = &generation{handler: handler, close: h.Close}, fp
+		proj.gen, proj.fingerprint = &generation{handler: handler, close: h.Close, ready: h.Ready}, fp
 	}
 	gen := proj.gen
 	gen.inflight.Add(1)
@@ -364,18 +462,6 @@ func contentSum(h hash.Hash, buf []byte, path string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Start starts a daemon in the background, detached (its own session, in
-// /): command is the program and arguments that run Serve (harness hook
-// daemon).
-func Start(command ...string) error {
-	if len(command) == 0 {
-		return errors.New("hookd: no command to start")
-	}
-	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	return cmd.Process.Release()
-}
+// Start starts a daemon in the background, detached (see
+// hookclient.Start).
+func Start(command ...string) error { return hookclient.Start(command...) }

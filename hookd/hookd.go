@@ -7,7 +7,10 @@
 // 0600). The daemon checks, on every call, a fingerprint of the files the
 // load read (app.Location.Sources) and loads again when one changed. With
 // no daemon, the hook process answers by itself the same way (Local) and
-// starts one for the next calls.
+// starts one for the next calls. The hook process's side of the socket is
+// hookclient's, which the small hook binary (cmd/harness-hook) uses
+// alone: it hands the payload to the daemon without loading the harness,
+// and runs the harness itself when no daemon answers.
 //
 // Every answer comes in time: Claude Code lets a tool run when its hook
 // outlasts its timeout, so a hook process (Client) refuses the call when
@@ -21,54 +24,31 @@ package hookd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/hook"
+	"github.com/agentharness/harness/hookclient"
 )
 
-// The deadlines of a hook call, from the outside in. Claude Code lets a
-// tool run when its hook outlasts the timeout it was installed with
-// (hook.Timeout), so a hook process answers well before that whatever it
-// is doing: within Deadline, after which it refuses the call. Its wait for
-// the daemon (CallTimeout) ends before that, and the daemon refuses a
-// call it has not decided within DecideTimeout, before the hook process
-// stops waiting. None of them depends on the policy engine's own
-// evaluation deadline.
+// The deadlines of a hook call (see hookclient): the hook process's
+// whole call, its wait for the daemon, and the daemon's work on one call.
 const (
-	// Deadline bounds a whole hook process: reading the payload, waiting
-	// for the daemon, loading and deciding in the process.
-	Deadline = hook.Timeout * 2 / 3
-	// CallTimeout bounds a hook process's wait for the daemon's answer.
-	CallTimeout = Deadline * 3 / 4
-	// DecideTimeout bounds the daemon's work on one call.
-	DecideTimeout = CallTimeout - 2*time.Second
+	Deadline      = hookclient.Deadline
+	CallTimeout   = hookclient.CallTimeout
+	DecideTimeout = hookclient.DecideTimeout
 )
 
-// dialTimeout bounds the wait for a daemon to take the connection.
-const dialTimeout = 100 * time.Millisecond
-
-// Request is one hook call handed to the daemon: the payload and what the
-// hook process knows of its surroundings.
-type Request struct {
-	Payload json.RawMessage   `json:"payload"`
-	Project string            `json:"project"`
-	WorkDir string            `json:"work_dir"`
-	Env     map[string]string `json:"env"`
-}
+// Request is one hook call handed to the daemon (see hookclient.Request).
+type Request = hookclient.Request
 
 // ProjectDirVar is the variable Claude Code sets for its hooks: the
 // directory it was started in, which the agent's cd does not move.
-const ProjectDirVar = "CLAUDE_PROJECT_DIR"
+const ProjectDirVar = hookclient.ProjectDirVar
 
 // params are the load parameters of a request. The project is the one the
 // hook was installed with (--project), else the directory Claude Code was
@@ -76,7 +56,7 @@ const ProjectDirVar = "CLAUDE_PROJECT_DIR"
 // cwd, which follows the agent's own cd: so once a session's project is
 // known it is pinned (see pinned), and the cwd only names the project of
 // a session's first call.
-func (r Request) params() app.Params {
+func params(r Request) app.Params {
 	env := r.Env
 	p := app.Params{Project: r.Project, Env: app.Env{
 		WorkDir: r.WorkDir,
@@ -103,55 +83,22 @@ func pinned(ctx context.Context, h *hook.ClaudeCode, payload []byte, root string
 
 // NewRequest is the request of a hook call of payload, made in env.
 func NewRequest(payload []byte, project string, env app.Env) Request {
-	req := Request{Payload: payload, Project: project, WorkDir: env.WorkDir, Env: map[string]string{}}
-	for _, k := range append(slices.Clone(app.EnvVars), ProjectDirVar) {
-		if env.Getenv != nil {
-			req.Env[k] = env.Getenv(k)
-		}
-	}
-	if req.Env["HOME"] == "" {
-		req.Env["HOME"] = env.Home
-	}
-	return req
+	return hookclient.NewRequest(payload, project, hookclient.Env(env))
 }
 
 // SocketPath is the daemon's socket for env: hook.sock in the state
-// directory.
-func SocketPath(env app.Env) string { return filepath.Join(app.StateDir(env), "hook.sock") }
+// directory (hookclient.SocketPath).
+func SocketPath(env app.Env) string { return hookclient.SocketPath(hookclient.Env(env)) }
 
-// Call hands req to the daemon listening on socket. It is false when none
-// answered the connection, or the process that did is not this user's
-// harness (see trusted), and the call is then the caller's to answer; once
-// the request is sent, any failure is the answer (a call must never be
-// decided twice).
-func Call(socket string, req Request) (hook.Response, bool) {
-	if !json.Valid(req.Payload) {
-		return hook.Response{}, false
-	}
-	conn, err := net.DialTimeout("unix", socket, dialTimeout)
-	if err != nil {
-		return hook.Response{}, false
-	}
-	defer conn.Close()
-	if err := trusted(conn); err != nil {
-		return hook.Response{}, false
-	}
-	conn.SetDeadline(time.Now().Add(CallTimeout))
-	if err := json.NewEncoder(conn).Encode(req); err != nil {
-		return hook.Response{}, false
-	}
-	var resp hook.Response
-	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
-		return Failure(req.Payload, fmt.Errorf("the hook daemon did not answer: %v", err)), true
-	}
-	return resp, true
-}
+// Call hands req to the daemon listening on socket, which must run this
+// very program (see hookclient.Call).
+func Call(socket string, req Request) (hook.Response, bool) { return hookclient.Call(socket, req, "") }
 
 // Local answers req in this process: load the project of the request
 // (see params) or the one its session is pinned to, open the ledger,
 // decide.
 func Local(ctx context.Context, req Request) hook.Response {
-	h, err := app.Load(ctx, req.params())
+	h, err := app.Load(ctx, params(req))
 	if err != nil {
 		return Failure(req.Payload, err)
 	}
@@ -170,7 +117,7 @@ func Local(ctx context.Context, req Request) hook.Response {
 		h.Close()
 		pin := req
 		pin.Project = root
-		if h, err = app.Load(ctx, pin.params()); err != nil {
+		if h, err = app.Load(ctx, params(pin)); err != nil {
 			return Failure(req.Payload, err)
 		}
 		if handler, err = h.Hook(ctx, warn); err != nil {
@@ -182,21 +129,10 @@ func Local(ctx context.Context, req Request) hook.Response {
 	return resp
 }
 
-// Unanswered answers a call the harness did not decide, saying why: a
-// PreToolUse (or anything else) is refused, a PostToolUse is not charged.
-func Unanswered(payload []byte, why string) hook.Response {
-	if gjson.GetBytes(payload, "hook_event_name").String() == "PostToolUse" {
-		return hook.Response{Stderr: "harness hook: " + why + "; nothing was charged\n"}
-	}
-	return hook.Response{Stderr: "harness hook: " + why + "; refusing the call\n", Exit: hook.ExitRefused}
-}
+// Unanswered answers a call the harness did not decide, saying why (see
+// hookclient.Unanswered).
+func Unanswered(payload []byte, why string) hook.Response { return hookclient.Unanswered(payload, why) }
 
-// Failure answers when the harness itself cannot run (a broken role file,
-// an unreachable ledger): a tool call is refused, with the reason.
-func Failure(payload []byte, err error) hook.Response {
-	msg := fmt.Sprintf("harness hook: the harness cannot decide: %v\n", err)
-	if gjson.GetBytes(payload, "hook_event_name").String() == "PostToolUse" {
-		return hook.Response{Stderr: msg + "harness hook: nothing was charged\n"}
-	}
-	return hook.Response{Stderr: msg + "harness hook: refusing the call (fix the error, or run: harness check)\n", Exit: hook.ExitRefused}
-}
+// Failure answers when the harness itself cannot run (see
+// hookclient.Failure).
+func Failure(payload []byte, err error) hook.Response { return hookclient.Failure(payload, err) }

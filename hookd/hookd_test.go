@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/hook"
+	"github.com/agentharness/harness/hookclient"
 )
 
 // Run as a daemon when the test binary is started by Start (see
@@ -340,6 +342,22 @@ func TestDaemonNestedLayers(t *testing.T) {
 		r, ok := Call(sock, sub.request(t, "PreToolUse", "n"+strconv.Itoa(i)))
 		if !ok || decision(t, r) != "deny" || !strings.Contains(string(r.Stdout), "no tests here") {
 			t.Errorf("call %d, from %s: %+v", i, dir, r)
+		}
+	}
+}
+
+// The hook process's side (hookclient) carries every variable a load
+// reads, and looks for the socket where the daemon listens: in the state
+// directory of the ledger.
+func TestClientSideAgrees(t *testing.T) {
+	t.Parallel()
+	if !slices.Equal(hookclient.EnvVars, app.EnvVars) {
+		t.Errorf("hookclient.EnvVars %q, app.EnvVars %q", hookclient.EnvVars, app.EnvVars)
+	}
+	for _, vars := range []map[string]string{{}, {"XDG_STATE_HOME": "/state"}, {"XDG_STATE_HOME": "rel"}} {
+		env := app.Env{WorkDir: "/w", Home: "/home/u", Getenv: func(k string) string { return vars[k] }}
+		if got, want := SocketPath(env), filepath.Join(app.StateDir(env), "hook.sock"); got != want {
+			t.Errorf("%v: socket %s, want %s", vars, got, want)
 		}
 	}
 }

@@ -134,7 +134,7 @@ func TestRegoSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := RunTests(context.Background(), b, false)
+	run, err := RunTests(context.Background(), b, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -25,15 +26,25 @@ type TestRun struct {
 
 // RunTests runs the test_ rules of the bundle's *_test.rego modules with the
 // bundle's data, through OPA's tester and with the harness's capabilities:
-// the results `opa test DIR` gives on the bundle written to DIR.
-func RunTests(ctx context.Context, b *compiler.Bundle, coverage bool) (*TestRun, error) {
+// the results `opa test DIR` gives on the bundle written to DIR. progress,
+// if set, hears of each result: how many of how many.
+func RunTests(ctx context.Context, b *compiler.Bundle, coverage bool, progress func(done, total int)) (*TestRun, error) {
 	run := &TestRun{Modules: map[string]*ast.Module{}}
+	total := 0 // the test rules, as the tester counts them (a rule of several bodies is one test)
 	for _, m := range b.Modules {
 		parsed, err := ast.ParseModuleWithOpts(m.Location(), string(m.Source), ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
 			return nil, regoErrors(err)
 		}
 		run.Modules[m.Location()] = parsed
+		seen := map[string]bool{}
+		for _, r := range parsed.Rules {
+			name := r.Head.Name.String()
+			if (strings.HasPrefix(name, "test_") || strings.HasPrefix(name, "todo_test_")) && !seen[name] {
+				seen[name] = true
+				total++
+			}
+		}
 	}
 	runner := tester.NewRunner().
 		SetDefaultRegoVersion(ast.RegoV1).
@@ -56,6 +67,9 @@ func RunTests(ctx context.Context, b *compiler.Bundle, coverage bool) (*TestRun,
 	}
 	for r := range ch {
 		run.Results = append(run.Results, r)
+		if progress != nil {
+			progress(len(run.Results), max(total, len(run.Results)))
+		}
 	}
 	if cov != nil {
 		report := cov.Report(run.Modules)

@@ -98,7 +98,7 @@ func name(key string) string {
 // Tally returns the tally of the session key; ok is false when the book
 // has none.
 func (b *Book) Tally(key string) (Tally, bool, error) {
-	st, err := b.load(filepath.Join(b.dir, name(key)+".json"))
+	st, _, err := b.load(filepath.Join(b.dir, name(key)+".json"))
 	if err != nil || st.Files == nil && st.Tally == (Tally{}) {
 		return Tally{}, false, err
 	}
@@ -123,7 +123,7 @@ func (b *Book) Update(key, path string, f func(reqs []Request, t *Tally) error) 
 		return Tally{}, err
 	}
 	defer unlock()
-	st, err := b.load(base + ".json")
+	st, saved, err := b.load(base + ".json")
 	if err != nil {
 		return Tally{}, err
 	}
@@ -157,7 +157,7 @@ func (b *Book) Update(key, path string, f func(reqs []Request, t *Tally) error) 
 			return st.Tally, err
 		}
 	}
-	if err := save(base+".json", st); err != nil {
+	if err := save(base+".json", st, saved); err != nil {
 		return st.Tally, err
 	}
 	return st.Tally, readErr
@@ -207,29 +207,34 @@ func (b *Book) read(real string, st *state, ids *idSet) ([]Request, error) {
 }
 
 // load reads a session's state; none is an empty one.
-func (b *Book) load(path string) (state, error) {
+func (b *Book) load(path string) (state, []byte, error) {
 	var st state
 	raw, err := readRegular(path, 8<<20)
 	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
+		return st, nil, nil
 	}
 	if err != nil {
-		return st, err
+		return st, nil, err
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		// The agent's to break, as the same user: start the cursors again
 		// (ids keep requests from being counted twice), but keep what was
 		// charged out of reach: the ledger holds it.
-		return state{}, nil
+		return state{}, raw, nil
 	}
-	return st, nil
+	return st, raw, nil
 }
 
-// save writes st atomically, 0600.
-func save(path string, st state) error {
+// save writes st atomically, 0600, unless the file holds it already
+// (saved, its text as loaded: most calls of a turn find the transcript as
+// the last one left it).
+func save(path string, st state, saved []byte) error {
 	raw, err := json.Marshal(st)
 	if err != nil {
 		return err
+	}
+	if saved != nil && bytes.Equal(raw, saved) {
+		return nil
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {

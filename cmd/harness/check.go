@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -70,6 +71,13 @@ Exit codes: 0 ok, 3 the files have errors, 1 the harness itself cannot run.`,
 			}
 			fmt.Fprintf(c.stdout, "custom policies: %d (%d test files)\n", s.CustomPolicies, s.TestFiles)
 			fmt.Fprintf(c.stdout, "mode: %s\n", s.Mode)
+			for _, a := range s.Alerts { // never the URL: it can be a secret
+				what := "every event"
+				if len(a.Events) > 0 {
+					what = strings.Join(a.Events, ", ")
+				}
+				fmt.Fprintf(c.stdout, "alert %s: %s, as %s\n", a.Name, what, a.Format)
+			}
 			return exitOK
 		}),
 	}
@@ -92,15 +100,21 @@ with theirs. opa test, opa build and a stock OPA take it as it is.`,
 			if out == "" {
 				return c.fail("compile: --out DIR is required")
 			}
+			meter := c.progress("harness compile")
+			meter.Say("loading and compiling the roles and policies")
 			h, ok := c.load(c.params())
 			if !ok {
+				meter.Done()
 				return exitError
 			}
 			b, err := compiler.NewBundle(h.Engine.Document(), append(h.Engine.Bundle().Modules, policy.TestModules()...))
 			if err != nil {
+				meter.Done()
 				return c.fail("compile: %v", err)
 			}
-			if err := b.Write(out); err != nil {
+			err = b.WriteProgress(out, func(done, total int) { meter.Count(int64(done), int64(total)) })
+			meter.Done()
+			if err != nil {
 				return c.fail("compile: %v", err)
 			}
 			if asJSON {

@@ -76,7 +76,7 @@ func (c *cli) command() *cobra.Command {
 		}
 	}
 	add(groupDecide, c.decideCmd(), c.recordCmd())
-	add(groupSession, c.budgetCmd(), c.sessionsCmd(), c.roleCmd(), c.eventsCmd(), c.logCmd())
+	add(groupSession, c.budgetCmd(), c.sessionsCmd(), c.roleCmd(), c.eventsCmd(), c.logCmd(), c.reportCmd())
 	add(groupPolicy, c.rolesCmd(), c.checkCmd(), c.compileCmd(), c.testCmd())
 	add(groupConnect, c.serveCmd(), c.hookCmd(), c.compressCmd())
 	root.AddCommand(c.versionCmd())

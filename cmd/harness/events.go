@@ -192,6 +192,7 @@ func (c *cli) log(id, session string, limit int, asJSON bool) int {
 		in    contract.Input
 		out   contract.Decision
 		sw    contract.SwitchDecision
+		ch    events.ChargeResult
 		reset contract.ResetInput
 		raw   []byte
 	}
@@ -203,8 +204,10 @@ func (c *cli) log(id, session string, limit int, asJSON bool) int {
 		}
 		result := any(&e.out)
 		switch e.Path {
-		case "harness/switch":
+		case events.PathSwitch:
 			result = &e.sw
+		case events.PathCharge:
+			result = &e.ch
 		case "harness/reset":
 			result = &contract.ResetResult{}
 			if json.Unmarshal(e.Input, &e.reset) != nil {
@@ -262,7 +265,13 @@ func (c *cli) log(id, session string, limit int, asJSON bool) int {
 			shadow = " [shadow]"
 		}
 		what := fmt.Sprintf("%s %s → %s%s", p(e.out.Role), p(e.out.Tool), p(e.out.Decision), shadow)
-		if e.Path == "harness/switch" {
+		switch e.Path {
+		case events.PathCharge:
+			what = fmt.Sprintf("%s %s charged: tokens +%d, shell %+d, cost +%s", p(e.in.Role), p(e.in.Tool), e.ch.Tokens, e.ch.Shell, contract.FormatUSD(e.ch.CostMicros))
+			if e.ch.Withheld > 0 {
+				what += fmt.Sprintf(" (%d tokens withheld)", e.ch.Withheld)
+			}
+		case events.PathSwitch:
 			verdict := "switched"
 			if !e.sw.Allowed {
 				verdict = "refused"

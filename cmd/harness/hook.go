@@ -80,20 +80,33 @@ func (c *cli) hookClaudeCode() int {
 }
 
 func (c *cli) hookDaemonCmd() *cobra.Command {
-	var idle time.Duration
+	var f struct {
+		idle                     time.Duration
+		metrics, tlsCert, tlsKey string
+		allowRemote              bool
+	}
 	cmd := &cobra.Command{
 		Use:    "daemon [flags]",
 		Short:  "Serve hook calls on the user's socket until idle (started by the hook itself)",
 		Hidden: true,
 		Args:   noArgs(""),
 		RunE: c.runs(func(cmd *cobra.Command, _ []string) int {
-			if err := hookd.Serve(c.env.ctx, hookd.Options{Socket: hookd.SocketPath(c.params().Env), Idle: idle}); err != nil {
+			env := c.params().Env
+			o := hookd.Options{Socket: hookd.SocketPath(env), Idle: f.idle, Metrics: f.metrics, AllowRemote: f.allowRemote,
+				TLSCert: f.tlsCert, TLSKey: f.tlsKey, Env: env,
+				Logf: func(format string, a ...any) { fmt.Fprintf(c.stderr, "harness hook daemon: "+format+"\n", a...) }}
+			if err := hookd.Serve(c.env.ctx, o); err != nil {
 				return c.fail("hook daemon: %v", err)
 			}
 			return exitOK
 		}),
 	}
-	cmd.Flags().DurationVar(&idle, "idle", hookd.DefaultIdle, "exit after this long without a call")
+	fs := cmd.Flags()
+	fs.DurationVar(&f.idle, "idle", hookd.DefaultIdle, "exit after this long without a call")
+	fs.StringVar(&f.metrics, "metrics", "", "serve /metrics, /healthz and /readyz on `ADDR` (host:port, loopback unless --allow-remote)")
+	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow --metrics on an address that is not loopback; a [metrics] token and TLS are then required")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "with --metrics: serve HTTPS with the certificate chain in `FILE` (PEM)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "with --metrics: the private key of --tls-cert in `FILE` (PEM)")
 	return cmd
 }
 
@@ -106,7 +119,8 @@ func (c *cli) hookInstallCmd() *cobra.Command {
 		Use:   "install [--project | --user] [--write] [flags]",
 		Short: "Put the hook and its permission rules in Claude Code's settings",
 		Long: `Install prints the hook configuration (PreToolUse, PostToolUse and
-PostToolUseFailure hooks running harness hook claude-code, and the permission rules
+PostToolUseFailure hooks running harness hook claude-code, or the small harness-hook
+binary when it is installed beside the harness, and the permission rules
 that keep the agent's tools off the harness's own files and the operator's commands),
 or with --write merges it into the project's .claude/settings.json (--project, the
 default) or the user's ~/.claude/settings.json (--user), keeping every other setting,
@@ -139,6 +153,7 @@ func (c *cli) hookInstall(dir string, user, write bool) int {
 		exe = "harness"
 	}
 	protected := app.Protected(c.params().Env, exe)
+	protected.Hook = hook.Beside(exe) // the small hook binary, when it is installed beside
 	var targets []hook.Target
 	if user {
 		targets = hook.UserTargets(protected)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -86,4 +87,115 @@ func BenchmarkHookCall(b *testing.B) {
 		run(b, opa, []string{"eval", "-b", bundle, "-i", input, "--format", "raw", "data.harness.decision"}, nil, nil)
 	})
 
+}
+
+// BenchmarkHookStart measures one hook call with the daemon up, from the
+// process's start to its answer, for the small hook binary
+// (cmd/harness-hook) and harness hook claude-code, against the floor: a
+// trivial Go binary that reads its stdin, dials a unix socket and prints
+// the answer (testdata/hookfloor, answered at once by this process). Each
+// iteration runs every path once, in turn, so that the machine's noise
+// falls on all of them alike; it reports each path's p50 and p99, and the
+// ratio of the small hook's p50 to the floor's (run with -benchtime 200x
+// and -count: make bench-hook).
+func BenchmarkHookStart(b *testing.B) {
+	t := &testing.T{}
+	harnessBin, _ := buildBinaries(t)
+	small := smallHookBinary(t)
+	if t.Failed() {
+		b.Fatal("no binaries")
+	}
+	floorBin := filepath.Join(b.TempDir(), "hookfloor")
+	if out, err := exec.Command("go", "build", "-o", floorBin, "../../testdata/hookfloor").CombinedOutput(); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	dir, err := os.MkdirTemp("", "hb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	// The floor's socket: every connection gets an answer as soon as it
+	// has sent its payload.
+	floorSock := filepath.Join(dir, "floor.sock")
+	l, err := net.Listen("unix", floorSock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(io.Discard, c)
+				io.WriteString(c, "{}\n")
+			}()
+		}
+	}()
+
+	home := filepath.Join(dir, "home")
+	env := append(os.Environ(), "HOME="+home, "XDG_STATE_HOME=", "HARNESS_HOOK_DAEMON=")
+	daemon := exec.Command(harnessBin, "hook", "daemon", "--idle", "10m")
+	daemon.Env = env
+	if err := daemon.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { daemon.Process.Kill(); daemon.Wait() }()
+	sock := filepath.Join(home, ".local", "state", "lean-ctx", "harness", "hook.sock")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the hook daemon never listened")
+		}
+	}
+	pre := []byte(`{"session_id":"bench","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/tmp/main.go"},"tool_use_id":"toolu_01"}`)
+	post := []byte(`{"session_id":"bench","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","permission_mode":"default","hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{"file_path":"/tmp/main.go"},"tool_response":{"type":"text","file":{"filePath":"/tmp/main.go","content":"package main\n\nfunc main() {}\n"}},"tool_use_id":"toolu_01"}`)
+	paths := []struct {
+		name  string
+		argv  []string
+		stdin []byte
+	}{
+		{"floor", []string{floorBin, floorSock}, pre},
+		{"small-pre", []string{small, "claude-code"}, pre},
+		{"small-post", []string{small, "claude-code"}, post},
+		{"harness-pre", []string{harnessBin, "hook", "claude-code"}, pre},
+		{"harness-post", []string{harnessBin, "hook", "claude-code"}, post},
+	}
+	once := func(i int) time.Duration {
+		p := paths[i]
+		cmd := exec.Command(p.argv[0], p.argv[1:]...)
+		cmd.Env = env
+		cmd.Stdin = bytes.NewReader(p.stdin)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		took := time.Since(start)
+		if err != nil {
+			b.Fatalf("%s: %v: %s", p.name, err, out)
+		}
+		return took
+	}
+	for i := range paths { // the daemon's loads, the page cache
+		once(i)
+	}
+	lat := make([][]time.Duration, len(paths))
+	for b.Loop() {
+		for i := range paths {
+			lat[i] = append(lat[i], once(i))
+		}
+	}
+	p50 := make([]float64, len(paths))
+	for i, p := range paths {
+		slices.Sort(lat[i])
+		p50[i] = float64(lat[i][len(lat[i])/2].Microseconds()) / 1000
+		b.ReportMetric(p50[i], p.name+"-p50-ms")
+		b.ReportMetric(float64(lat[i][len(lat[i])*99/100].Microseconds())/1000, p.name+"-p99-ms")
+	}
+	b.ReportMetric(p50[1]/p50[0], "small/floor")
+	b.ReportMetric(p50[3]/p50[0], "harness/floor")
 }

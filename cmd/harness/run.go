@@ -15,6 +15,7 @@ import (
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/internal/progress"
 	"github.com/agentharness/harness/internal/strict"
 	"github.com/agentharness/harness/roles"
 )
@@ -97,6 +98,9 @@ type cli struct {
 	env            env
 	project        string // --project, a flag of every command
 	code           int
+	// meter is the progress line shown, if any, which a message clears
+	// first.
+	meter *progress.Meter
 }
 
 // exitCode is the error of a command that has reported its own problem
@@ -119,6 +123,7 @@ func name(cmd *cobra.Command) string {
 }
 
 func (c *cli) fail(format string, args ...any) int {
+	c.meter.Done()
 	fmt.Fprintf(c.stderr, "harness: "+format+"\n", args...)
 	return exitError
 }
@@ -141,6 +146,7 @@ func (c *cli) load(p app.Params) (*app.Harness, bool) {
 }
 
 func (c *cli) printErrors(err error) {
+	c.meter.Done()
 	var list strict.ErrorList
 	if errors.As(err, &list) {
 		for _, e := range list {
@@ -172,7 +178,7 @@ func (c *cli) open(ledger string, readOnly bool) (*app.Harness, *govern.Governor
 }
 
 // warn prints what went wrong without stopping the command.
-func (c *cli) warn(err error) { fmt.Fprintf(c.stderr, "harness: warning: %v\n", err) }
+func (c *cli) warn(err error) { c.meter.Done(); fmt.Fprintf(c.stderr, "harness: warning: %v\n", err) }
 
 // sessionFlags are --session, --agent and --ledger, the flags of the
 // commands that use a session's counters.

@@ -19,6 +19,7 @@ func (c *cli) serveCmd() *cobra.Command {
 		sessionFlags
 		http, role, name string
 		tlsCert, tlsKey  string
+		metrics          string
 		allowRemote      bool
 	}
 	cmd := &cobra.Command{
@@ -29,9 +30,11 @@ command after -- (over stdio), or the [[upstream]] servers of the user's
 harness.toml. Over stdio each process is a new session; over HTTP (--http, on
 loopback unless --allow-remote) sessions are the gateway's, and bearer tokens
 ([[gateway.tokens]]) name the agents. Edits of roles, policies and harness.toml
-are picked up while serving.`,
+are picked up while serving. Prometheus metrics, /healthz and /readyz are served
+beside /mcp over HTTP, and on --metrics ADDR (behind [metrics] token if set).`,
 		Example: `  harness serve --agent claude-code -- lean-ctx mcp
-  harness serve --http 127.0.0.1:8765`,
+  harness serve --http 127.0.0.1:8765
+  harness serve --metrics 127.0.0.1:9464 -- lean-ctx mcp`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if at := cmd.ArgsLenAtDash(); at != 0 && len(args) > 0 {
 				return noArgs("the upstream command goes after --")(cmd, args)
@@ -43,14 +46,15 @@ are picked up while serving.`,
 			if cmd.ArgsLenAtDash() == 0 {
 				command = args
 			}
-			return c.serve(command, f.http, f.allowRemote, f.tlsCert, f.tlsKey, f.session, f.agent, f.role, f.ledger, f.name)
+			return c.serve(command, f.http, f.metrics, f.allowRemote, f.tlsCert, f.tlsKey, f.session, f.agent, f.role, f.ledger, f.name)
 		}),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.http, "http", "", "serve streamable HTTP on `ADDR` (host:port, loopback unless --allow-remote) instead of stdio")
-	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow --http on an address that is not loopback; bearer tokens and TLS are then required")
-	fs.StringVar(&f.tlsCert, "tls-cert", "", "with --http: serve HTTPS with the certificate chain in `FILE` (PEM)")
-	fs.StringVar(&f.tlsKey, "tls-key", "", "with --http: the private key of --tls-cert in `FILE` (PEM)")
+	fs.StringVar(&f.metrics, "metrics", "", "serve /metrics, /healthz and /readyz on `ADDR` (host:port, loopback unless --allow-remote); --http serves them beside /mcp")
+	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow --http or --metrics on an address that is not loopback; tokens and TLS are then required")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "with --http or --metrics: serve HTTPS with the certificate chain in `FILE` (PEM)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "with --http or --metrics: the private key of --tls-cert in `FILE` (PEM)")
 	fs.StringVar(&f.session, "session", "", "stdio: the session `ID` (default: $HARNESS_SESSION, else a new one)")
 	fs.StringVar(&f.agent, "agent", "", "stdio: the `AGENT` (default: $HARNESS_AGENT, else [gateway] default_agent, else anonymous)")
 	fs.StringVar(&f.role, "role", "", "the `ROLE` of a new session (default: the agent's configured role, $LEAN_CTX_ROLE, the default)")
@@ -61,7 +65,7 @@ are picked up while serving.`,
 }
 
 // serve runs the MCP gateway.
-func (c *cli) serve(command []string, httpAddr string, allowRemote bool, tlsCert, tlsKey, session, agent, role, ledger, name string) int {
+func (c *cli) serve(command []string, httpAddr, metricsAddr string, allowRemote bool, tlsCert, tlsKey, session, agent, role, ledger, name string) int {
 	if path := c.env.getenv("HARNESS_CPUPROFILE"); path != "" { // for developers: where serve spends its time
 		f, err := os.Create(path)
 		if err != nil {
@@ -90,7 +94,7 @@ func (c *cli) serve(command []string, httpAddr string, allowRemote bool, tlsCert
 		return exitError
 	}
 	err := h.Serve(c.env.ctx, app.ServeOptions{
-		Command: command, Name: name, HTTP: httpAddr, AllowRemote: allowRemote, TLSCert: tlsCert, TLSKey: tlsKey,
+		Command: command, Name: name, HTTP: httpAddr, AllowRemote: allowRemote, TLSCert: tlsCert, TLSKey: tlsKey, Metrics: metricsAddr,
 		Session: session, Agent: agent, Ledger: ledger,
 		Stdin: c.env.stdin, Stdout: c.stdout, Log: c.stderr,
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agentharness/harness/gateway"
+	"github.com/agentharness/harness/ui"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,13 +20,24 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // binaries builds the harness and the fixture upstream once per test run.
 var binaries struct {
 	once              sync.Once
 	harness, upstream string
+	hook              string // the small hook binary, beside harness
 	err               error
+}
+
+// smallHookBinary is the small hook binary (cmd/harness-hook), built
+// beside the harness of buildBinaries.
+func smallHookBinary(t *testing.T) string {
+	t.Helper()
+	buildBinaries(t)
+	return binaries.hook
 }
 
 func buildBinaries(t *testing.T) (harnessBin, upstreamBin string) {
@@ -36,8 +48,8 @@ func buildBinaries(t *testing.T) (harnessBin, upstreamBin string) {
 			binaries.err = err
 			return
 		}
-		binaries.harness, binaries.upstream = filepath.Join(dir, "harness"), filepath.Join(dir, "upstream")
-		for pkg, out := range map[string]string{".": binaries.harness, "../../testdata/upstream": binaries.upstream} {
+		binaries.harness, binaries.upstream, binaries.hook = filepath.Join(dir, "harness"), filepath.Join(dir, "upstream"), filepath.Join(dir, "harness-hook")
+		for pkg, out := range map[string]string{".": binaries.harness, "../../testdata/upstream": binaries.upstream, "../harness-hook": binaries.hook} {
 			if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 				binaries.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 				return
@@ -350,6 +362,10 @@ token = "coder-token-0123456789ab"
 agent = "named"
 token = "named-token-0123456789ab"
 client_sessions = true
+
+[[gateway.tokens]]
+token = "operator-token-0123456789"
+operator = true
 `)
 	addr := freeAddr(t)
 	srv := exec.Command(harnessBin, "serve", "--http", addr, "--project", gatewayProject(t), "--", upstreamBin)
@@ -446,6 +462,39 @@ client_sessions = true
 	if res := call(t, a, "ctx_session", map[string]any{"action": "role"}); !strings.Contains(text(res), "Session shared of agent named") {
 		t.Errorf("the session's name: %s", text(res))
 	}
+	// The live view beside the gateway: the operator token sees every
+	// agent, an agent's token its own; the operator token is no agent's.
+	if code := post("operator-token-0123456789", nil); code != http.StatusUnauthorized {
+		t.Errorf("the operator token on /mcp got %d", code)
+	}
+	for _, tt := range []struct{ token, agents string }{
+		{"operator-token-0123456789", "ci claude-code named"},
+		{"coder-token-0123456789ab", "ci"},
+		{"named-token-0123456789ab", "named"},
+	} {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/ui/api/state", nil)
+		req.Header.Set("Authorization", "Bearer "+tt.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st ui.State
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("/ui/api/state: %d: %v", resp.StatusCode, err)
+		}
+		var seen []string
+		for _, s := range st.Sessions {
+			if !slices.Contains(seen, s.Agent) {
+				seen = append(seen, s.Agent)
+			}
+		}
+		slices.Sort(seen)
+		if got := strings.Join(seen, " "); got != tt.agents {
+			t.Errorf("the live view of %s shows agents %q, want %q", tt.token[:8], got, tt.agents)
+		}
+	}
 }
 
 func TestServeAddressChecks(t *testing.T) {
@@ -457,11 +506,70 @@ func TestServeAddressChecks(t *testing.T) {
 		{[]string{"--http", "0.0.0.0:8765"}, "is not a loopback address: add --allow-remote"},
 		{[]string{"--http", "10.1.2.3:8765", "--allow-remote"}, "serving other machines needs bearer tokens"},
 		{[]string{"--http", "nonsense"}, "want host:port"},
+		{[]string{"--metrics", "0.0.0.0:9464"}, "--metrics 0.0.0.0:9464 is not a loopback address: add --allow-remote"},
+		{[]string{"--metrics", "10.1.2.3:9464", "--allow-remote"}, "serving other machines needs a token ([metrics] token_sha256"},
+		{[]string{"--metrics", "9464"}, "want host:port"},
 		{nil, "no upstream: give one after --"},
 	} {
 		_, errOut, code := harness(t, nil, append([]string{"serve"}, tt.args...)...)
 		if code != exitError || !strings.Contains(errOut, tt.want) {
 			t.Errorf("serve %v: exit %d: %s", tt.args, code, errOut)
 		}
+	}
+}
+
+// stdio serve with --metrics serves the session's decisions and charges
+// on loopback: the decisions counted are the calls made, and the tokens
+// charged are what the session's budget says.
+func TestServeStdioMetrics(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	c := stdioClient(t, t.TempDir(), gatewayProject(t), "--role", "small", "--session", "m", "--agent", "bot", "--metrics", addr)
+	denied := 0
+	for range 9 {
+		if res := call(t, c, "ctx_read", map[string]any{"bytes": 600}); res.IsError {
+			denied++
+		}
+	}
+	status := text(call(t, c, "ctx_session", map[string]any{"action": "budget"}))
+	var used int
+	if _, err := fmt.Sscanf(status, "Budget[small]: tokens %d/", &used); err != nil {
+		t.Fatalf("budget %q: %v", status, err)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOutcome := map[string]float64{}
+	for _, m := range fams["harness_decisions_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["role"] != "small" || labels["tool"] != "ctx_read" {
+			t.Errorf("a decision labelled %v", labels)
+		}
+		byOutcome[labels["outcome"]] += m.GetCounter().GetValue()
+	}
+	if byOutcome["deny"] != float64(denied) || byOutcome["allow"]+byOutcome["warn"]+byOutcome["deny"] != 9 {
+		t.Errorf("decisions by outcome %v; %d of 9 calls were denied", byOutcome, denied)
+	}
+	var tokens float64
+	for _, m := range fams["harness_charged_tokens_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "agent" && l.GetValue() != "bot" {
+				t.Errorf("tokens charged to agent %s", l.GetValue())
+			}
+		}
+		tokens += m.GetCounter().GetValue()
+	}
+	if tokens != float64(used) || used == 0 {
+		t.Errorf("%v tokens charged by the metrics, %d in the session's budget", tokens, used)
 	}
 }

@@ -55,6 +55,9 @@ func (c *cli) test(paths []string, verbose, coverage bool, format string) int {
 		return c.fail("test: --coverage goes with --format pretty or json")
 	}
 	var err error
+	meter := c.progress("harness test")
+	defer meter.Done()
+	meter.Say("loading the roles and policies")
 	h, ok := c.load(c.params())
 	if !ok {
 		return exitError
@@ -78,12 +81,14 @@ func (c *cli) test(paths []string, verbose, coverage bool, format string) int {
 		return c.fail("test: no *_test.rego files in %s", where)
 	}
 	ctx := c.env.ctx
+	meter.Say("compiling the policies")
 	e, err := policy.New(ctx, h.Engine.Document(), mods...)
 	if err != nil {
 		c.printErrors(err)
 		return exitCheck
 	}
-	run, err := policy.RunTests(ctx, e.Bundle(), coverage)
+	run, err := policy.RunTests(ctx, e.Bundle(), coverage, func(done, total int) { meter.Count(int64(done), int64(total)) })
+	meter.Done() // before the results
 	if err != nil {
 		c.printErrors(err)
 		return exitCheck

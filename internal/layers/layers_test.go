@@ -15,42 +15,52 @@ const module = "github.com/agentharness/harness/"
 // allowed are the packages of the module each package may import: the
 // stages flow one way (roles → compiler → policy; budget, events beside;
 // govern orchestrating; gateway and hook as transports; app wiring them
-// all; cmd only mapping flags).
+// all; cmd only mapping flags; the small hook binary on hookclient
+// alone).
 var allowed = map[string][]string{
-	"contract":           {},
-	"pricing":            {},
-	"budget":             {},
-	"rego":               {},
-	"watch":              {},
-	"internal/strict":    {},
-	"internal/confine":   {"internal/strict"},
-	"roles":              {"internal/confine", "internal/strict"},
-	"compiler":           {"contract", "roles"},
-	"config":             {"contract", "internal/confine", "internal/strict", "pricing", "roles"},
-	"custom":             {"compiler", "internal/confine", "internal/strict"},
-	"events":             {"contract"},
-	"policy":             {"compiler", "contract", "internal/strict", "rego"},
-	"explain":            {"contract", "policy", "roles"},
-	"transcript":         {"pricing"},
-	"govern":             {"budget", "contract", "events", "policy", "pricing", "roles", "transcript"},
-	"gateway":            {"budget", "contract", "events", "explain", "govern"},
-	"hook":               {"budget", "contract", "govern"},
-	"app":                {"budget", "compiler", "config", "contract", "custom", "events", "gateway", "govern", "hook", "internal/strict", "policy", "roles", "transcript", "watch"},
-	"hookd":              {"app", "hook"},
-	"internal/testredis": {},
-	"internal/testroles": {"roles"},
-	"internal/layers":    {},
-	"internal/soak":      {},
-	"testdata/upstream":  {},
-	"cmd/harness":        nil, // anything
+	"contract":             {},
+	"pricing":              {},
+	"budget":               {},
+	"rego":                 {},
+	"watch":                {},
+	"internal/strict":      {},
+	"internal/confine":     {"internal/strict"},
+	"roles":                {"internal/confine", "internal/strict"},
+	"compiler":             {"contract", "roles"},
+	"config":               {"contract", "internal/confine", "internal/strict", "pricing", "roles"},
+	"custom":               {"compiler", "internal/confine", "internal/strict"},
+	"events":               {"contract"},
+	"policy":               {"compiler", "contract", "internal/strict", "rego"},
+	"explain":              {"contract", "policy", "roles"},
+	"transcript":           {"pricing"},
+	"govern":               {"budget", "compiler", "contract", "events", "policy", "pricing", "roles", "transcript"},
+	"gateway":              {"budget", "contract", "events", "explain", "govern"},
+	"hookclient":           {},
+	"hook":                 {"budget", "contract", "govern", "hookclient"},
+	"metrics":              {"contract", "events"},
+	"alerts":               {"contract", "events"},
+	"app":                  {"alerts", "budget", "compiler", "config", "contract", "custom", "events", "gateway", "govern", "hook", "internal/strict", "metrics", "policy", "report", "roles", "transcript", "ui", "watch"},
+	"ui":                   {"budget", "contract", "events", "gateway", "govern"},
+	"report":               {"budget", "contract", "events"},
+	"internal/loggen":      {"budget", "contract", "events"},
+	"internal/progress":    {},
+	"internal/browsertest": {},
+	"hookd":                {"app", "hook", "hookclient", "metrics"},
+	"cmd/harness-hook":     {"hookclient"},
+	"internal/testredis":   {},
+	"internal/testroles":   {"roles"},
+	"internal/layers":      {},
+	"internal/soak":        {},
+	"testdata/upstream":    {},
+	"cmd/harness":          nil, // anything
 }
 
 // heavy are dependencies that the packages that read and write plain data
 // must not link: the policy engine, and the ledger's stores.
 var heavy = map[string][]string{
-	"github.com/open-policy-agent/opa": {"contract", "pricing", "budget", "roles", "compiler", "config", "events"},
-	"github.com/redis/go-redis":        {"contract", "pricing", "roles", "compiler", "config", "events", "policy"},
-	"modernc.org/sqlite":               {"contract", "pricing", "roles", "compiler", "config", "events", "policy"},
+	"github.com/open-policy-agent/opa": {"contract", "pricing", "budget", "roles", "compiler", "config", "events", "metrics", "alerts"},
+	"github.com/redis/go-redis":        {"contract", "pricing", "roles", "compiler", "config", "events", "policy", "metrics", "alerts"},
+	"modernc.org/sqlite":               {"contract", "pricing", "roles", "compiler", "config", "events", "policy", "metrics", "alerts"},
 }
 
 type pkg struct {
@@ -112,6 +122,48 @@ func TestImportGraph(t *testing.T) {
 					break
 				}
 			}
+		}
+	}
+}
+
+// smallHook is the small hook binary, which must start about as fast as a
+// bare Go process: it links no package of the module but hookclient, and
+// none of the libraries whose initialisation dominates the harness's start
+// (the policy engine, the MCP library and its JSON-schema dependency, the
+// tokenizer, the ledger's stores).
+const smallHook = module + "cmd/harness-hook"
+
+func TestSmallHookLinksNothingHeavy(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/harness-hook")
+	cmd.Dir = "../.."
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, errb.String())
+	}
+	deps := strings.Fields(out.String())
+	if !slices.Contains(deps, smallHook) || !slices.Contains(deps, module+"hookclient") {
+		t.Fatalf("go list -deps ./cmd/harness-hook: %q", deps)
+	}
+	for _, tt := range []struct{ name, prefix string }{
+		{"the policy engine", "github.com/open-policy-agent/opa"},
+		{"the MCP library", "github.com/mark3labs/mcp-go"},
+		{"the MCP library's JSON schemas", "github.com/google/jsonschema-go"},
+		{"the tokenizer", "github.com/tiktoken-go/tokenizer"},
+		{"the Redis client", "github.com/redis/go-redis"},
+		{"SQLite", "modernc.org/sqlite"},
+		{"the command line library", "github.com/spf13/cobra"},
+	} {
+		for _, d := range deps {
+			if strings.HasPrefix(d, tt.prefix) {
+				t.Errorf("the small hook binary links %s (%s)", tt.name, d)
+				break
+			}
+		}
+	}
+	for _, d := range deps {
+		if ours, ok := strings.CutPrefix(d, module); ok && ours != "hookclient" && d != smallHook {
+			t.Errorf("the small hook binary links %s: only hookclient may be", d)
 		}
 	}
 }

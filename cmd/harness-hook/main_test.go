@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// The hook's flags are read here only when they are --project alone, as
+// the harness reads it; anything else is the harness's to read.
+func TestProjectFlag(t *testing.T) {
+	for _, tt := range []struct {
+		flags   []string
+		project string
+		ours    bool
+	}{
+		{nil, "", true},
+		{[]string{"--project", "/p"}, "/p", true},
+		{[]string{"--project=/p"}, "/p", true},
+		{[]string{"--project="}, "", true},
+		{[]string{"--project", "--json"}, "", false},
+		{[]string{"--project"}, "", false},
+		{[]string{"--project", "/p", "--project", "/q"}, "", false},
+		{[]string{"--bogus"}, "", false},
+		{[]string{"extra"}, "", false},
+		{[]string{"-p", "/p"}, "", false},
+	} {
+		project, ours := projectFlag(tt.flags)
+		if project != tt.project || ours != tt.ours {
+			t.Errorf("projectFlag(%q) = %q, %v; want %q, %v", tt.flags, project, ours, tt.project, tt.ours)
+		}
+	}
+}
+
+// A command line other than claude-code is refused, as the harness
+// refuses a hook installed with a wrong one: Claude Code lets a tool run
+// on any other exit code than 2.
+func TestWrongCommandLine(t *testing.T) {
+	for _, args := range [][]string{nil, {"codex"}, {"--project", "/p", "claude-code"}} {
+		var out, errb bytes.Buffer
+		if code := run(args, strings.NewReader("{}"), &out, &errb); code != 2 || out.Len() != 0 || errb.String() != wrongCommandLine+"\n" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out.String(), errb.String())
+		}
+	}
+}
