@@ -5,6 +5,8 @@
 #   make test    the whole test suite (builds the opa CLI first if needed)
 #   make bench   the benchmarks, with allocations (bench-gateway, bench-memory
 #                and bench-hook among them)
+#   make bench-compare  one decision, the harness's against cedar-go deciding
+#                an equivalent policy in the same run (the bench/ module)
 #   make lint    gofmt, go vet, opa fmt, opa check --strict, no binaries in git
 #   make fuzz    the fuzz tests, FUZZTIME each (slow; not part of test)
 #   make conformance  the official MCP conformance suite, straight and through
@@ -33,7 +35,7 @@ export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build install tools redis chromium npm conformance-npm bench-npm bench-memory test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook lint fuzz clean
+.PHONY: all build install tools redis chromium npm conformance-npm bench-npm bench-memory test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook bench-compare lint fuzz clean
 
 all: build
 
@@ -164,6 +166,16 @@ bench-npm: e2e/supergateway/node_modules/.package-lock.json
 e2e/supergateway/node_modules/.package-lock.json: e2e/supergateway/package.json e2e/supergateway/package-lock.json
 	npm ci --prefix e2e/supergateway --no-audit --no-fund
 
+# One decision of the harness (evaluated, and from its decision cache)
+# against cedar-go deciding an equivalent role/tool/budget policy, in one
+# run, with the ratios: bench/ is a module of its own, so that cedar-go is
+# no dependency of the harness. Its test holds the two policies' decisions
+# equal first. COMPARE_RUNS runs of each benchmark.
+COMPARE_RUNS ?= 3
+
+bench-compare:
+	cd bench && go test -count=1 . && go run . -runs $(COMPARE_RUNS)
+
 # Latency the gateway adds: the same calls straight to the upstream and
 # through harness serve, 2000 of each over stdio; then over HTTP, through
 # harness serve --http and through supergateway --stateful in front of the
@@ -198,6 +210,7 @@ lint: $(OPA)
 fuzz:
 	go test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./roles
 	go test -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME) ./policy
+	go test -run '^$$' -fuzz FuzzCacheAgrees -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzConfig -fuzztime $(FUZZTIME) ./config
 	go test -run '^$$' -fuzz FuzzPieces -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzBPE -fuzztime $(FUZZTIME) ./budget

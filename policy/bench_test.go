@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
@@ -12,11 +14,13 @@ import (
 	"github.com/agentharness/harness/roles"
 )
 
-// benchEngine loads the built-ins, the test roles and 50 custom roles with a
-// mix of exact names and patterns, as a real installation might have.
-func benchEngine(b *testing.B) *Engine {
+// benchEngine loads the built-ins, the test roles, a role that asks, and 50
+// custom roles with a mix of exact names and patterns, as a real
+// installation might have, with one custom policy (benchPolicy).
+func benchEngine(b testing.TB) *Engine {
 	b.Helper()
 	files := maps.Clone(testRoles)
+	files["asks"] = fastPathRoles["asks"]
 	for i := range 50 {
 		files[fmt.Sprintf("custom-%02d", i)] = fmt.Sprintf(`[role]
 inherits = %q
@@ -28,41 +32,102 @@ max_context_tokens = %d
 `, []string{"coder", "reviewer", "debugger"}[i%3], i, i, i, 100000+i)
 	}
 	set := testroles.Set(b, files)
-	e, err := New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
+	e, err := New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()),
+		compiler.Module{Name: "bench.rego", Source: []byte(benchPolicy)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return e
 }
 
+// benchPolicy is a custom policy as real ones are: a deny on shell
+// commands (a regex) and a warning on arguments.
+const benchPolicy = `package harness.custom.bench
+
+deny contains "no force pushes" if {
+	data.harness.config.shell_tools[input.tool]
+	regex.match(` + "`" + `\bgit\s+push\s+.*--force\b` + "`" + `, input.arguments.command)
+}
+
+warn contains "a generated file" if {
+	input.tool == "ctx_read"
+	endswith(input.arguments.path, ".pb.go")
+}
+`
+
+// benchCase is one call of BenchmarkDecide.
+type benchCase struct {
+	name, want string
+	in         contract.Input
+}
+
+// benchCases are decideCases, and calls the custom policy and the ask list
+// decide.
+func benchCases() []benchCase {
+	var out []benchCase
+	for _, tt := range decideCases {
+		out = append(out, benchCase{tt.name, tt.want, contract.Input{Role: tt.role, Tool: tt.tool, Budget: tt.usage,
+			Session: "s-1", Agent: "bench", Arguments: map[string]any{"path": "src/main.go"}}})
+	}
+	return append(out,
+		benchCase{"custom role pattern", contract.Allow, contract.Input{Role: "custom-07", Tool: "mcp__server7__query",
+			Session: "s-1", Agent: "bench", Arguments: map[string]any{"path": "src/main.go"}}},
+		benchCase{"asks shell", contract.Ask, contract.Input{Role: "asks", Tool: "ctx_shell",
+			Session: "s-1", Agent: "bench", Arguments: map[string]any{"command": "go test ./..."}}},
+		benchCase{"custom policy warns", contract.Warn, contract.Input{Role: "coder", Tool: "ctx_read",
+			Session: "s-1", Agent: "bench", Arguments: map[string]any{"path": "api/api.pb.go"}}},
+		benchCase{"custom policy denies", contract.Deny, contract.Input{Role: "coder", Tool: "ctx_shell",
+			Session: "s-1", Agent: "bench", Arguments: map[string]any{"command": "git push origin main --force"}}},
+	)
+}
+
+// BenchmarkDecide measures one decision of each kind. uncached evaluates
+// every call; cached makes calls that differ only in their usage, within
+// the same budget band, as a session's calls do (only where the call's
+// usage is in the band the cache keeps: elsewhere a call is evaluated).
+// p50-ns is the median of the calls.
 func BenchmarkDecide(b *testing.B) {
 	e := benchEngine(b)
 	ctx := context.Background()
-	cases := append(decideCases[:len(decideCases):len(decideCases)],
-		struct {
-			name     string
-			role     string
-			tool     string
-			usage    contract.Usage
-			want     string
-			codes    string
-			wantLine string
-		}{name: "custom role pattern", role: "custom-07", tool: "mcp__server7__query", want: contract.Allow})
-	for _, tt := range cases {
-		in := contract.Input{Role: tt.role, Tool: tt.tool, Budget: tt.usage, Session: "s-1", Agent: "bench",
-			Arguments: map[string]any{"path": "src/main.go"}}
-		if d, _ := e.Decide(ctx, in); d.Decision != tt.want {
-			b.Fatalf("%s: %s, want %s", tt.name, d.Decision, tt.want)
+	for _, tt := range benchCases() {
+		if d, _ := e.Decide(ctx, tt.in); d.Decision != tt.want {
+			b.Fatalf("%s: %s, want %s: %+v", tt.name, d.Decision, tt.want, d.Reasons)
 		}
-		b.Run(tt.want+"/"+tt.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
+		b.Run("uncached/"+tt.want+"/"+tt.name, func(b *testing.B) {
+			p50(b, func(int) {
+				if _, err := e.decide(ctx, tt.in); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+		l := e.cur.Load()
+		if _, ok := l.cache.key(l.doc, tt.in); !ok {
+			continue
+		}
+		b.Run("cached/"+tt.want+"/"+tt.name, func(b *testing.B) {
+			p50(b, func(i int) {
+				in := tt.in
+				in.Budget.Tokens += int64(i % 50)
 				if _, err := e.Decide(ctx, in); err != nil {
 					b.Fatal(err)
 				}
-			}
+			})
 		})
 	}
+}
+
+// p50 runs f in b's loop, reporting allocations and the median duration of
+// a call (p50-ns).
+func p50(b *testing.B, f func(i int)) {
+	b.ReportAllocs()
+	var ds []time.Duration
+	for i := 0; b.Loop(); i++ {
+		t := time.Now()
+		f(i)
+		ds = append(ds, time.Since(t))
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds()), "p50-ns")
 }
 
 // BenchmarkDecideParallel measures decisions from both cores at once, as a

@@ -40,7 +40,13 @@ const (
 type Engine struct {
 	cur    atomic.Pointer[loaded]
 	bounds boundsOf
+	// uncached turns the decision cache off (SetCaching).
+	uncached atomic.Bool
 }
+
+// SetCaching turns the decision cache on (the default) or off: off, every
+// call is evaluated, as when the evaluation itself is measured.
+func (e *Engine) SetCaching(on bool) { e.uncached.Store(!on) }
 
 // loaded is one prepared generation of data and policy. The decision is
 // prepared at once; the other entry points when first asked (a command
@@ -53,6 +59,7 @@ type loaded struct {
 
 	compiler *ast.Compiler
 	store    storage.Store
+	cache    *decisionCache
 	mu       sync.Mutex
 	others   map[string]*lazyQuery
 }
@@ -244,45 +251,99 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{query: pq, doc: doc, bundle: b, compiler: c, store: store, others: map[string]*lazyQuery{}}, nil
+	return &loaded{query: pq, doc: doc, bundle: b, compiler: c, store: store, others: map[string]*lazyQuery{},
+		cache: cacheFor(b.Modules)}, nil
+}
+
+// cacheFor makes the decision cache of modules: the harness's own and the
+// custom policies'. It reads them as written, not as compiled (the
+// compiler rewrites object.get(input, "key", d) so that it reads the input
+// whole); they were compiled already, so they parse.
+func cacheFor(modules []compiler.Module) *decisionCache {
+	own := map[string]bool{}
+	for _, m := range Modules() {
+		own[m.Location()] = true
+	}
+	var harness, custom []*ast.Module
+	for _, m := range modules {
+		p, err := ast.ParseModuleWithOpts(m.Location(), string(m.Source), ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return &decisionCache{off: true}
+		}
+		if own[m.Location()] {
+			harness = append(harness, p)
+		} else {
+			custom = append(custom, p)
+		}
+	}
+	return newDecisionCache(harness, custom)
 }
 
 // Decide evaluates one call. Any problem during evaluation gives a deny
 // whose reason (code evaluation_error or invalid_input) names it; the
 // returned error is non-nil only when ctx ended first, and the decision is
 // a deny then too.
+//
+// A call that differs from an earlier one only in its usage, within the
+// same budget band, is answered from the decision cache (see cache.go).
 func (e *Engine) Decide(ctx context.Context, in contract.Input) (contract.Decision, error) {
-	return e.decide(ctx, in)
-}
-
-// decide evaluates the decision with extra evaluation options (a tracer).
-func (e *Engine) decide(ctx context.Context, in contract.Input, opts ...rego.EvalOption) (contract.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return denied(in, contract.CodeEvalError, "policy evaluation stopped: "+err.Error()), err
 	}
 	l := e.cur.Load()
+	var key string
+	cached := false
+	if !e.uncached.Load() {
+		key, cached = l.cache.key(l.doc, in)
+	}
+	if cached {
+		if d, ok := l.cache.get(key, in); ok {
+			return d, nil
+		}
+	}
+	d, evaluated, err := e.evaluate(ctx, l, in)
+	if cached && evaluated {
+		l.cache.put(key, d)
+	}
+	return d, err
+}
+
+// decide evaluates the decision, never from the cache, with extra
+// evaluation options (a tracer).
+func (e *Engine) decide(ctx context.Context, in contract.Input, opts ...rego.EvalOption) (contract.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return denied(in, contract.CodeEvalError, "policy evaluation stopped: "+err.Error()), err
+	}
+	d, _, err := e.evaluate(ctx, e.cur.Load(), in, opts...)
+	return d, err
+}
+
+// evaluate evaluates the decision of in on generation l. evaluated is
+// false when the decision is a deny for a problem of the evaluation (an
+// error, the deadline, a malformed result) rather than the policy's.
+func (e *Engine) evaluate(ctx context.Context, l *loaded, in contract.Input, opts ...rego.EvalOption) (d contract.Decision, evaluated bool, err error) {
 	value, err := inputValue(in, l.shellPolicy(in.Role))
 	if err != nil {
-		return denied(in, contract.CodeInvalidInput, err.Error()), nil
+		return denied(in, contract.CodeInvalidInput, err.Error()), false, nil
 	}
 	bctx, stop := e.bounded(ctx)
 	defer stop()
 	rs, err := l.query.Eval(bctx, append([]rego.EvalOption{rego.EvalParsedInput(value)}, opts...)...)
 	if bctx.Err() != nil {
 		msg, err := stopped(ctx, bctx)
-		return denied(in, contract.CodeEvalError, msg), err
+		return denied(in, contract.CodeEvalError, msg), false, err
 	}
 	if err != nil {
-		return denied(in, contract.CodeEvalError, "policy evaluation failed: "+err.Error()), nil
+		return denied(in, contract.CodeEvalError, "policy evaluation failed: "+err.Error()), false, nil
 	}
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return denied(in, contract.CodeEvalError, "policy evaluation failed: "+Query+" is undefined"), nil
+		return denied(in, contract.CodeEvalError, "policy evaluation failed: "+Query+" is undefined"), false, nil
 	}
-	d, err := decisionFrom(rs[0].Expressions[0].Value)
+	d, err = decisionFrom(rs[0].Expressions[0].Value)
 	if err != nil {
-		return denied(in, contract.CodeEvalError, "policy evaluation failed: malformed decision: "+err.Error()), nil
+		return denied(in, contract.CodeEvalError, "policy evaluation failed: malformed decision: "+err.Error()), false, nil
 	}
-	return d, nil
+	return d, true, nil
 }
 
 // inputValue builds the input document directly as an AST value, which

@@ -182,6 +182,35 @@ func TestCommonCallsTakeTheFastPath(t *testing.T) {
 	}
 }
 
+// The commonest refusals, a tool the role's lists refuse with every budget
+// below its warning, take the fast path too; a refusal with a warning does
+// not.
+func TestCommonRefusalsTakeTheFastPath(t *testing.T) {
+	e := testEngine(t)
+	for _, tt := range []struct {
+		in   contract.Input
+		code string
+		full bool
+	}{
+		{contract.Input{Role: "reviewer", Tool: "ctx_edit"}, "tool_denied", false},
+		{contract.Input{Role: "reviewer", Tool: "lean__x", Upstream: "lean", UpstreamTool: "ctx_shell"}, "tool_denied", false},
+		{contract.Input{Role: "ctx-only", Tool: "read", Budget: contract.Usage{Tokens: 1000}}, "tool_not_allowed", false},
+		{contract.Input{Role: "reviewer", Tool: "ctx_edit", Budget: contract.Usage{Tokens: 140000}}, "tool_denied", true},
+		{contract.Input{Role: "no-shell", Tool: "ctx_shell"}, "shell_denied", true},
+	} {
+		var d contract.Decision
+		full := usesFullDecision(t, func(o rego.EvalOption) {
+			var err error
+			if d, err = e.decide(context.Background(), tt.in, o); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if full != tt.full || d.Decision != contract.Deny || d.Reasons[0].Code != tt.code {
+			t.Errorf("%+v: %s %v, full rules evaluated: %v, want %s and %v", tt.in, d.Decision, d.Reasons, full, tt.code, tt.full)
+		}
+	}
+}
+
 // usesFullDecision runs eval with a tracer and reports whether the full
 // rules were entered.
 func usesFullDecision(t *testing.T, eval func(rego.EvalOption)) bool {
@@ -268,7 +297,7 @@ func TestFastPathAgreesOnOriginsAgentsAndProtection(t *testing.T) {
 	agentUsages := map[string][]*contract.Usage{
 		"none":       {nil},
 		"budgeted":   {nil, {}, {Tokens: 799}, {Tokens: 800}, {Tokens: 1000}, {Shell: 2}, {Shell: 3}, {CostMicros: 999_999}, {CostMicros: 1_000_000}, {Tokens: -1}},
-		"shell-only": {{}, {Shell: 1}, {Shell: 2}, {Tokens: 1 << 40}},
+		"shell-only": {{}, {Shell: 1}, {Shell: 2}, {Tokens: 1 << 40}, {Tokens: -1}, {CostMicros: -1}},
 		"anyone":     {{}, {CostMicros: 449}, {CostMicros: 450}, {CostMicros: 5000}},
 	}
 	arguments := []any{

@@ -781,8 +781,8 @@ decision := {
 	"role": input.role,
 	"tool": t,
 	"shell_policy": r.shell_policy,
-	"shell_tool": _is_shell_bool(t, ut),
-	"compress_output": _compress(r, t),
+	"shell_tool": st,
+	"compress_output": _compress(r, st),
 	"reasons": [],
 	"warnings": [],
 	"signal": "OK",
@@ -807,6 +807,7 @@ decision := {
 	matches(r.allowed, t)
 	not _asks_call(r, t, ut)
 	is_object(_arguments)
+	st := _is_shell_bool(t, ut)
 
 	# Usage below every warning and exhaustion threshold (rule 5; blocking
 	# off, a dimension has no exhausted_at).
@@ -831,13 +832,93 @@ decision := {
 
 	# The shell policy and budget (rules 3, 7), the agent's budget, the
 	# self-protection rules and custom policies.
-	_shell_allowed(r, t, ut)
-	_shell_admitted(r, t, ut, shell)
-	_agent_clear(t, ut)
+	_shell_allowed_by(r, st)
+	_shell_admitted(r, st, shell)
+	_agent_usage_given
+	_agent_clear(st)
 	count(protect_reasons) == 0
 	count(custom_denies) == 0
 	count(custom_warnings) == 0
+} else := {
+	"decision": "deny",
+	"allowed": false,
+	"role": input.role,
+	"tool": t,
+	"shell_policy": r.shell_policy,
+	"shell_tool": st,
+	"compress_output": _compress(r, st),
+	"reasons": [_access_reason(r, t, ut)],
+	"warnings": [],
+	"signal": "OK",
+	"budget": {
+		"tokens": _clear_dimension(tokens, r.limits.tokens),
+		"shell": _clear_dimension(shell, r.limits.shell),
+		"cost": _clear_dimension(cost, r.limits.cost_micros),
+	},
+	"agent_budget": agent_budget_summary,
+} if {
+	# The commonest refusal in one rule too: a tool the role's lists refuse
+	# (rule 2, which comes before every other of the harness's reasons),
+	# with every budget below its warning, so no warning, and no custom
+	# policy's message. Any other call is decided by the rules, one by one.
+	data.harness.schema_version == supported_schema
+	r := data.harness.roles[input.role]
+	t := input.tool
+	is_string(t)
+	t != ""
+	ut := upstream_tool
+	not _exempt(t, upstream)
+	is_object(_arguments)
+	tokens := input.budget.tokens
+	is_number(tokens)
+	tokens >= 0
+	tokens == floor(tokens)
+	tokens < r.thresholds.tokens.warn_at
+	tokens < object.get(r.thresholds.tokens, "exhausted_at", tokens + 1)
+	shell := input.budget.shell
+	is_number(shell)
+	shell >= 0
+	shell == floor(shell)
+	shell < r.thresholds.shell.warn_at
+	shell < object.get(r.thresholds.shell, "exhausted_at", shell + 1)
+	cost := input.budget.cost_micros
+	is_number(cost)
+	cost >= 0
+	cost == floor(cost)
+	cost < r.thresholds.cost.warn_at
+	cost < object.get(r.thresholds.cost, "exhausted_at", cost + 1)
+	_access_refused(r, t, ut)
+	st := _is_shell_bool(t, ut)
+	_agent_usage_given
+	_agent_levels_ok
+	count(custom_denies) == 0
+	count(custom_warnings) == 0
 } else := full_decision
+
+# Rule 2 refuses the call: a denied pattern matches either of its names, or
+# no allowed pattern matches its name.
+_access_refused(r, t, ut) if _denies_call(r, t, ut)
+
+_access_refused(r, t, _) if not matches(r.allowed, t)
+
+# The reason rule 2 refuses a call for (as access_reasons gives it).
+_access_reason(r, t, ut) := _reason("tool_denied", sprintf("tool '%s' is denied for role '%s'", [t, input.role])) if {
+	_denies_call(r, t, ut)
+} else := _reason("tool_not_allowed", sprintf("tool '%s' is not allowed for role '%s': no allowed pattern matches it", [t, input.role]))
+
+# No agent budget applies, or every dimension of it is below its warning
+# and exhaustion thresholds (whether it admits a shell call is no matter
+# when rule 2 refuses the call).
+_agent_levels_ok if not agent_budget
+
+_agent_levels_ok if {
+	u := input.agent_budget
+	every dim, th in agent_budget.thresholds {
+		v := u[_limit_keys[dim]]
+		v < th.warn_at
+		v < object.get(th, "exhausted_at", v + 1)
+	}
+}
 
 # Rule 2's deny for any role and tool.
 _denies(r, t) if {
@@ -845,20 +926,27 @@ _denies(r, t) if {
 	matches(r.denied, t)
 }
 
-_shell_admitted(_, t, ut, _) if not _is_shell(t, ut)
+# The fast path's rules take whether the call is a shell call (st), worked
+# out once.
+
+# Rule 3: a shell call under shell_policy "deny" is refused.
+_shell_allowed_by(_, false) := true
+
+_shell_allowed_by(r, true) if r.shell_policy != "deny"
+
+_shell_admitted(_, false, _) := true
 
 # A shell call the shell budget admits (rule 7; blocking off, there is no
 # count of admitted calls).
-_shell_admitted(r, t, ut, used) if {
-	_is_shell(t, ut)
+_shell_admitted(r, true, used) if {
 	used + 1 <= object.get(r.thresholds.shell, "admits", used + 1)
 }
 
 # No agent budget applies, or every dimension of it is below its warning
 # and its shell budget admits the call.
-_agent_clear(_, _) if not agent_budget
+_agent_clear(_) if not agent_budget
 
-_agent_clear(t, ut) if {
+_agent_clear(st) if {
 	b := agent_budget
 	u := input.agent_budget
 	every dim, th in b.thresholds {
@@ -867,13 +955,12 @@ _agent_clear(t, ut) if {
 		v < th.warn_at
 		v < object.get(th, "exhausted_at", v + 1)
 	}
-	_agent_shell_admitted(b, t, ut, object.get(u, "shell", 0))
+	_agent_shell_admitted(b, st, object.get(u, "shell", 0))
 }
 
-_agent_shell_admitted(_, t, ut, _) if not _is_shell(t, ut)
+_agent_shell_admitted(_, false, _) := true
 
-_agent_shell_admitted(b, t, ut, used) if {
-	_is_shell(t, ut)
+_agent_shell_admitted(b, true, used) if {
 	used + 1 <= object.get(object.get(b.thresholds, "shell", {}), "admits", used + 1)
 }
 
@@ -881,8 +968,8 @@ _is_shell_bool(t, ut) if _is_shell(t, ut)
 
 else := false
 
-_compress(r, t) if {
-	_is_shell(t, upstream_tool)
+_compress(r, st) if {
+	st
 	r.shell_policy == "compress"
 } else := false
 

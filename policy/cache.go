@@ -1,0 +1,346 @@
+package policy
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
+)
+
+// The decision cache: a call that differs from an earlier one only in its
+// usage, within the same budget band, gets the earlier call's decision
+// without another evaluation.
+//
+// Why that is the policy's decision too. The cache is per generation of
+// data and policy (a reload starts an empty one). A decision is a function
+// of the input (the data is fixed within a generation, and a policy that
+// calls a built-in whose result is not a function of its arguments turns
+// the cache off). The key holds every key of the input that the compiled
+// modules read (reads.go finds them in the modules themselves), exactly,
+// except the usage, whose band it holds instead: the band where every
+// dimension of the session's and of the agent's budget is below its
+// warning and exhaustion thresholds, with whether the shell budget admits
+// one more call (rule 7), and the shell usage itself when it does not
+// (the refusal's message gives it). Within a band every comparison the
+// policy makes on usage (is_number, >= 0, whole, < warn_at, <
+// exhausted_at, +1 <= admits) comes out the same, so every rule decides
+// the same, and the only figures that follow the usage are the budget's
+// used and percent, which Go fills in (withUsage, percentOf: rule 4). No
+// reason or warning other than the shell refusal is computed from usage
+// in a band: budget reasons and warnings need a level above OK. A custom policy that reads the usage (input.budget,
+// input.agent_budget, the input whole, or a document of the harness's rules)
+// has the usage in its key exactly. TestCacheAgreesWithTheEngine holds the
+// cached and the uncached engine equal over a grid of calls and
+// FuzzCacheAgrees over arbitrary ones.
+//
+// Only decisions an evaluation made are kept: a deny for an evaluation
+// error or a deadline never is.
+
+// maxCacheEntries bounds the cache: full, it starts again empty.
+const maxCacheEntries = 4096
+
+// maxKeyBytes bounds a key: calls with larger arguments are not cached.
+const maxKeyBytes = 4096
+
+// decisionCache holds one generation's cached decisions.
+type decisionCache struct {
+	// off: a policy calls a non-deterministic built-in.
+	off bool
+	// fields are the input keys in the key, in a fixed order; exactUsage
+	// and exactAgentUsage put the usage itself in the key.
+	fields          []string
+	exactUsage      bool
+	exactAgentUsage bool
+
+	mu sync.RWMutex
+	m  map[string]contract.Decision
+}
+
+// keyFields are the input keys a call can have (inputValue), in key order;
+// shell_policy is the role's (a function of input.role in a generation).
+var keyFields = []string{"role", "tool", "upstream", "upstream_tool", "arguments", "session", "agent", "project"}
+
+// newDecisionCache makes the cache for the harness's compiled modules and
+// the custom policies' ones.
+func newDecisionCache(harness, custom []*ast.Module) *decisionCache {
+	own, theirs := inputReads(harness, false), inputReads(custom, true)
+	c := &decisionCache{off: own.nondeterministic || theirs.nondeterministic, m: map[string]contract.Decision{}}
+	all := own.all || theirs.all
+	for _, f := range keyFields {
+		if all || own.keys[f] || theirs.keys[f] {
+			c.fields = append(c.fields, f)
+		}
+	}
+	// The harness's own reads of the usage are the band's comparisons;
+	// anyone else's may be anything.
+	c.exactUsage = all || theirs.keys["budget"]
+	c.exactAgentUsage = all || theirs.keys["agent_budget"]
+	return c
+}
+
+// key is the cache key of in, and whether in may be cached at all: its
+// usage is in the band, and its arguments are of types the key can hold.
+func (c *decisionCache) key(doc *compiler.Document, in contract.Input) (string, bool) {
+	if c.off {
+		return "", false
+	}
+	buf, ok := band(make([]byte, 0, 128), doc, in)
+	if !ok {
+		return "", false
+	}
+	for _, f := range c.fields {
+		switch f {
+		case "role":
+			buf = appendString(buf, in.Role)
+		case "tool":
+			buf = appendString(buf, in.Tool)
+		case "upstream":
+			buf = appendString(buf, in.Upstream)
+		case "upstream_tool":
+			buf = appendString(buf, in.UpstreamTool)
+		case "arguments":
+			var ok bool
+			if buf, ok = appendValue(buf, in.Arguments); !ok {
+				return "", false
+			}
+		case "session":
+			buf = appendString(buf, in.Session)
+		case "agent":
+			buf = appendString(buf, in.Agent)
+		case "project":
+			buf = appendString(buf, in.Project)
+		}
+		if len(buf) > maxKeyBytes {
+			return "", false
+		}
+	}
+	if c.exactUsage {
+		buf = appendUsage(buf, in.Budget)
+	}
+	if c.exactAgentUsage {
+		if in.AgentBudget == nil {
+			buf = append(buf, 'n')
+		} else {
+			buf = appendUsage(append(buf, 'u'), *in.AgentBudget)
+		}
+	}
+	return string(buf), true
+}
+
+// get returns the cached decision for key, with in's budget figures.
+func (c *decisionCache) get(key string, in contract.Input) (contract.Decision, bool) {
+	c.mu.RLock()
+	d, ok := c.m[key]
+	c.mu.RUnlock()
+	if !ok {
+		return d, false
+	}
+	return withUsage(d, in), true
+}
+
+// put keeps d, an evaluated decision of a call with key, if it is what the
+// band says it must be: every level OK.
+func (c *decisionCache) put(key string, d contract.Decision) {
+	if d.Signal != contract.LevelOK || d.AgentBudget != nil && d.AgentBudget.Signal != contract.LevelOK {
+		return
+	}
+	// The cache keeps its own copy: the caller's is the caller's.
+	d.Reasons, d.Warnings = slices.Clone(d.Reasons), slices.Clone(d.Warnings)
+	if d.AgentBudget != nil {
+		a := *d.AgentBudget
+		d.AgentBudget = &a
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxCacheEntries {
+		clear(c.m)
+	}
+	c.m[key] = d
+	c.mu.Unlock()
+}
+
+// band appends to buf in's budget band, and reports whether in's usage is
+// in one the cache keeps: every dimension of the role's and of the agent's
+// budget below its warning and exhaustion thresholds. The band also holds
+// whether the shell budget admits one more call (rule 7), and when it does
+// not, the shell usage itself, which the refusal's message gives. An
+// unknown role, or an agent budget without the agent's usage, is not
+// cached.
+func band(buf []byte, doc *compiler.Document, in contract.Input) ([]byte, bool) {
+	r, ok := doc.Roles[in.Role]
+	if !ok {
+		return buf, false
+	}
+	if buf, ok = bandOf(buf, r.Thresholds, in.Budget); !ok {
+		return buf, false
+	}
+	b, ok := doc.AgentBudget(in.Agent)
+	if !ok {
+		return buf, true
+	}
+	if in.AgentBudget == nil {
+		return buf, false
+	}
+	return bandOf(buf, b.Thresholds, *in.AgentBudget)
+}
+
+// bandOf appends the band of u under thresholds (see band).
+func bandOf(buf []byte, thresholds map[string]compiler.Threshold, u contract.Usage) ([]byte, bool) {
+	// A dimension without thresholds (one an agent's budget does not
+	// bound) is only checked to be a count.
+	if u.Tokens < 0 || u.Shell < 0 || u.CostMicros < 0 {
+		return buf, false
+	}
+	for _, dim := range []string{"tokens", "shell", "cost"} {
+		t, ok := thresholds[dim]
+		if !ok {
+			continue
+		}
+		used := map[string]int64{"tokens": u.Tokens, "shell": u.Shell, "cost": u.CostMicros}[dim]
+		if !clearAt(t, used) {
+			return buf, false
+		}
+		if dim == "shell" {
+			if t.Admits != nil && used+1 > *t.Admits {
+				buf = binary.AppendVarint(append(buf, 'r'), used)
+			} else {
+				buf = append(buf, 'a')
+			}
+		}
+	}
+	for dim := range thresholds {
+		if dim != "tokens" && dim != "shell" && dim != "cost" {
+			return buf, false
+		}
+	}
+	return buf, true
+}
+
+// clearAt reports whether used is below every level threshold of t, and
+// small enough for percentOf.
+func clearAt(t compiler.Threshold, used int64) bool {
+	switch {
+	case used > math.MaxInt64/100 || used >= t.WarnAt:
+		return false
+	case t.ExhaustedAt != nil && used >= *t.ExhaustedAt:
+		return false
+	}
+	return true
+}
+
+// withUsage is d with the used and percent of u's usage: d.Budget's from
+// in.Budget, d.AgentBudget's from in.AgentBudget; its slices are copies.
+func withUsage(d contract.Decision, in contract.Input) contract.Decision {
+	d.Reasons = slices.Clone(d.Reasons)
+	d.Warnings = slices.Clone(d.Warnings)
+	fill(&d.Budget.Tokens, in.Budget.Tokens)
+	fill(&d.Budget.Shell, in.Budget.Shell)
+	fill(&d.Budget.Cost, in.Budget.CostMicros)
+	if a := d.AgentBudget; a != nil {
+		c := *a
+		u := contract.Usage{}
+		if in.AgentBudget != nil {
+			u = *in.AgentBudget
+		}
+		for _, p := range []struct {
+			dim  **contract.Dimension
+			used int64
+		}{{&c.Tokens, u.Tokens}, {&c.Shell, u.Shell}, {&c.Cost, u.CostMicros}} {
+			if *p.dim != nil {
+				dim := **p.dim
+				fill(&dim, p.used)
+				*p.dim = &dim
+			}
+		}
+		d.AgentBudget = &c
+	}
+	return d
+}
+
+// fill sets the used and percent of a dimension.
+func fill(d *contract.Dimension, used int64) {
+	d.Used = used
+	d.Percent = percentOf(used, d.Limit)
+}
+
+// percentOf is rule 4: floor(used*100/limit); for a limit of 0, 0% unused
+// and 100% used. used*100 does not overflow (clearAt).
+func percentOf(used, limit int64) int64 {
+	switch {
+	case limit > 0:
+		return used * 100 / limit
+	case used == 0:
+		return 0
+	}
+	return 100
+}
+
+// appendString appends s, length first.
+func appendString(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
+// appendUsage appends the three counts of u.
+func appendUsage(buf []byte, u contract.Usage) []byte {
+	buf = binary.AppendVarint(buf, u.Tokens)
+	buf = binary.AppendVarint(buf, u.Shell)
+	return binary.AppendVarint(buf, u.CostMicros)
+}
+
+// appendValue appends an argument value, each kind with its own tag and
+// every variable-length part length first, so that two values with the
+// same bytes are the same value, and so the same input to the policy
+// (ast.InterfaceToValue is a function). Kinds the key does not know are
+// not cached (false).
+func appendValue(buf []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(buf, 'n'), true
+	case bool:
+		if v {
+			return append(buf, 't'), true
+		}
+		return append(buf, 'f'), true
+	case string:
+		return appendString(append(buf, 's'), v), true
+	case json.Number:
+		return appendString(append(buf, 'N'), string(v)), true
+	case float64:
+		return binary.BigEndian.AppendUint64(append(buf, 'd'), math.Float64bits(v)), true
+	case int:
+		return binary.AppendVarint(append(buf, 'i'), int64(v)), true
+	case int64:
+		return binary.AppendVarint(append(buf, 'i'), v), true
+	case []any:
+		buf = binary.AppendUvarint(append(buf, 'a'), uint64(len(v)))
+		for _, e := range v {
+			var ok bool
+			if buf, ok = appendValue(buf, e); !ok || len(buf) > maxKeyBytes {
+				return buf, false
+			}
+		}
+		return buf, true
+	case map[string]any:
+		buf = binary.AppendUvarint(append(buf, 'o'), uint64(len(v)))
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			buf = appendString(buf, k)
+			var ok bool
+			if buf, ok = appendValue(buf, v[k]); !ok || len(buf) > maxKeyBytes {
+				return buf, false
+			}
+		}
+		return buf, true
+	}
+	return buf, false
+}

@@ -1,0 +1,358 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/internal/testroles"
+)
+
+// What the modules read of the input is found in the modules: the keys
+// named, the input whole or by a computed key, a document of the
+// harness's rules, and non-deterministic built-ins.
+func TestInputReads(t *testing.T) {
+	for _, tt := range []struct {
+		name, src   string
+		keys        string
+		all, nondet bool
+	}{
+		{"nothing", "deny contains \"x\" if false", "", false, false},
+		{"named keys", "deny contains \"x\" if { input.tool == \"a\"; input[\"project\"] == \"/p\" }", "project,tool", false, false},
+		{"deep", "warn contains \"x\" if input.arguments.path.deeper == 1", "arguments", false, false},
+		{"object.get of a key", "warn contains \"x\" if object.get(input, \"session\", \"\") == \"s\"", "session", false, false},
+		{"object.get of a path", "warn contains \"x\" if object.get(input, [\"budget\", \"tokens\"], 0) > 1", "", true, false},
+		{"computed key", "warn contains \"x\" if { some k; input[k] == 1 }", "", true, false},
+		{"whole", "warn contains \"x\" if { some k, v in input; k == v }", "", true, false},
+		{"walk", "warn contains \"x\" if { walk(input, [_, v]); v == 1 }", "", true, false},
+		{"import", "import input.budget as b\nwarn contains \"x\" if b.tokens > 1", "budget", false, false},
+		{"import whole", "import input as i\nwarn contains \"x\" if i.tokens > 1", "", true, false},
+		{"the harness's rules", "warn contains \"x\" if data.harness.budget.tokens.percent > 50", "", true, false},
+		{"the harness's functions", "warn contains data.harness._amount(\"cost\", 1) if true", "", true, false},
+		{"data whole", "warn contains \"x\" if data.harness[\"budget\"]", "", true, false},
+		{"compiled data", "warn contains \"x\" if data.harness.roles[input.role].privileged", "role", false, false},
+		{"other custom policies", "warn contains \"x\" if data.harness.custom.other.flag", "", false, false},
+		{"time", "warn contains \"x\" if time.now_ns() > 0", "", false, true},
+		{"random", "warn contains \"x\" if { n := rand.intn(\"k\", 10); n > 5 }", "", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := ast.MustParseModuleWithOpts("package harness.custom.p\n"+tt.src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+			r := inputReads([]*ast.Module{m}, true)
+			if got := strings.Join(r.sortedKeys(), ","); got != tt.keys || r.all != tt.all || r.nondeterministic != tt.nondet {
+				t.Errorf("keys %q all %v nondeterministic %v, want %q %v %v", got, r.all, r.nondeterministic, tt.keys, tt.all, tt.nondet)
+			}
+		})
+	}
+}
+
+// The harness's own policy reads, of a call's input, what the cache keys
+// by: a new read of the input in harness.rego shows here, to be looked at
+// (the key takes it in anyway).
+func TestHarnessReads(t *testing.T) {
+	c := cacheFor(Modules())
+	if c.off || c.exactUsage || c.exactAgentUsage {
+		t.Fatalf("the harness's own policy: off %v, exact usage %v %v", c.off, c.exactUsage, c.exactAgentUsage)
+	}
+	if got, want := strings.Join(c.fields, ","), "role,tool,upstream,upstream_tool,arguments,agent"; got != want {
+		t.Errorf("key fields %s, want %s", got, want)
+	}
+}
+
+// Custom policies put what they read in the key, the usage itself when
+// they read it, and turn the cache off when they call a non-deterministic
+// built-in.
+func TestCacheKeyOfCustomPolicies(t *testing.T) {
+	for _, tt := range []struct {
+		name, src         string
+		fields            string
+		exact, agent, off bool
+	}{
+		{"paths", fastPathPolicy, "role,tool,upstream,upstream_tool,arguments,agent", false, false, false},
+		{"project", "deny contains \"p\" if input.project == \"/secret\"", "role,tool,upstream,upstream_tool,arguments,agent,project", false, false, false},
+		{"usage", "warn contains \"u\" if input.budget.tokens > 5", "role,tool,upstream,upstream_tool,arguments,agent", true, false, false},
+		{"agent usage", "warn contains \"u\" if input.agent_budget.tokens > 5", "role,tool,upstream,upstream_tool,arguments,agent", false, true, false},
+		{"whole", "deny contains \"w\" if { some k, v in input; k == v }", strings.Join(keyFields, ","), true, true, false},
+		{"rules", "warn contains \"r\" if data.harness.signal == \"OK\"", strings.Join(keyFields, ","), true, true, false},
+		{"time", "warn contains \"t\" if time.now_ns() < 0", "role,tool,upstream,upstream_tool,arguments,agent", false, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := tt.src
+			if !strings.HasPrefix(src, "package") {
+				src = "package harness.custom.p\n\n" + src
+			}
+			c := cacheFor(append(Modules(), compiler.Module{Name: "p.rego", Source: []byte(src)}))
+			if got := strings.Join(c.fields, ","); got != tt.fields || c.exactUsage != tt.exact || c.exactAgentUsage != tt.agent || c.off != tt.off {
+				t.Errorf("fields %s exact %v %v off %v, want %s %v %v %v", got, c.exactUsage, c.exactAgentUsage, c.off, tt.fields, tt.exact, tt.agent, tt.off)
+			}
+		})
+	}
+}
+
+// Values the policy tells apart have different keys: the key is no
+// concatenation that two calls could share.
+func TestCacheKeysTellCallsApart(t *testing.T) {
+	doc := compiler.Compile(testSet(t), compiler.DefaultConfig())
+	c := cacheFor(Modules())
+	base := contract.Input{Role: "coder", Tool: "ctx_read", Agent: "a"}
+	with := func(f func(*contract.Input)) contract.Input { in := base; f(&in); return in }
+	inputs := []contract.Input{
+		base,
+		with(func(in *contract.Input) { in.Tool = "ctx_rea"; in.Upstream = "d" }),
+		with(func(in *contract.Input) { in.Tool = "ctx_rea"; in.UpstreamTool = "d" }),
+		with(func(in *contract.Input) { in.Upstream = "ctx_read" }),
+		with(func(in *contract.Input) { in.Agent = "" }),
+		with(func(in *contract.Input) { in.Role = "admin" }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{} }),
+		with(func(in *contract.Input) { in.Arguments = []any{} }),
+		with(func(in *contract.Input) { in.Arguments = "" }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": "b"} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": []any{"b"}} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"ab": ""} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": "b", "c": "d"} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": map[string]any{"c": "d"}} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": "1"} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": 1.0} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": json.Number("1")} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": json.Number("1.0")} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": true} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": nil} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": "\xff"} }),
+		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": "\uFFFD"} }),
+		with(func(in *contract.Input) { in.Budget.Shell = 99 }), // coder's shell budget admits no 100th call... not yet: 99+1 <= 100
+	}
+	seen := map[string]int{}
+	for i, in := range inputs[:len(inputs)-1] {
+		k, ok := c.key(doc, in)
+		if !ok {
+			t.Fatalf("input %d not cached: %+v", i, in)
+		}
+		if j, dup := seen[k]; dup {
+			t.Errorf("inputs %d and %d share a key: %+v, %+v", j, i, inputs[j], in)
+		}
+		seen[k] = i
+	}
+	// Kinds of values the key does not know are not cached.
+	if _, ok := c.key(doc, with(func(in *contract.Input) { in.Arguments = map[string]any{"a": struct{}{}} })); ok {
+		t.Error("a struct in the arguments was cached")
+	}
+	if _, ok := c.key(doc, with(func(in *contract.Input) { in.Arguments = map[string]any{"a": strings.Repeat("x", maxKeyBytes)} })); ok {
+		t.Error("arguments larger than a key were cached")
+	}
+}
+
+// cacheRoles are the roles the differential tests run on: the test roles
+// and the fast path's.
+func cacheDoc(t *testing.T) *compiler.Document {
+	t.Helper()
+	files := maps.Clone(testRoles)
+	maps.Copy(files, fastPathRoles)
+	cfg := compiler.DefaultConfig()
+	n := func(v int64) *int64 { return &v }
+	cfg.AgentBudgets = map[string]compiler.AgentBudget{
+		"budgeted":   {Period: "day", Tokens: n(1000), Shell: n(3), CostMicros: n(1_000_000), WarnPercent: 80, BlockPercent: 100},
+		"shell-only": {Period: "total", Shell: n(2), WarnPercent: 50, BlockPercent: 100},
+	}
+	cfg.Protect = compiler.Protect{Home: "/home/dev", Paths: []string{"/home/dev/.lean-ctx"}}
+	set := testroles.Set(t, files)
+	warnAboveBlock(t, set)
+	return compiler.Compile(set, cfg)
+}
+
+// cachePolicies are custom policies that read what the key must hold: the
+// arguments, the project, the usage, the agent's usage, the input whole,
+// and the harness's own rules.
+var cachePolicies = map[string]string{
+	"none":    "",
+	"paths":   fastPathPolicy,
+	"project": "package harness.custom.p\n\ndeny contains \"not in /secret\" if input.project == \"/secret\"\n",
+	"usage":   "package harness.custom.p\n\nwarn contains sprintf(\"%d tokens\", [input.budget.tokens]) if input.budget.tokens > 0\n",
+	"agent":   "package harness.custom.p\n\nwarn contains sprintf(\"agent %v\", [input.agent_budget.shell]) if input.agent_budget.shell > 0\n",
+	"whole":   "package harness.custom.p\n\ndeny contains \"session\" if { some k, v in input; k == \"session\"; v == \"s-deny\" }\n",
+	"rules":   "package harness.custom.p\n\nwarn contains sprintf(\"at %d%%\", [data.harness.budget.tokens.percent]) if data.harness.budget.tokens.used > 0\n",
+}
+
+// checkCached decides in on e from the cache and without it, and fails
+// unless the two are equal; it reports whether the cache answered.
+func checkCached(t testing.TB, e *Engine, in contract.Input) bool {
+	t.Helper()
+	l := e.cur.Load()
+	key, ok := l.cache.key(l.doc, in)
+	if ok {
+		l.cache.mu.RLock()
+		_, ok = l.cache.m[key]
+		l.cache.mu.RUnlock()
+	}
+	got, err1 := e.Decide(context.Background(), in)
+	want, err2 := e.decide(context.Background(), in)
+	if err1 != nil || err2 != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("input %+v (from the cache: %v):\ncached   %+v %v\nuncached %+v %v", in, ok, got, err1, want, err2)
+	}
+	return ok
+}
+
+// The cached engine decides as the uncached one over a grid of calls:
+// roles with every kind of limit, tools of each kind and origin, arguments
+// the rules and the policies look at, sessions, projects, agents with and
+// without budgets, and usage around every threshold, under custom policies
+// that read each part of the input. The usages of a call come one after
+// the other, so that most are answered from the cache.
+func TestCacheAgreesWithTheEngine(t *testing.T) {
+	doc := cacheDoc(t)
+	for _, name := range slices.Sorted(maps.Keys(cachePolicies)) {
+		t.Run(name, func(t *testing.T) {
+			var mods []compiler.Module
+			if src := cachePolicies[name]; src != "" {
+				mods = append(mods, compiler.Module{Name: "p.rego", Source: []byte(src)})
+			}
+			e, err := New(context.Background(), doc, mods...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			relaxed(e)
+			roles := []string{"coder", "reviewer", "zero-shell", "asks", "warn-above-block", "compress", "all-zero", "never-block", "nobody"}
+			tools := []contract.Tool{{Name: "ctx_read"}, {Name: "ctx_shell"}, {Name: "lean__ctx_shell", Upstream: "lean", UpstreamTool: "ctx_shell"},
+				{Name: "ctx_edit"}, {Name: "ctx_session"}}
+			arguments := []any{map[string]any{"path": "main.go"}, map[string]any{"path": "secret"},
+				map[string]any{"command": "harness role set admin"}}
+			type agent struct {
+				name  string
+				usage []*contract.Usage
+			}
+			agents := []agent{{"none", []*contract.Usage{nil}}, {"budgeted", []*contract.Usage{{Shell: 2}, nil}},
+				{"shell-only", []*contract.Usage{{Tokens: 5}}}}
+			exact := name == "usage" || name == "agent" || name == "whole" || name == "rules"
+			if testing.Short() || name != "paths" {
+				// The other policies on fewer calls: they differ in what
+				// they read, not in what the harness's rules do.
+				roles, tools, arguments = roles[:5], tools[:3], arguments[:2]
+				agents = []agent{{"none", []*contract.Usage{nil}}, {"budgeted", []*contract.Usage{{Shell: 2}}}}
+			}
+			calls, hits := 0, 0
+			for i, role := range roles {
+				for _, tool := range tools {
+					for _, args := range arguments {
+						for _, a := range agents {
+							for _, au := range a.usage {
+								session, project := []string{"s-ok", "s-deny"}[i%2], []string{"/p", "/secret"}[i%2]
+								for _, u := range usages(doc.Roles[role]) {
+									in := contract.Input{Role: role, Tool: tool.Name, Upstream: tool.Upstream, UpstreamTool: tool.UpstreamTool,
+										Arguments: args, Budget: u, AgentBudget: au, Session: session, Agent: a.name, Project: project}
+									if checkCached(t, e, in) {
+										hits++
+									}
+									calls++
+								}
+							}
+						}
+					}
+				}
+			}
+			t.Logf("%d calls, %d from the cache", calls, hits)
+			if exact && hits == 0 || !exact && hits < calls/10 {
+				t.Errorf("only %d of %d calls from the cache: the grid does not test it", hits, calls)
+			}
+		})
+	}
+}
+
+// FuzzCacheAgrees decides a call, then the same call with other usage, on
+// the cached engine, and holds each equal to the uncached decision.
+func FuzzCacheAgrees(f *testing.F) {
+	doc := cacheDoc(&testing.T{})
+	e, err := New(context.Background(), doc, compiler.Module{Name: "p.rego", Source: []byte(fastPathPolicy)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	relaxed(e)
+	names := append(slices.Sorted(maps.Keys(doc.Roles)), "nobody")
+	agents := []string{"none", "budgeted", "shell-only"}
+	f.Add(uint8(0), "ctx_read", "main.go", uint8(0), int64(0), int64(0), int64(0), int64(10), int64(1), int64(0), int64(0))
+	f.Add(uint8(3), "ctx_shell", "secret", uint8(1), int64(5), int64(2), int64(100), int64(50), int64(3), int64(0), int64(2))
+	f.Add(uint8(7), "lean__ctx_edit", "~/.lean-ctx/x", uint8(2), int64(-1), int64(99), int64(0), int64(1<<40), int64(0), int64(7), int64(1))
+	f.Fuzz(func(t *testing.T, role uint8, tool, path string, agent uint8, tokens, shell, cost, tokens2, shell2, cost2, agentShell int64) {
+		in := contract.Input{Role: names[int(role)%len(names)], Tool: tool, Arguments: map[string]any{"path": path},
+			Budget: contract.Usage{Tokens: tokens, Shell: shell, CostMicros: cost}, Agent: agents[int(agent)%len(agents)],
+			AgentBudget: &contract.Usage{Shell: agentShell}, Session: "s"}
+		if strings.HasPrefix(tool, "lean__") {
+			in.Upstream, in.UpstreamTool = "lean", strings.TrimPrefix(tool, "lean__")
+		}
+		checkCached(t, e, in)
+		in.Budget = contract.Usage{Tokens: tokens2, Shell: shell2, CostMicros: cost2}
+		checkCached(t, e, in)
+		in.AgentBudget = &contract.Usage{Tokens: tokens2 % 1000, Shell: agentShell + 1}
+		checkCached(t, e, in)
+	})
+}
+
+// A reload starts with an empty cache: a decision cached before it is not
+// given after it.
+func TestCacheReload(t *testing.T) {
+	ctx := context.Background()
+	e := testEngine(t)
+	in := contract.Input{Role: "coder", Tool: "ctx_read", Agent: "a"}
+	if d, _ := e.Decide(ctx, in); d.Decision != contract.Allow {
+		t.Fatalf("%+v", d)
+	}
+	files := maps.Clone(testRoles)
+	files["coder"] = "[tools]\ndenied = [\"ctx_read\"]\n"
+	if err := e.Reload(ctx, compiler.Compile(testroles.Set(t, files), compiler.DefaultConfig())); err != nil {
+		t.Fatal(err)
+	}
+	in.Budget.Tokens = 10
+	if d, _ := e.Decide(ctx, in); d.Decision != contract.Deny {
+		t.Fatalf("after the reload: %+v", d)
+	}
+	// So does a reload with a custom policy.
+	if err := e.Reload(ctx, e.Document(), compiler.Module{Name: "p.rego", Source: []byte("package harness.custom.p\n\ndeny contains \"no\" if input.tool == \"ctx_edit\"\n")}); err != nil {
+		t.Fatal(err)
+	}
+	in.Tool = "ctx_edit"
+	if d, _ := e.Decide(ctx, in); d.Decision != contract.Deny || d.Reasons[0].Code != "policy" {
+		t.Fatalf("after the reload with a policy: %+v", d)
+	}
+}
+
+// A deny for an evaluation that did not finish (the deadline) is not kept:
+// the next call is evaluated.
+func TestCacheKeepsNoEvaluationError(t *testing.T) {
+	ctx := context.Background()
+	e := testEngine(t)
+	e.SetBounds(Bounds{Timeout: time.Nanosecond})
+	in := contract.Input{Role: "coder", Tool: "ctx_read", Agent: "a"}
+	if d, _ := e.Decide(ctx, in); d.Decision != contract.Deny || d.Reasons[0].Code != contract.CodeEvalError {
+		t.Fatalf("with a deadline of 1ns: %+v", d)
+	}
+	relaxed(e)
+	if d, _ := e.Decide(ctx, in); d.Decision != contract.Allow {
+		t.Fatalf("after the deadline: %+v", d)
+	}
+	// A cancelled context is refused before the cache is looked at.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if d, err := e.Decide(cctx, in); err == nil || d.Decision != contract.Deny {
+		t.Fatalf("cancelled: %+v %v", d, err)
+	}
+}
+
+// A decision from the cache is the caller's: changing it changes no later
+// one.
+func TestCachedDecisionsAreCopies(t *testing.T) {
+	ctx := context.Background()
+	e := testEngine(t)
+	in := contract.Input{Role: "reviewer", Tool: "ctx_edit", Agent: "a"}
+	d1, _ := e.Decide(ctx, in)
+	d1.Reasons[0].Message = "changed"
+	d2, _ := e.Decide(ctx, in)
+	if d2.Reasons[0].Message == "changed" {
+		t.Fatal("a cached decision shares its reasons with the caller's")
+	}
+}
