@@ -388,7 +388,19 @@ func TestParallelCallsOneHTTPSession(t *testing.T) {
 	})
 	stop()
 	tr.CloseIdleConnections()
+	// What was under way when it stopped ends soon after (a connection's
+	// goroutine, the last log write): within seconds, none is left.
+	for deadline := time.Now().Add(10 * time.Second); gatewayGoroutines() != 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if left := gatewayGoroutines(); left != 0 {
+		buf := make([]byte, 1<<22)
+		buf = buf[:runtime.Stack(buf, true)]
+		for _, g := range bytes.Split(buf, []byte("\n\n")) {
+			if bytes.Contains(g, []byte("github.com/agentharness/harness/gateway.")) {
+				t.Logf("%s", g)
+			}
+		}
 		t.Errorf("%d goroutines of the gateway are left after it stopped", left)
 	}
 
