@@ -106,6 +106,8 @@ test: go-test opa-test e2e
 go-test: $(OPA) redis chromium
 	go vet ./...
 	go test -race -count=1 -timeout 30m ./...
+	# the policy's differential grids whole (under -race they run a sample)
+	go test -count=1 -run 'TestCacheAgreesWithTheEngine|TestFastPathAgrees' ./policy
 
 # The compiled bundle, checked by the real opa CLI: its Rego tests pass, and
 # opa build accepts it.
