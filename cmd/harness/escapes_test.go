@@ -474,27 +474,7 @@ func TestResetAgentBudget(t *testing.T) {
 func TestFakeDaemonIsNotAsked(t *testing.T) {
 	t.Parallel()
 	home := shortDir(t)
-	fake := filepath.Join(t.TempDir(), "fakedaemon")
-	if b, err := exec.Command("go", "build", "-o", fake, "../../testdata/fakedaemon").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	socket := filepath.Join(home, ".local", "state", "lean-ctx", "harness", "hook.sock")
-	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(fake, socket)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(socket + ".ready"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the fake daemon never listened")
-		}
-	}
+	fakeDaemon(t, home, filepath.Join(t.TempDir(), "fakedaemon"))
 	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), "[agents.claude-code]\nrole = \"reviewer\"\n")
 	out, errOut, code := hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON="}, preToolUse("S", t.TempDir(), "Bash", `{"command": "rm -rf /"}`))
 	if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || strings.Contains(out, "fake") {
