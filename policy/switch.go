@@ -6,7 +6,6 @@ import (
 
 	"github.com/agentharness/harness/contract"
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // Switch decides a role switch. Like Decide, it fails closed: anything
@@ -26,7 +25,7 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 	}
 	bctx, stop := e.bounded(ctx)
 	defer stop()
-	rs, err := pq.Eval(bctx, rego.EvalParsedInput(input))
+	v, err := run(bctx, pq, input)
 	if bctx.Err() != nil {
 		msg, err := stopped(ctx, bctx)
 		return refused(msg), err
@@ -34,11 +33,11 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 	if err != nil {
 		return refused("policy evaluation failed: " + err.Error()), nil
 	}
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+	if v == nil {
 		return refused("policy evaluation failed: " + SwitchQuery + " is undefined"), nil
 	}
 	r := reader{}
-	m := r.object(rs[0].Expressions[0].Value, "switch")
+	m := r.object(v, "switch")
 	d := contract.SwitchDecision{
 		Allowed: r.boolean(m, "allowed"),
 		From:    r.str(m, "from"),

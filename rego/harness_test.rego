@@ -575,7 +575,7 @@ test_fast_path_with_an_agent_budget if {
 
 protected_config := object.union(fixture.config, {"protect": object.union(fixture.config.protect, {
 	"home": "/home/dev",
-	"paths": ["/home/dev/.lean-ctx", "/srv/harness/state", "/srv/logs/decisions.jsonl"],
+	"paths": ["/home/dev/.lean-ctx", "/home/dev/ledgers/main.db", "/srv/harness/state", "/srv/logs/decisions.jsonl"],
 })})
 
 protected(c) := decide_with(c, protected_config)
@@ -587,6 +587,10 @@ test_edits_of_the_harness_files_are_refused if {
 		{"file_path": "/home/dev/.lean-ctx/roles/wide.toml"},
 		{"path": "~/.lean-ctx/harness.toml"},
 		{"path": "$HOME/.lean-ctx/policies/x.rego"},
+		{"path": "~/ledgers/main.db"},
+		{"path": "$HOME/ledgers/main.db"},
+		{"path": "${HOME}/ledgers/main.db"},
+		{"path": "/home/dev/ledgers/main.db"},
 		{"path": ".lean-ctx/policies/destructive_shell.rego"},
 		{"path": "/work/app/pkg/../.lean-ctx/roles/r.toml"},
 		{"notebook_path": "/home/dev/.claude/settings.json"},
