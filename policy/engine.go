@@ -12,6 +12,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown/cache"
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
@@ -57,7 +58,9 @@ type loaded struct {
 	compiler *ast.Compiler
 	store    storage.Store
 	cache    *decisionCache
-	mu       sync.Mutex
+	// values holds the patterns the policy compiled (see maxCompiled).
+	values cache.InterQueryValueCache
+	mu     sync.Mutex
 	others   map[string]*lazyQuery
 }
 
@@ -249,7 +252,7 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 		return nil, err
 	}
 	return &loaded{query: pq, doc: doc, bundle: b, compiler: c, store: store, others: map[string]*lazyQuery{},
-		cache: cacheFor(b.Modules)}, nil
+		cache: cacheFor(b.Modules), values: newValueCache()}, nil
 }
 
 // cacheFor makes the decision cache of modules: the harness's own and the
@@ -325,7 +328,7 @@ func (e *Engine) evaluate(ctx context.Context, l *loaded, in contract.Input, opt
 	}
 	bctx, stop := e.bounded(ctx)
 	defer stop()
-	v, err := run(bctx, l.query, value, opts...)
+	v, err := l.run(bctx, l.query, value, opts...)
 	if bctx.Err() != nil {
 		msg, err := stopped(ctx, bctx)
 		return denied(in, contract.CodeEvalError, msg), false, err

@@ -9,6 +9,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/open-policy-agent/opa/v1/topdown/cache"
 
 	"github.com/agentharness/harness/contract"
 )
@@ -20,14 +21,16 @@ import (
 // asTerm is the result conversion that leaves a value as it is.
 var asTerm = rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil })
 
-// run evaluates pq on input within ctx, which the caller bounds: ctx's end
-// cancels the evaluation (without the goroutine per evaluation OPA starts
-// otherwise). It returns the query's one value, nil when it is undefined.
-func run(ctx context.Context, pq rego.PreparedEvalQuery, input ast.Value, opts ...rego.EvalOption) (ast.Value, error) {
+// run evaluates pq of generation l on input within ctx, which the caller
+// bounds: ctx's end cancels the evaluation (without the goroutine per
+// evaluation OPA starts otherwise). It returns the query's one value, nil
+// when it is undefined.
+func (l *loaded) run(ctx context.Context, pq rego.PreparedEvalQuery, input ast.Value, opts ...rego.EvalOption) (ast.Value, error) {
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	rs, err := pq.Eval(ctx, append([]rego.EvalOption{rego.EvalParsedInput(input), rego.EvalExternalCancel(cancel), asTerm}, opts...)...)
+	rs, err := pq.Eval(ctx, append([]rego.EvalOption{rego.EvalParsedInput(input), rego.EvalExternalCancel(cancel), asTerm,
+		rego.EvalInterQueryBuiltinValueCache(l.values)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -39,6 +42,22 @@ func run(ctx context.Context, pq rego.PreparedEvalQuery, input ast.Value, opts .
 		return nil, fmt.Errorf("unexpected result %T", rs[0].Expressions[0].Value)
 	}
 	return t.Value, nil
+}
+
+// maxCompiled bounds how many compiled regular expressions and glob
+// patterns a generation keeps: each role's lists, the configuration's and
+// what custom policies match with. OPA's own process-wide caches keep 100
+// of each and then drop one at random on every miss, which a set of many
+// roles would pass, compiling an expression on nearly every call; a bound
+// keeps a policy that builds patterns from its input from growing it.
+const maxCompiled = 4096
+
+// newValueCache is the cache of compiled patterns of one generation.
+func newValueCache() cache.InterQueryValueCache {
+	n := maxCompiled
+	return cache.NewInterQueryValueCache(context.Background(), &cache.Config{
+		InterQueryBuiltinValueCache: cache.InterQueryBuiltinValueCacheConfig{MaxNumEntries: &n},
+	})
 }
 
 // keys are the terms of the result keys the reader looks up.

@@ -19,13 +19,14 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 		return refused("policy evaluation stopped: " + err.Error()), err
 	}
 	input := switchInput(in)
-	pq, err := e.cur.Load().prepared(ctx, SwitchQuery)
+	l := e.cur.Load()
+	pq, err := l.prepared(ctx, SwitchQuery)
 	if err != nil {
 		return refused("policy evaluation failed: " + err.Error()), nil
 	}
 	bctx, stop := e.bounded(ctx)
 	defer stop()
-	v, err := run(bctx, pq, input)
+	v, err := l.run(bctx, pq, input)
 	if bctx.Err() != nil {
 		msg, err := stopped(ctx, bctx)
 		return refused(msg), err

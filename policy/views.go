@@ -45,7 +45,7 @@ func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Valu
 	}
 	bctx, stop := bound(ctx)
 	defer stop()
-	v, err := run(bctx, pq, input)
+	v, err := l.run(bctx, pq, input)
 	if bctx.Err() != nil {
 		msg, perr := stopped(ctx, bctx)
 		if perr != nil {
