@@ -61,7 +61,7 @@ type loaded struct {
 	// values holds the patterns the policy compiled (see maxCompiled).
 	values cache.InterQueryValueCache
 	mu     sync.Mutex
-	others   map[string]*lazyQuery
+	others map[string]*lazyQuery
 }
 
 // lazyQuery is an entry point prepared on first use.
