@@ -58,6 +58,7 @@ type loaded struct {
 	compiler *ast.Compiler
 	store    storage.Store
 	cache    *decisionCache
+	levels   levelsCache
 	// values holds the patterns the policy compiled (see maxCompiled).
 	values cache.InterQueryValueCache
 	mu     sync.Mutex

@@ -507,3 +507,41 @@ func FuzzQuickAgreesWithTheRules(f *testing.F) {
 		}
 	})
 }
+
+// The allowance worked out quickly agrees with full_allowance for every
+// role, usage around every threshold, agents with and without a budget,
+// and malformed usage.
+func TestQuickAllowanceAgrees(t *testing.T) {
+	doc := cacheDoc(t)
+	e, err := New(context.Background(), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick, full := rawQuery(t, e, AllowanceQuery), rawQuery(t, e, "data.harness.full_allowance")
+	var inputs []ast.Value
+	for _, name := range append(slices.Sorted(maps.Keys(doc.Roles)), "nobody") {
+		for _, u := range usages(doc.Roles[name]) {
+			for _, agent := range []string{"none", "budgeted", "shell-only"} {
+				for _, au := range []*contract.Usage{nil, {}, {Tokens: 999, Shell: 2, CostMicros: 1_000_001}} {
+					inputs = append(inputs, statusValue(contract.Input{Role: name, Budget: u, Agent: agent, AgentBudget: au}))
+				}
+			}
+		}
+	}
+	for _, raw := range []string{
+		`{"role": "coder"}`,
+		`{"role": "coder", "budget": {"tokens": 1.5, "shell": 0, "cost_micros": 0}}`,
+		`{"role": "coder", "budget": {"tokens": 5, "shell": "1", "cost_micros": 0}}`,
+		`{"role": 7, "budget": {"tokens": 0, "shell": 0, "cost_micros": 0}}`,
+	} {
+		inputs = append(inputs, ast.MustParseTerm(raw).Value)
+	}
+	for _, in := range inputs {
+		got, err1 := quick.Eval(context.Background(), rego.EvalParsedInput(in))
+		want, err2 := full.Eval(context.Background(), rego.EvalParsedInput(in))
+		if err1 != nil || err2 != nil || len(got) != 1 || len(want) != 1 || !reflect.DeepEqual(got[0].Expressions[0].Value, want[0].Expressions[0].Value) {
+			t.Fatalf("input %v:\nallowance      %v %v\nfull_allowance %v %v", in, got, err1, want, err2)
+		}
+	}
+	t.Logf("%d inputs", len(inputs))
+}

@@ -68,15 +68,7 @@ func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Valu
 // levels a change of usage or role crosses. An unknown role is
 // ErrUnknownRole (with its limits all 0 in the status).
 func (e *Engine) Status(ctx context.Context, in contract.Input) (contract.Status, error) {
-	input := ast.NewObject(
-		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
-		ast.Item(ast.StringTerm("budget"), usageTerm(in.Budget)),
-		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
-	)
-	if in.AgentBudget != nil {
-		input.Insert(ast.StringTerm("agent_budget"), usageTerm(*in.AgentBudget))
-	}
-	v, err := e.eval(ctx, StatusQuery, input)
+	v, err := e.eval(ctx, StatusQuery, statusValue(in))
 	if err != nil {
 		return contract.Status{}, err
 	}
@@ -115,8 +107,26 @@ type Levels struct {
 
 // Levels measures several usages, each under its role, in one evaluation:
 // how a change of usage or of role is seen to cross into WARNING or
-// EXHAUSTED. It is cheaper than a Status of each.
+// EXHAUSTED. It is cheaper than a Status of each. Usages in the band of
+// the decision cache (every dimension below its thresholds) are measured
+// once per role, agent and band (see levelsCache).
 func (e *Engine) Levels(ctx context.Context, usages ...RoleUsage) ([]Levels, error) {
+	l := e.cur.Load()
+	cached := !e.uncached.Load()
+	if cached {
+		if out, ok := l.levels.get(l.doc, usages); ok {
+			return out, nil
+		}
+	}
+	out, err := e.levelsOf(ctx, l, usages)
+	if err == nil && cached {
+		l.levels.put(l.doc, usages, out)
+	}
+	return out, err
+}
+
+// levelsOf evaluates the levels of usages on generation l.
+func (e *Engine) levelsOf(ctx context.Context, l *loaded, usages []RoleUsage) ([]Levels, error) {
 	list := make([]*ast.Term, len(usages))
 	for i, u := range usages {
 		o := ast.NewObject(
@@ -129,7 +139,7 @@ func (e *Engine) Levels(ctx context.Context, usages ...RoleUsage) ([]Levels, err
 		}
 		list[i] = ast.NewTerm(o)
 	}
-	v, err := e.eval(ctx, LevelsQuery, ast.NewObject(ast.Item(ast.StringTerm("usages"), ast.ArrayTerm(list...))))
+	v, err := e.evalOn(ctx, l, LevelsQuery, ast.NewObject(ast.Item(ast.StringTerm("usages"), ast.ArrayTerm(list...))))
 	if err != nil {
 		return nil, err
 	}
@@ -266,15 +276,7 @@ type Allowance struct {
 // its agent's usage) may still spend: what a result may still bring into
 // the agent's context.
 func (e *Engine) Allowance(ctx context.Context, in contract.Input) (Allowance, error) {
-	input := ast.NewObject(
-		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
-		ast.Item(ast.StringTerm("budget"), usageTerm(in.Budget)),
-		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
-	)
-	if in.AgentBudget != nil {
-		input.Insert(ast.StringTerm("agent_budget"), usageTerm(*in.AgentBudget))
-	}
-	v, err := e.eval(ctx, AllowanceQuery, input)
+	v, err := e.eval(ctx, AllowanceQuery, statusValue(in))
 	if err != nil {
 		return Allowance{}, err
 	}
@@ -298,4 +300,18 @@ func (e *Engine) Allowance(ctx context.Context, in contract.Input) (Allowance, e
 		return Allowance{}, fmt.Errorf("policy evaluation failed: malformed allowance: %w", r.err)
 	}
 	return a, nil
+}
+
+// statusValue is the input of the views of a session's budget: its role
+// and usage, its agent and the agent's usage.
+func statusValue(in contract.Input) ast.Value {
+	o := ast.NewObject(
+		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
+		ast.Item(ast.StringTerm("budget"), usageTerm(in.Budget)),
+		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
+	)
+	if in.AgentBudget != nil {
+		o.Insert(ast.StringTerm("agent_budget"), usageTerm(*in.AgentBudget))
+	}
+	return o
 }

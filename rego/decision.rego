@@ -495,3 +495,37 @@ _protect_suspects if {
 	p := data.harness.config.protect
 	p.suspect.of != {"paths": p.paths, "locations": p.locations, "commands": p.commands, "home": p.home}
 }
+
+# -- What a session may still spend --------------------------------------------
+
+# allowance (harness.rego states it as full_allowance) for a known role,
+# usage as the engine sends it and no agent's budget: what each
+# dimension's exhaustion threshold leaves, with one read of the role.
+allowance := {"tokens": _left(tokens, th.tokens), "cost": _left(cost, th.cost)} if {
+	r := data.harness.roles[input.role]
+	b := input.budget
+	tokens := b.tokens
+	is_number(tokens)
+	tokens >= 0
+	tokens == floor(tokens)
+	shell := b.shell
+	is_number(shell)
+	shell >= 0
+	shell == floor(shell)
+	cost := b.cost_micros
+	is_number(cost)
+	cost >= 0
+	cost == floor(cost)
+	not data.harness.agents[input.agent]
+	not data.harness.agents["*"]
+	th := r.thresholds
+} else := full_allowance
+
+# What usage leaves of a dimension before its exhaustion threshold t, at
+# least 0; null when it has none.
+_left(used, t) := n if {
+	n := t.exhausted_at - used
+	n > 0
+} else := 0 if {
+	t.exhausted_at
+} else := null

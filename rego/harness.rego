@@ -694,7 +694,7 @@ _agent_levels(u) := {dim: level(used[dim], t) | some dim, t in b.thresholds} if 
 # budget bounds (a limit of 0, or blocking off). What a result may still
 # bring into the agent's context: the gateway charges a result up to it,
 # and cuts the rest.
-allowance := {"tokens": _allow("tokens", usage.tokens), "cost": _allow("cost", usage.cost)}
+full_allowance := {"tokens": _allow("tokens", usage.tokens), "cost": _allow("cost", usage.cost)}
 
 _allow(dim, used) := min(left) if {
 	session := [max([0, at - used]) | at := thresholds[dim].exhausted_at]
