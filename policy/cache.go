@@ -2,8 +2,8 @@ package policy
 
 import (
 	"encoding/binary"
-	"maps"
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"sync"
