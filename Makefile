@@ -219,6 +219,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzConfig -fuzztime $(FUZZTIME) ./config
 	go test -run '^$$' -fuzz FuzzPieces -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzBPE -fuzztime $(FUZZTIME) ./budget
+	go test -run '^$$' -fuzz FuzzPartsCountAsTheWhole -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzMaskAndBound -fuzztime $(FUZZTIME) ./events
 	go test -run '^$$' -fuzz FuzzRawJSON -fuzztime $(FUZZTIME) ./gateway
 
