@@ -222,6 +222,8 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzPartsCountAsTheWhole -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzMaskAndBound -fuzztime $(FUZZTIME) ./events
 	go test -run '^$$' -fuzz FuzzRawJSON -fuzztime $(FUZZTIME) ./gateway
+	go test -run '^$$' -fuzz FuzzUnquote -fuzztime $(FUZZTIME) ./gateway
+	go test -run '^$$' -fuzz FuzzQuickMessage -fuzztime $(FUZZTIME) ./gateway
 
 clean:
 	rm -rf $(BIN)
