@@ -242,19 +242,29 @@ func skipSpace(b []byte, i int) int {
 }
 
 // stringEnd is the end of the string that starts at b[i] (a quote), and
-// whether it has escapes.
+// whether it has escapes: at the first quote after it that an even number
+// of backslashes comes before (each pair of them is an escaped backslash).
+// Quotes and backslashes are looked for with bytes.IndexByte, which goes
+// through text many bytes at a time: a text of 100 KB with a line break
+// (\n) on every line was read escape by escape before.
 func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
 	for j := i + 1; j < len(b); {
-		k := bytes.IndexAny(b[j:], "\"\\")
+		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
 			break
 		}
-		j += k
-		if b[j] == '"' {
-			return j + 1, escaped, nil
+		q := j + k
+		if !escaped && bytes.IndexByte(b[j:q], '\\') >= 0 {
+			escaped = true
 		}
-		escaped = true
-		j += 2 // the backslash and the character it escapes (\uXXXX: its hex digits are no quote)
+		n := 0
+		for q-1-n > i && b[q-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, escaped, nil
+		}
+		j = q + 1 // an escaped quote
 	}
 	return 0, false, errJSON
 }
