@@ -224,6 +224,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzRawJSON -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzUnquote -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzQuickMessage -fuzztime $(FUZZTIME) ./gateway
+	go test -run '^$$' -fuzz FuzzValidJSON -fuzztime $(FUZZTIME) ./gateway
 
 clean:
 	rm -rf $(BIN)

@@ -75,7 +75,7 @@ func parseMessage(b []byte) (*message, error) {
 // or a key given twice), which json.Unmarshal reads instead, giving its
 // errors.
 func quickMessage(b []byte) (*message, bool) {
-	if !json.Valid(b) {
+	if !validJSON(b) {
 		return nil, false
 	}
 	members, n, err := objectMembersN(b)

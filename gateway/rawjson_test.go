@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -115,4 +117,46 @@ func FuzzQuickMessage(f *testing.F) {
 			t.Fatalf("%q:\nquickly        %s\njson.Unmarshal %s", line, g, w)
 		}
 	})
+}
+
+// FuzzValidJSON holds validJSON equal to json.Valid on arbitrary bytes:
+// every kind of value, nested, with escapes, numbers of every form, and
+// what is not JSON.
+func FuzzValidJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"a":[1,-2.5e+3,0,true,false,null,"x\"y\\z\u00e9\n"],"b":{}}`, `[]`, `{}`, `""`, `0`, `-0.0e-0`,
+		`01`, `1.`, `.5`, `1e`, `--1`, `"\x01"`, `"\u12"`, `"\q"`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{1:2}`, `[1 2]`,
+		`tru`, `nulll`, ` [ 1 , 2 ] `, `"` + strings.Repeat("abcdefgh", 10) + `\"` + strings.Repeat("z", 9) + `"`,
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001), strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+		"\"\xff\xfe\"", `"tab	inside"`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("%q: validJSON %v, json.Valid %v", b, got, want)
+		}
+	})
+}
+
+func BenchmarkValidJSON(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 100<<10; i++ {
+		fmt.Fprintf(&sb, "line %d of the file: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": sb.String()}}}})
+	b.SetBytes(int64(len(msg)))
+	for _, v := range []struct {
+		name  string
+		valid func([]byte) bool
+	}{{"validJSON", validJSON}, {"json.Valid", json.Valid}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				if !v.valid(msg) {
+					b.Fatal("not valid")
+				}
+			}
+		})
+	}
 }
