@@ -39,6 +39,17 @@ decision := {
 	# lists allow it and ask for no approval (rule 2), every dimension is
 	# below its thresholds (rule 5), and nothing else speaks.
 	r := data.harness.roles[input.role]
+	t := input.tool
+	is_string(t)
+	ut := input.upstream_tool
+	is_string(ut)
+	c := data.harness.config
+	not object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
+	not regex.match(r.denied.regex, t)
+	not regex.match(r.denied.regex, ut)
+	regex.match(r.allowed.regex, t)
+	not regex.match(r.ask.regex, t)
+	not regex.match(r.ask.regex, ut)
 	th := r.thresholds
 	b := input.budget
 	tokens := b.tokens
@@ -53,18 +64,7 @@ decision := {
 	cost >= 0
 	cost < th.cost.ok_below
 	cost == floor(cost)
-	t := input.tool
-	is_string(t)
-	ut := input.upstream_tool
-	is_string(ut)
-	not regex.match(r.denied.regex, t)
-	not regex.match(r.denied.regex, ut)
-	regex.match(r.allowed.regex, t)
-	not regex.match(r.ask.regex, t)
-	not regex.match(r.ask.regex, ut)
 	t != ""
-	c := data.harness.config
-	not object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
 	up := input.upstream
 	is_string(up)
 	not object.get(c.exempt_by_origin, [up, t], false)
@@ -88,6 +88,18 @@ decision := {
 	# Allowed, a shell tool: as above, under a shell policy that allows it
 	# (rule 3) and within the shell budget (rule 7).
 	r := data.harness.roles[input.role]
+	t := input.tool
+	is_string(t)
+	ut := input.upstream_tool
+	is_string(ut)
+	c := data.harness.config
+	object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
+	r.shell_policy != "deny"
+	not regex.match(r.denied.regex, t)
+	not regex.match(r.denied.regex, ut)
+	regex.match(r.allowed.regex, t)
+	not regex.match(r.ask.regex, t)
+	not regex.match(r.ask.regex, ut)
 	th := r.thresholds
 	b := input.budget
 	tokens := b.tokens
@@ -103,18 +115,6 @@ decision := {
 	cost >= 0
 	cost < th.cost.ok_below
 	cost == floor(cost)
-	t := input.tool
-	is_string(t)
-	ut := input.upstream_tool
-	is_string(ut)
-	c := data.harness.config
-	object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
-	r.shell_policy != "deny"
-	not regex.match(r.denied.regex, t)
-	not regex.match(r.denied.regex, ut)
-	regex.match(r.allowed.regex, t)
-	not regex.match(r.ask.regex, t)
-	not regex.match(r.ask.regex, ut)
 	t != ""
 	up := input.upstream
 	is_string(up)
