@@ -1,9 +1,6 @@
 package budget
 
-import (
-	"encoding/binary"
-	"sync"
-)
+import "encoding/binary"
 
 // Text repeats its pieces (the words and separators of a log, a listing,
 // a language), and byte-pair encoding a piece means looking it and its
@@ -18,7 +15,9 @@ const (
 )
 
 // pieceMemo maps pieces of at most memoPiece bytes to their counts, one
-// piece a slot (a newer piece takes the slot of an older one).
+// piece a slot (a newer piece takes the slot of an older one). A
+// tokenizer keeps its own memos (Tokenizer.memos), one a counting at a
+// time; a memo keeps what it learnt for the next counting.
 type pieceMemo struct {
 	slots [memoSlots]memoSlot
 }
@@ -28,10 +27,6 @@ type memoSlot struct {
 	count uint8
 	piece [memoPiece]byte
 }
-
-// memos hands each counting its own memo; a memo keeps what it learnt
-// for the next (the counts of a piece never change).
-var memos = sync.Pool{New: func() any { return new(pieceMemo) }}
 
 // count returns the count of piece p, from the memo or counted with count.
 func (m *pieceMemo) count(p string, count func(string) int) int {

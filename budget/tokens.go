@@ -26,6 +26,9 @@ type Tokenizer struct {
 	once  sync.Once
 	ranks ranks
 	err   error
+	// memos hands each counting a memo of this tokenizer's piece counts
+	// (see pieceMemo).
+	memos sync.Pool
 }
 
 // NewTokenizer returns a tokenizer; it is safe for concurrent use.
@@ -62,10 +65,13 @@ func (t *Tokenizer) Count(s string) (int64, error) {
 	return n, nil
 }
 
-// count counts the tokens of valid UTF-8 text s.
+// count counts the tokens of valid UTF-8 text s (the vocabulary loaded).
 func (t *Tokenizer) count(s string) int64 {
-	m := memos.Get().(*pieceMemo)
-	defer memos.Put(m)
+	m, _ := t.memos.Get().(*pieceMemo)
+	if m == nil {
+		m = new(pieceMemo)
+	}
+	defer t.memos.Put(m)
 	var n int64
 	pieces(s, func(p string) { n += int64(m.count(p, t.pieceCount)) })
 	return n

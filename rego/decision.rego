@@ -16,7 +16,10 @@ package harness
 # the budget or the shell policy, or asked for). Each rule is a special
 # case of the rules one by one; any other call is decided by them.
 # TestQuickAgreesWithTheRules holds decision equal to full_decision over a
-# grid of calls, FuzzQuickAgreesWithTheRules over arbitrary ones.
+# grid of calls, FuzzQuickAgreesWithTheRules over arbitrary ones. Each rule
+# reads the call itself, in the order that fails a call of another kind
+# soonest: one helper rule that read it for all of them cost more than
+# the repetition (its value built, cached and taken apart).
 decision := {
 	"decision": "allow",
 	"allowed": true,
