@@ -5,16 +5,17 @@ package harness
 
 # harness.rego states the rules one by one, as the contract numbers them,
 # and full_decision is what they decide. OPA pays for every expression it
-# evaluates, more for a function call, most for arithmetic that leaves
-# whole numbers, and the rules one by one take it a few hundred
-# expressions for any call. Most calls come as the engine sends them:
-# every field present and well formed, a known role, no custom policy
-# saying anything, no agent budget, nothing near the harness's own files.
-# The rules below decide those, each kind of call in one rule that reads
-# the input and the role once: allowed (a shell call apart), refused by the
-# role's lists, or decided by the levels of the budget (warned, refused by
-# the budget or the shell policy, or asked for). Each rule is a special
-# case of the rules one by one; any other call is decided by them.
+# evaluates, more for a function call, most for arithmetic that leaves a
+# remainder, and the rules one by one take it a few hundred expressions
+# for any call. Most calls come as the engine sends them: every field
+# present and well formed, a known role, no agent budget, nothing near
+# the harness's own files. The rules below decide those, each kind of
+# call in one rule that reads the input and the role once: allowed (a
+# shell call in a rule of its own), refused by the role's lists, an
+# exempt tool, decided by the levels of the budget (warned, refused by
+# the budget or the shell policy, or asked for), or one a custom policy
+# speaks of. Each rule is a special case of the rules one by one; any
+# other call is decided by them.
 # TestQuickAgreesWithTheRules holds decision equal to full_decision over a
 # grid of calls, FuzzQuickAgreesWithTheRules over arbitrary ones. Each rule
 # reads the call itself, in the order that fails a call of another kind
