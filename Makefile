@@ -107,7 +107,7 @@ go-test: $(OPA) redis chromium
 	go vet ./...
 	go test -race -count=1 -timeout 30m ./...
 	# the policy's differential grids whole (under -race they run a sample)
-	go test -count=1 -run 'TestCacheAgreesWithTheEngine|TestFastPathAgrees' ./policy
+	go test -count=1 -run 'TestCacheAgreesWithTheEngine|TestQuickAgrees' ./policy
 
 # The compiled bundle, checked by the real opa CLI: its Rego tests pass, and
 # opa build accepts it.
@@ -213,11 +213,18 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./roles
 	go test -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzCacheAgrees -fuzztime $(FUZZTIME) ./policy
+	go test -run '^$$' -fuzz FuzzQuickAgreesWithTheRules -fuzztime $(FUZZTIME) ./policy
+	go test -run '^$$' -fuzz FuzzSuspectCoversProtection -fuzztime $(FUZZTIME) ./policy
+	go test -run '^$$' -fuzz FuzzMatcherRegex -fuzztime $(FUZZTIME) ./compiler
 	go test -run '^$$' -fuzz FuzzConfig -fuzztime $(FUZZTIME) ./config
 	go test -run '^$$' -fuzz FuzzPieces -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzBPE -fuzztime $(FUZZTIME) ./budget
+	go test -run '^$$' -fuzz FuzzPartsCountAsTheWhole -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzMaskAndBound -fuzztime $(FUZZTIME) ./events
 	go test -run '^$$' -fuzz FuzzRawJSON -fuzztime $(FUZZTIME) ./gateway
+	go test -run '^$$' -fuzz FuzzUnquote -fuzztime $(FUZZTIME) ./gateway
+	go test -run '^$$' -fuzz FuzzQuickMessage -fuzztime $(FUZZTIME) ./gateway
+	go test -run '^$$' -fuzz FuzzValidJSON -fuzztime $(FUZZTIME) ./gateway
 
 clean:
 	rm -rf $(BIN)

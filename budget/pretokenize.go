@@ -28,6 +28,11 @@ func pieces(s string, yield func(string)) {
 // pieceAt returns the length in bytes of the piece at s[i:], trying the
 // pattern's alternatives in order.
 func pieceAt(s string, i int) int {
+	if s[i] < 0x80 {
+		if n, ok := asciiPieceAt(s, i); ok {
+			return n
+		}
+	}
 	if n := letters(s, i, true); n > 0 { // alternative 1
 		return n
 	}

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -178,6 +179,28 @@ func TestRanksComeFromTheLibrary(t *testing.T) {
 		tok, err := c.Decode([]uint{id})
 		if err != nil || lib[tok] != id {
 			t.Fatalf("id %d: %q has rank %d (%v)", id, tok, lib[tok], err)
+		}
+	}
+}
+
+// Text of ASCII characters, and of ASCII beside characters that could
+// continue a piece (letters, digits, marks, symbols and spaces outside
+// ASCII, ſ in a contraction), is cut as the regular expression cuts it:
+// the ASCII shortcut of pieceAt hands over wherever a character outside
+// ASCII matters.
+func TestASCIIPiecesMatchTheRegularExpression(t *testing.T) {
+	t.Parallel()
+	alphabet := []string{"a", "z", "Q", "0", "7", " ", "  ", "\t", "\n", "\r", "'", "s", "T", "re", "!", "/", "-", "_", ".", "(",
+		"é", "Σ", "٣", "\u0301", "—", "\u00a0", "\u0085", "ſ", "\x7f", "\x1f"}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		var b strings.Builder
+		for range rnd.IntN(24) {
+			b.WriteString(alphabet[rnd.IntN(len(alphabet))])
+		}
+		s := b.String()
+		if got, want := split(s), reference(t, s); !equal(got, want) {
+			t.Fatalf("%q:\n got %q\nwant %q", s, got, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package budget
 import (
 	"fmt"
 	"reflect"
+	"runtime"
 	"sync"
 	"unicode/utf8"
 	"unsafe"
@@ -25,6 +26,9 @@ type Tokenizer struct {
 	once  sync.Once
 	ranks ranks
 	err   error
+	// memos hands each counting a memo of this tokenizer's piece counts
+	// (see pieceMemo).
+	memos sync.Pool
 }
 
 // NewTokenizer returns a tokenizer; it is safe for concurrent use.
@@ -43,9 +47,63 @@ func (t *Tokenizer) Count(s string) (int64, error) {
 	if !utf8.ValidString(s) {
 		s = string([]rune(s))
 	}
+	parts := splitText(s, min(runtime.GOMAXPROCS(0), len(s)/parallelPart))
+	if len(parts) == 1 {
+		return t.count(s), nil
+	}
+	counts := make([]int64, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts[1:] {
+		wg.Go(func() { counts[i+1] = t.count(p) })
+	}
+	counts[0] = t.count(parts[0])
+	wg.Wait()
 	var n int64
-	pieces(s, func(p string) { n += int64(t.pieceCount(p)) })
+	for _, c := range counts {
+		n += c
+	}
 	return n, nil
+}
+
+// count counts the tokens of valid UTF-8 text s (the vocabulary loaded).
+func (t *Tokenizer) count(s string) int64 {
+	m, _ := t.memos.Get().(*pieceMemo)
+	if m == nil {
+		m = new(pieceMemo)
+	}
+	defer t.memos.Put(m)
+	var n int64
+	pieces(s, func(p string) { n += int64(m.count(p, t.pieceCount)) })
+	return n
+}
+
+// parallelPart is the least text a core counts on its own: a large text
+// is counted in parts, each on a core (goroutine).
+const parallelPart = 16 << 10
+
+// splitText cuts s into at most n parts, each ending where a piece ends:
+// after a line break that a letter, a digit or a symbol other than '/'
+// follows. No piece runs across such a place: white space ends at its
+// last line break, a run of symbols takes in the line breaks (and
+// slashes) after it and stops there, letters take in no line break, nor
+// does the character before them, and digits none. A part ends at the
+// first such place after its share of s; without one, the rest is one
+// part.
+func splitText(s string, n int) []string {
+	var parts []string
+	for n > 1 && len(s) > 0 {
+		cut := max(len(s)/n, 1)
+		for cut < len(s) && !(s[cut-1] == '\n' && classAt(s, cut)&(asciiLetter|asciiDigit|asciiSymbol) != 0 && s[cut] != '/') {
+			cut++
+		}
+		if cut >= len(s) {
+			break
+		}
+		parts = append(parts, s[:cut])
+		s = s[cut:]
+		n--
+	}
+	return append(parts, s)
 }
 
 // maxPiece bounds the piece that is byte-pair encoded whole. A piece is a

@@ -1,8 +1,11 @@
 package budget
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Known o200k_base counts (token ids checked against the published encoding:
@@ -54,4 +57,75 @@ func TestPrefixAndLongPieces(t *testing.T) {
 	if exact := tk.ranks.bpeCount(strings.Repeat("x", 1000)); short != int64(exact) {
 		t.Errorf("a short run: %d, exactly %d", short, exact)
 	}
+}
+
+// A large text is counted in parts, on several cores: the parts end where
+// pieces end, so the count is the text's, whatever it holds.
+func TestPartsCountAsTheWhole(t *testing.T) {
+	t.Parallel()
+	tk := NewTokenizer()
+	if _, err := tk.Count("load"); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	var log strings.Builder
+	for i := 0; log.Len() < 200<<10; i++ {
+		fmt.Fprintf(&log, "[%04d] compiling src/pkg%d/file_%d.go: ok\n/tmp/x\n\n  indented %d\n%d items\nWord\r\n", i, i%17, i, i, i)
+	}
+	texts = append(texts, log.String())
+	rnd := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "Z", "7", " ", "\n", "\n\n", "\r\n", "/", "[", "'s", "é", "—", "\t", "x)", "\n/", "\n "}
+	for range 50 {
+		var b strings.Builder
+		for b.Len() < 3*parallelPart {
+			b.WriteString(alphabet[rnd.IntN(len(alphabet))])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, s := range texts {
+		for n := 2; n <= 8; n++ {
+			parts := splitText(s, n)
+			if strings.Join(parts, "") != s {
+				t.Fatalf("the parts of a text are not the text")
+			}
+			var sum int64
+			for _, p := range parts {
+				sum += tk.count(p)
+			}
+			if whole := tk.count(s); sum != whole {
+				t.Fatalf("in %d parts (%d asked): %d tokens, whole: %d", len(parts), n, sum, whole)
+			}
+			for _, p := range parts {
+				if len(p) == 0 {
+					t.Fatal("an empty part")
+				}
+			}
+		}
+	}
+	if len(splitText(texts[0], 2)) != 2 {
+		t.Error("a log of lines was not cut")
+	}
+}
+
+// FuzzPartsCountAsTheWhole looks for text whose parts count otherwise
+// than it does whole.
+func FuzzPartsCountAsTheWhole(f *testing.F) {
+	tk := NewTokenizer()
+	if _, err := tk.Count("load"); err != nil {
+		f.Fatal(err)
+	}
+	f.Add("line one\nline two\n[3] x\n/root\n", uint8(0))
+	f.Add("a)\n/b\n\n c\n7d", uint8(3))
+	f.Fuzz(func(t *testing.T, s string, n uint8) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		var sum int64
+		for _, p := range splitText(s, int(n%8)+2) {
+			sum += tk.count(p)
+		}
+		if whole := tk.count(s); sum != whole {
+			t.Fatalf("%q in parts: %d tokens, whole: %d", s, sum, whole)
+		}
+	})
 }

@@ -3,6 +3,8 @@ package compiler
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -12,7 +14,7 @@ import (
 
 // SchemaVersion is the version of the data document's shape. The Rego policy
 // checks it; bump it with any change the policy must know about.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // Root is the data path under which the document lives (data.harness) and
 // the bundle root.
@@ -130,6 +132,9 @@ type AgentBudgetDoc struct {
 type ConfigDoc struct {
 	ShellTools  map[string]bool `json:"shell_tools"`
 	ExemptTools map[string]bool `json:"exempt_tools"`
+	// ExemptByOrigin are the exempt tools by the upstream a tool comes
+	// from: only the harness's own ("") are.
+	ExemptByOrigin map[string]map[string]bool `json:"exempt_by_origin"`
 	// EditTools are patterns, lower case: a tool whose lower-cased name
 	// matches one changes files.
 	EditTools Matcher    `json:"edit_tools"`
@@ -151,6 +156,27 @@ type ProtectDoc struct {
 	// shell command.
 	Commands []string `json:"commands"`
 	Home     string   `json:"home"`
+	// Suspect tells with one regex.match that a string is clear of all
+	// of the above.
+	Suspect Suspect `json:"suspect"`
+}
+
+// Suspect is one regular expression that every string the
+// self-protection rules would refuse holds a match of (Locations,
+// Commands, and each path as a command may write it), and what it was
+// made of: the policy trusts it only while that is what the document
+// holds (one edited by hand is decided by the rules one by one).
+type Suspect struct {
+	Regex string    `json:"regex"`
+	Of    SuspectOf `json:"of"`
+}
+
+// SuspectOf is what a Suspect was made of.
+type SuspectOf struct {
+	Paths     []string `json:"paths"`
+	Locations []string `json:"locations"`
+	Commands  []string `json:"commands"`
+	Home      string   `json:"home"`
 }
 
 // ProtectedLocations are the regular expressions of ProtectDoc.Locations.
@@ -209,6 +235,12 @@ type Threshold struct {
 	// Admits is how many calls in all the budget admits, floor(L*block/100)
 	// (rule 7; used for the shell dimension). Absent when blocking is off.
 	Admits *int64 `json:"admits,omitempty"`
+	// OKBelow is the usage below which the level is OK: the lesser of
+	// WarnAt and ExhaustedAt.
+	OKBelow int64 `json:"ok_below"`
+	// PercentOf is what usage below OKBelow is a percentage of (rule 4):
+	// the limit, or 1 for a limit of 0 (whose usage is then 0).
+	PercentOf int64 `json:"percent_of"`
 }
 
 // NewThreshold computes the thresholds of a dimension with limit, warn and
@@ -226,6 +258,10 @@ func NewThreshold(limit, warn, block int64) Threshold {
 			t.ExhaustedAt = &at
 		}
 	}
+	t.OKBelow, t.PercentOf = t.WarnAt, max(limit, 1)
+	if t.ExhaustedAt != nil {
+		t.OKBelow = min(t.WarnAt, *t.ExhaustedAt)
+	}
 	return t
 }
 
@@ -240,16 +276,19 @@ type LimitsDoc struct {
 	BlockPercent int64 `json:"block_percent"`
 }
 
-// Matcher is a list of tool patterns, split by shape so that Rego matches
-// most of them with set lookups, startswith and endswith; only patterns with
-// a '*' in the middle need glob.match.
+// Matcher is a list of tool patterns. Regex matches exactly the names the
+// list matches, so that the policy decides whether a tool is on the list
+// with one regex.match, whatever the list holds; All and Exact say the same
+// of the list's commonest shapes for people and for the compiler's own
+// reasoning.
 type Matcher struct {
-	All      bool            `json:"all"`      // "*" is in the list
-	Exact    map[string]bool `json:"exact"`    // no '*'
-	Prefixes []string        `json:"prefixes"` // "ctx_*" → "ctx_"
-	Suffixes []string        `json:"suffixes"` // "*_read" → "_read"
-	Globs    []string        `json:"globs"`    // anything else, as a glob with only '*' special
-	Patterns []string        `json:"patterns"` // the list as written, sorted, for messages
+	All   bool            `json:"all"`   // "*" is in the list
+	Exact map[string]bool `json:"exact"` // the names without '*'
+	// Regex is the list as one RE2 expression: anchored, each pattern's
+	// '*' as .* (newlines included) and every other character literal;
+	// an empty list's matches nothing.
+	Regex    string   `json:"regex"`
+	Patterns []string `json:"patterns"` // the list as written, sorted, for messages
 }
 
 // Compile builds the data document for set under cfg.
@@ -257,10 +296,11 @@ func Compile(set *roles.Set, cfg Config) *Document {
 	doc := &Document{
 		SchemaVersion: SchemaVersion,
 		Config: ConfigDoc{
-			ShellTools:  toSet(cfg.ShellTools),
-			ExemptTools: toSet(cfg.ExemptTools),
-			EditTools:   NewMatcher(lower(cfg.EditTools)),
-			Protect:     protectDoc(cfg.Protect),
+			ShellTools:     toSet(cfg.ShellTools),
+			ExemptTools:    toSet(cfg.ExemptTools),
+			ExemptByOrigin: map[string]map[string]bool{"": toSet(cfg.ExemptTools)},
+			EditTools:      NewMatcher(lower(cfg.EditTools)),
+			Protect:        protectDoc(cfg.Protect),
 		},
 		Roles:  map[string]RoleDoc{},
 		Agents: map[string]AgentDoc{},
@@ -366,8 +406,38 @@ func protectDoc(p Protect) ProtectDoc {
 		}
 	}
 	slices.Sort(paths)
-	return ProtectDoc{Enabled: !p.Off, Paths: paths, Locations: slices.Clone(ProtectedLocations),
+	d := ProtectDoc{Enabled: !p.Off, Paths: paths, Locations: slices.Clone(ProtectedLocations),
 		Commands: OperatorCommands(), Home: p.Home}
+	d.Suspect = Suspect{Regex: suspect(d), Of: SuspectOf{Paths: d.Paths, Locations: d.Locations, Commands: d.Commands, Home: d.Home}}
+	return d
+}
+
+// suspect is the regular expression of ProtectDoc.Suspect: the locations
+// and commands as they are, and for each path the part of it that any
+// form of it holds. A path under the home directory may be written from it
+// (~/x, $HOME/x, ${HOME}/x), so its part after the home is enough; a path
+// the home directory is under (the home itself, or above it) may be written
+// as ~, $HOME or ${HOME} and anything after.
+func suspect(d ProtectDoc) string {
+	alternatives := append(slices.Clone(d.Locations), d.Commands...)
+	literals := map[string]bool{}
+	home := strings.TrimRight(d.Home, "/")
+	for _, path := range d.Paths {
+		dir := strings.TrimRight(path, "/")
+		switch {
+		case home != "" && strings.HasPrefix(dir, home+"/"):
+			literals[dir[len(home):]] = true
+		case home != "" && (dir == "" || dir == home || strings.HasPrefix(home, dir+"/")):
+			literals["~"], literals["$HOME"], literals["${HOME}"] = true, true, true
+			literals[path] = true
+		default:
+			literals[path] = true
+		}
+	}
+	for _, l := range slices.Sorted(maps.Keys(literals)) {
+		alternatives = append(alternatives, regexp.QuoteMeta(l))
+	}
+	return "(?:" + strings.Join(alternatives, ")|(?:") + ")"
 }
 
 func lower(list []string) []string {
@@ -473,31 +543,41 @@ func coveredBy(p string, patterns []string) bool {
 	return false
 }
 
-// NewMatcher sorts a pattern list by shape. '*' matches any run of
-// characters; every other character is literal.
+// NewMatcher compiles a pattern list. '*' matches any run of characters;
+// every other character is literal.
 func NewMatcher(patterns []string) Matcher {
-	m := Matcher{Exact: map[string]bool{}, Prefixes: []string{}, Suffixes: []string{}, Globs: []string{}}
+	m := Matcher{Exact: map[string]bool{}}
 	m.Patterns = slices.Compact(slices.Sorted(slices.Values(patterns)))
 	if m.Patterns == nil {
 		m.Patterns = []string{}
 	}
+	alternatives := make([]string, 0, len(m.Patterns))
 	for _, p := range m.Patterns {
-		stars := strings.Count(p, "*")
 		switch {
-		case stars == 0:
+		case !strings.Contains(p, "*"):
 			m.Exact[p] = true
 		case strings.Trim(p, "*") == "":
 			m.All = true
-		case stars == 1 && strings.HasSuffix(p, "*"):
-			m.Prefixes = append(m.Prefixes, strings.TrimSuffix(p, "*"))
-		case stars == 1 && strings.HasPrefix(p, "*"):
-			m.Suffixes = append(m.Suffixes, strings.TrimPrefix(p, "*"))
-		default:
-			m.Globs = append(m.Globs, globEscape(p))
 		}
+		parts := strings.Split(p, "*")
+		for i, part := range parts {
+			// Role files are UTF-8 (the TOML decoder refuses any other
+			// byte); RE2 reads a stray byte as U+FFFD, and so it is.
+			parts[i] = regexp.QuoteMeta(strings.ToValidUTF8(part, "\uFFFD"))
+		}
+		alternatives = append(alternatives, strings.Join(parts, ".*"))
+	}
+	m.Regex = matchesNothing
+	if len(alternatives) > 0 {
+		m.Regex = "^(?s:" + strings.Join(alternatives, "|") + ")$"
 	}
 	return m
 }
+
+// matchesNothing is the Regex of an empty list: a character outside
+// Unicode, which no string has (Go reads a byte that is not UTF-8 as
+// U+FFFD).
+const matchesNothing = `^[^\x00-\x{10FFFF}]$`
 
 // Match reports whether tool matches m, the same way the Rego policy does.
 // The policy is the authority on what a role may call; this serves the
@@ -525,18 +605,6 @@ func starMatch(pattern, s string) bool {
 		s = s[i+len(mid):]
 	}
 	return strings.HasSuffix(s, last)
-}
-
-// globEscape escapes every glob metacharacter but '*'.
-func globEscape(p string) string {
-	var b strings.Builder
-	for _, c := range p {
-		if strings.ContainsRune(`?[]{}\!,-^`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 func toSet(names []string) map[string]bool {

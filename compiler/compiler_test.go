@@ -7,8 +7,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentharness/harness/roles"
 )
@@ -76,19 +78,60 @@ func TestNewMatcher(t *testing.T) {
 	if !m.Exact["ctx_read"] || len(m.Exact) != 1 {
 		t.Errorf("exact %v", m.Exact)
 	}
-	if !slices.Equal(m.Prefixes, []string{"ctx_"}) || !slices.Equal(m.Suffixes, []string{"_view"}) {
-		t.Errorf("prefixes %v suffixes %v", m.Prefixes, m.Suffixes)
-	}
-	if !slices.Equal(m.Globs, []string{`a\?b*c`, "mcp__*__list"}) {
-		t.Errorf("globs %v", m.Globs)
-	}
 	if !slices.Equal(m.Patterns, []string{"*", "**", "*_view", "a?b*c", "ctx_*", "ctx_read", "mcp__*__list"}) {
 		t.Errorf("patterns %v (sorted, duplicates dropped)", m.Patterns)
 	}
+	if want := `^(?s:.*|.*.*|.*_view|a\?b.*c|ctx_.*|ctx_read|mcp__.*__list)$`; m.Regex != want {
+		t.Errorf("regex %s, want %s", m.Regex, want)
+	}
 	empty := NewMatcher(nil)
-	if empty.All || empty.Match("x") || empty.Patterns == nil {
+	if empty.All || empty.Match("x") || empty.Patterns == nil || regexp.MustCompile(empty.Regex).MatchString("") {
 		t.Errorf("empty matcher %+v", empty)
 	}
+}
+
+// A matcher's regular expression matches exactly the names its patterns
+// do: every character but '*' literal (regular expression and glob
+// metacharacters, newlines, bytes that are not UTF-8), '*' any run of
+// characters, newlines included.
+func TestMatcherRegex(t *testing.T) {
+	t.Parallel()
+	patterns := []string{"ctx_read", "ctx_*", "*_view", "mcp__*__list", "a?b*c", "[x]*", "(a|b)", "x.y", "^z$", `\d`, "line\n*", "é*ü", "*\x00*", "**x**"}
+	names := []string{"", "ctx_read", "ctx_", "ctx_x\nmore", "a_view", "_view", "mcp__fs__list", "mcp____list", "mcp__x__lis",
+		"a?bzc", "axbzc", "[x]", "[x]yz", "x", "(a|b)", "a", "x.y", "xzy", "^z$", "z", `\d`, "7", "line\n", "line\n\nx", "éü", "éxü",
+		"\x00", "a\x00b", "\xff", "xx", "yxy", "x"}
+	for _, p := range patterns {
+		m := NewMatcher([]string{p})
+		re := regexp.MustCompile(m.Regex)
+		for _, n := range names {
+			if got, want := re.MatchString(n), m.Match(n); got != want {
+				t.Errorf("pattern %q, name %q: regex %v, Match %v", p, n, got, want)
+			}
+		}
+	}
+}
+
+// FuzzMatcherRegex holds a matcher's regular expression equal to its
+// patterns on arbitrary patterns and names (of UTF-8: the TOML decoder
+// refuses a role file that is not, and JSON-RPC's decoders replace a byte
+// that is not).
+func FuzzMatcherRegex(f *testing.F) {
+	f.Add("ctx_*", "*_x*y", "ctx_read")
+	f.Add("a?b*", "[*]", "a?bcd")
+	f.Add("*\n*", "", "line\nx")
+	f.Fuzz(func(t *testing.T, p1, p2, name string) {
+		if !utf8.ValidString(p1) || !utf8.ValidString(p2) || !utf8.ValidString(name) {
+			return // role files and tool names are UTF-8
+		}
+		m := NewMatcher([]string{p1, p2})
+		re, err := regexp.Compile(m.Regex)
+		if err != nil {
+			t.Fatalf("patterns %q %q: %v", p1, p2, err)
+		}
+		if got, want := re.MatchString(name), m.Match(name); got != want {
+			t.Fatalf("patterns %q %q, name %q: regex %v, Match %v", p1, p2, name, got, want)
+		}
+	})
 }
 
 func TestThresholds(t *testing.T) {
@@ -105,9 +148,13 @@ func TestThresholds(t *testing.T) {
 		{0, 80, 100, Threshold{WarnAt: 1, Admits: p(0)}},
 		{100, 80, 255, Threshold{WarnAt: 80}},
 		{100, 0, 100, Threshold{WarnAt: 0, ExhaustedAt: p(100), Admits: p(100)}},
+		{1000, 90, 50, Threshold{WarnAt: 900, ExhaustedAt: p(500), Admits: p(500)}}, // warning above the block
 	}
 	for _, tt := range tests {
 		got := NewThreshold(tt.limit, tt.warn, tt.block)
+		if got.PercentOf != max(tt.limit, 1) {
+			t.Errorf("NewThreshold(%d, %d, %d): percent of %d", tt.limit, tt.warn, tt.block, got.PercentOf)
+		}
 		same := got.WarnAt == tt.want.WarnAt &&
 			(got.ExhaustedAt == nil) == (tt.want.ExhaustedAt == nil) && (got.ExhaustedAt == nil || *got.ExhaustedAt == *tt.want.ExhaustedAt) &&
 			(got.Admits == nil) == (tt.want.Admits == nil) && (got.Admits == nil || *got.Admits == *tt.want.Admits)
@@ -118,6 +165,9 @@ func TestThresholds(t *testing.T) {
 		for used := int64(0); used <= tt.limit*3+3; used++ {
 			if got, want := levelAt(got, used), contractLevel(tt.limit, tt.warn, tt.block, used); got != want {
 				t.Errorf("limit %d warn %d block %d used %d: %s, contract says %s", tt.limit, tt.warn, tt.block, used, got, want)
+			}
+			if ok := used < got.OKBelow; ok != (levelAt(got, used) == "OK") {
+				t.Errorf("limit %d warn %d block %d used %d: below ok_below %d is %v, level %s", tt.limit, tt.warn, tt.block, used, got.OKBelow, ok, levelAt(got, used))
 			}
 			admitted := got.Admits == nil || used+1 <= *got.Admits
 			if want := tt.block > 100 || used+1 <= tt.limit*tt.block/100; admitted != want {

@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -62,4 +64,99 @@ func FuzzRawJSON(f *testing.F) {
 			t.Fatalf("string %q: %q, encoding/json %q", raw, got, wantStr)
 		}
 	})
+}
+
+// FuzzUnquote holds the decoding of JSON strings equal to encoding/json's
+// on strings of every kind: escapes of every sort, surrogates paired and
+// not, invalid UTF-8, long runs between escapes.
+func FuzzUnquote(f *testing.F) {
+	for _, seed := range []string{
+		`"plain"`, `"a\nb\tc\"d\\e\/f\bg\fh\ri"`, `"\u00e9\u20ac\ud83d\ude00"`, `"\ud800x"`, `"\udc00\ud800"`,
+		`"\ud83d\u0041"`, "\"\xff\xfe ok\"", `"\u0000"`, `"` + string(bytes.Repeat([]byte("line\\n"), 500)) + `"`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want string
+		if json.Unmarshal(raw, &want) != nil {
+			stringValue(raw) // anything, but no panic
+			return
+		}
+		if got := stringValue(raw); got != want {
+			t.Fatalf("%q: %q, encoding/json %q", raw, got, want)
+		}
+	})
+}
+
+// FuzzQuickMessage holds the quick reading of a message equal to
+// json.Unmarshal's on arbitrary lines: members in any order, of any type,
+// given twice, in other letter cases, and no JSON at all.
+func FuzzQuickMessage(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\nb"}]}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`,
+		`{"jsonrpc":"2.0","id":"7","error":{"code":-32601,"message":"no","data":{"x":1}}}`,
+		`{"jsonrpc":"2.0","id":null,"error":null,"Result":1}`, `{"JSONRPC":"2.0","id":2}`, `{"jsonrpc":2}`,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":1},"error":{"message":"m"}}`, `[1]`, `null`, `"x"`, `{"jsonrpc":"2.0","id":{}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var want message
+		wantErr := json.Unmarshal(line, &want)
+		got, ok := quickMessage(line)
+		if !ok {
+			return // read by json.Unmarshal
+		}
+		if wantErr != nil {
+			t.Fatalf("%q: read quickly, json.Unmarshal: %v", line, wantErr)
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(&want)
+		if !bytes.Equal(g, w) || !bytes.Equal(got.ID, want.ID) || !bytes.Equal(got.Params, want.Params) || !bytes.Equal(got.Result, want.Result) {
+			t.Fatalf("%q:\nquickly        %s\njson.Unmarshal %s", line, g, w)
+		}
+	})
+}
+
+// FuzzValidJSON holds validJSON equal to json.Valid on arbitrary bytes:
+// every kind of value, nested, with escapes, numbers of every form, and
+// what is not JSON.
+func FuzzValidJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"a":[1,-2.5e+3,0,true,false,null,"x\"y\\z\u00e9\n"],"b":{}}`, `[]`, `{}`, `""`, `0`, `-0.0e-0`,
+		`01`, `1.`, `.5`, `1e`, `--1`, `"\x01"`, `"\u12"`, `"\q"`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{1:2}`, `[1 2]`,
+		`tru`, `nulll`, ` [ 1 , 2 ] `, `"` + strings.Repeat("abcdefgh", 10) + `\"` + strings.Repeat("z", 9) + `"`,
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001), strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+		"\"\xff\xfe\"", `"tab	inside"`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("%q: validJSON %v, json.Valid %v", b, got, want)
+		}
+	})
+}
+
+func BenchmarkValidJSON(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 100<<10; i++ {
+		fmt.Fprintf(&sb, "line %d of the file: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": sb.String()}}}})
+	b.SetBytes(int64(len(msg)))
+	for _, v := range []struct {
+		name  string
+		valid func([]byte) bool
+	}{{"validJSON", validJSON}, {"json.Valid", json.Valid}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				if !v.valid(msg) {
+					b.Fatal("not valid")
+				}
+			}
+		})
+	}
 }

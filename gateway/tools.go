@@ -413,6 +413,9 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		return c.fail(CodeDenied, refusalText(d, c.verb), &d)
 	}
 	s.goingTo(ctx, c.up)
+	// What the session may still spend is worked out while the call runs:
+	// the charge of its result need not wait for the policy.
+	headroom := g.Prefetch(ctx, k, o.Counters)
 	resp, err := c.up.call(ctx, c.method, c.params)
 	if err != nil {
 		var ns notSent
@@ -460,7 +463,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		}
 	}
 	st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: r.parts(s.g.o.Charging), Counters: &o.Counters, Background: true,
-		DecisionID: o.DecisionID})
+		DecisionID: o.DecisionID, Headroom: headroom})
 	if err != nil {
 		// Nothing is released that was not charged.
 		return c.fail(codeInternal, fmt.Sprintf("[harness] the result of %s was withheld: it could not be charged (%v)", c.tool, err), nil)

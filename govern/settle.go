@@ -9,6 +9,8 @@ import (
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
+	"github.com/agentharness/harness/internal/reuse"
+	"github.com/agentharness/harness/policy"
 )
 
 // What reaches the agent is charged before it is released, and no more of
@@ -50,6 +52,46 @@ type Output struct {
 	// DecisionID is the decision of the call, when known: the charge's
 	// log entry names it.
 	DecisionID string
+	// Headroom is the session's allowance worked out ahead (Prefetch),
+	// used when the charge is made on the counters it was worked out on;
+	// nil works it out when charging.
+	Headroom *Headroom
+}
+
+// Headroom is what a session may still spend at given counters (the
+// policy's allowance), worked out while its call runs: a charge made on
+// those very counters, by the same rules, need not wait for the policy.
+type Headroom struct {
+	rules    *Rules
+	counters budget.Counters
+	period   budget.Period
+	done     chan struct{}
+	al       policy.Allowance
+	err      error
+}
+
+// Prefetch starts working out the allowance of session k at counters c,
+// to be given to Settle (Output.Headroom).
+func (g *Governor) Prefetch(ctx context.Context, k budget.Key, c budget.Counters) *Headroom {
+	r := g.rules.Load()
+	h := &Headroom{rules: r, counters: c, period: g.period(r, k.Agent), done: make(chan struct{})}
+	in := statusInput(k, c, h.period)
+	ctx = context.WithoutCancel(ctx)
+	reuse.Go(func() {
+		defer close(h.done)
+		h.al, h.err = r.Engine.Allowance(ctx, in)
+	})
+	return h
+}
+
+// allowance is h's allowance if it was worked out for the counters cur,
+// period and rules r.
+func (h *Headroom) allowance(r *Rules, cur budget.Counters, period budget.Period) (policy.Allowance, bool) {
+	if h == nil || h.rules != r || h.counters != cur || h.period != period {
+		return policy.Allowance{}, false
+	}
+	<-h.done
+	return h.al, h.err == nil
 }
 
 // Kept is what of a part may reach the agent: all of it, a text's first
@@ -107,7 +149,7 @@ func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
 		return Settlement{}, err
 	}
 	for range maxAttempts {
-		grant, _, err := g.grant(ctx, r, k, cur, period, out.Model, in, total)
+		grant, _, err := g.grant(ctx, r, k, cur, period, out.Model, in, total, out.Headroom)
 		if err != nil {
 			return Settlement{}, err
 		}
@@ -164,13 +206,15 @@ func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
 }
 
 // grant works out how many of total output tokens the session may take
-// (its allowance) and what they cost with in input tokens: at most what
-// the allowance of cost leaves, except that the arguments' own cost is
-// spent whatever is left.
-func (g *Governor) grant(ctx context.Context, r *Rules, k budget.Key, cur budget.Counters, period budget.Period, model string, in, total int64) (grant, cost int64, err error) {
-	al, err := r.Engine.Allowance(ctx, statusInput(k, cur, period))
-	if err != nil {
-		return 0, 0, err
+// (its allowance, h's when it was worked out for cur) and what they cost
+// with in input tokens: at most what the allowance of cost leaves, except
+// that the arguments' own cost is spent whatever is left.
+func (g *Governor) grant(ctx context.Context, r *Rules, k budget.Key, cur budget.Counters, period budget.Period, model string, in, total int64, h *Headroom) (grant, cost int64, err error) {
+	al, ok := h.allowance(r, cur, period)
+	if !ok {
+		if al, err = r.Engine.Allowance(ctx, statusInput(k, cur, period)); err != nil {
+			return 0, 0, err
+		}
 	}
 	grant = total
 	if al.Tokens != nil {

@@ -100,3 +100,45 @@ func TestSettleKeepsPartsInOrder(t *testing.T) {
 		t.Errorf("parts %v %+v, charged %d of %d left", got, st.Parts, st.OutputTokens, left)
 	}
 }
+
+// An allowance worked out ahead is used only for the counters it was
+// worked out on: when another charge came first, the charge works out
+// what is left again and cuts to it (the headroom of the counters the
+// call was decided on would let it pass the budget).
+func TestHeadroomOnlyForItsCounters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g := settleGovernor(t, s)
+			k := budget.Key{Agent: "a", Session: "s"}
+			at, err := g.Session(ctx, k, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := g.Prefetch(ctx, k, at)
+			text := strings.Repeat("the quick brown fox jumps over the lazy dog ", 50) // about 450 tokens
+			// Another call of the session charges first.
+			for range 4 {
+				if _, err := g.Settle(ctx, Output{Session: k, Tool: "ctx_read", Parts: []Part{{Text: text}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := g.Settle(ctx, Output{Session: k, Tool: "ctx_read", Parts: []Part{{Text: text}}, Counters: &at, Headroom: h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.After.Tokens > 2000 || st.Withheld == 0 {
+				t.Errorf("charged on a stale headroom: %+v", st.Charge)
+			}
+			// On the counters it was worked out on, it is what the policy
+			// says.
+			now, _ := g.Session(ctx, k, "")
+			h = g.Prefetch(ctx, k, now)
+			if al, ok := h.allowance(g.rules.Load(), now, ""); !ok || al.Tokens == nil || *al.Tokens != 2000-now.Tokens {
+				t.Errorf("headroom at %d tokens: %+v %v", now.Tokens, al, ok)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -121,7 +122,15 @@ type Response = hookclient.Response
 type ClaudeCode struct {
 	Gov  *govern.Governor
 	Opts Options
+
+	// pins are the projects sessions are pinned to, as far as this
+	// handler has seen them (see Pin).
+	pinsMu sync.Mutex
+	pins   map[budget.Key]string
 }
+
+// maxPins bounds the pins a handler remembers: past it, it starts again.
+const maxPins = 1 << 14
 
 // Handle answers one hook payload. It never fails: a payload it cannot read
 // is refused with exit code 2 (which blocks a PreToolUse call, Claude Code
@@ -175,15 +184,32 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 // working directory. A root of "" (no project) pins nothing, but a
 // session pinned before keeps its project; a payload without a session
 // pins nothing and returns root.
+//
+// A pin never changes once made, so a long-lived handler (the hook
+// daemon's) remembers the pins it has seen and asks the ledger, whose
+// write is most of the cost of pinning, only about a session it has not.
 func (h *ClaudeCode) Pin(ctx context.Context, payload []byte, root string) (string, error) {
 	session := gjson.GetBytes(payload, "session_id").String()
 	if session == "" {
 		return root, nil
 	}
-	pinned, err := h.Gov.PinProject(ctx, budget.Key{Agent: Agent, Session: session}, root)
+	k := budget.Key{Agent: Agent, Session: session}
+	h.pinsMu.Lock()
+	pinned, ok := h.pins[k]
+	h.pinsMu.Unlock()
+	if ok {
+		return pinned, nil
+	}
+	pinned, err := h.Gov.PinProject(ctx, k, root)
 	if err != nil || pinned == "" {
 		return root, err
 	}
+	h.pinsMu.Lock()
+	if h.pins == nil || len(h.pins) >= maxPins {
+		h.pins = map[budget.Key]string{}
+	}
+	h.pins[k] = pinned
+	h.pinsMu.Unlock()
 	return pinned, nil
 }
 

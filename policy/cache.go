@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/binary"
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -343,4 +344,62 @@ func appendValue(buf []byte, v any) ([]byte, bool) {
 		return buf, true
 	}
 	return buf, false
+}
+
+// The levels of usages in the band are every one OK (that is what the band
+// is): a usage there is measured once per role, agent and band, and the
+// policy's answer kept, as the decision cache keeps decisions. A charge
+// asks the levels of the usage before it and after it, to tell budget
+// crossings; most charges stay in the band.
+type levelsCache struct {
+	mu sync.RWMutex
+	m  map[string]Levels
+}
+
+// levelsKey is the key of u: its role, its agent and its band; false when
+// u is not in the band.
+func levelsKey(doc *compiler.Document, u RoleUsage) (string, bool) {
+	buf := appendString(appendString(make([]byte, 0, 64), u.Role), u.Agent)
+	buf, ok := band(buf, doc, contract.Input{Role: u.Role, Budget: u.Usage, Agent: u.Agent, AgentBudget: u.AgentUsage})
+	return string(buf), ok
+}
+
+// get returns the kept levels of every usage, if it has them all.
+func (c *levelsCache) get(doc *compiler.Document, usages []RoleUsage) ([]Levels, bool) {
+	out := make([]Levels, len(usages))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i, u := range usages {
+		k, ok := levelsKey(doc, u)
+		if !ok {
+			return nil, false
+		}
+		if out[i], ok = c.m[k]; !ok {
+			return nil, false
+		}
+		out[i].Agent = maps.Clone(out[i].Agent)
+	}
+	return out, true
+}
+
+// put keeps the levels of the usages in the band, when the policy says
+// what the band means: every level OK.
+func (c *levelsCache) put(doc *compiler.Document, usages []RoleUsage, levels []Levels) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCacheEntries {
+		c.m = map[string]Levels{}
+	}
+	for i, u := range usages {
+		k, ok := levelsKey(doc, u)
+		lv := levels[i]
+		if !ok || !lv.Defined || lv.Signal != contract.LevelOK || lv.Tokens != contract.LevelOK || lv.Shell != contract.LevelOK || lv.Cost != contract.LevelOK {
+			continue
+		}
+		if slices.ContainsFunc(slices.Collect(maps.Values(lv.Agent)), func(l string) bool { return l != contract.LevelOK }) {
+			continue
+		}
+		lv.Agent = maps.Clone(lv.Agent)
+		c.m[k] = lv
+	}
 }

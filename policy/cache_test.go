@@ -359,3 +359,44 @@ func TestCachedDecisionsAreCopies(t *testing.T) {
 		t.Fatal("a cached decision shares its reasons with the caller's")
 	}
 }
+
+// The levels of usages kept for the band are the policy's: over every
+// role, usage around every threshold, and agents with and without a
+// budget, the cached engine measures what the uncached one does, and it
+// does keep levels.
+func TestLevelsCacheAgrees(t *testing.T) {
+	doc := cacheDoc(t)
+	cached, err := New(context.Background(), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uncached, err := New(context.Background(), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uncached.SetCaching(false)
+	kept := 0
+	for _, name := range append(slices.Sorted(maps.Keys(doc.Roles)), "nobody") {
+		for _, u := range usages(doc.Roles[name]) {
+			for _, agent := range []string{"none", "budgeted", "shell-only"} {
+				for _, au := range []*contract.Usage{nil, {}, {Tokens: 799, Shell: 1}, {Tokens: 800, Shell: 2}} {
+					usage := RoleUsage{Role: name, Usage: u, Agent: agent, AgentUsage: au}
+					other := RoleUsage{Role: "coder", Usage: contract.Usage{Tokens: 7}, Agent: agent, AgentUsage: au}
+					for range 2 { // the second from the cache, where the band allows
+						got, err1 := cached.Levels(context.Background(), usage, other)
+						want, err2 := uncached.Levels(context.Background(), usage, other)
+						if (err1 == nil) != (err2 == nil) || !reflect.DeepEqual(got, want) {
+							t.Fatalf("%+v:\ncached   %+v %v\nuncached %+v %v", usage, got, err1, want, err2)
+						}
+					}
+					if _, ok := cached.cur.Load().levels.get(doc, []RoleUsage{usage}); ok {
+						kept++
+					}
+				}
+			}
+		}
+	}
+	if kept < 100 {
+		t.Errorf("only %d usages' levels kept: the grid does not test the cache", kept)
+	}
+}

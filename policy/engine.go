@@ -3,10 +3,7 @@ package policy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +12,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown/cache"
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
@@ -60,8 +58,11 @@ type loaded struct {
 	compiler *ast.Compiler
 	store    storage.Store
 	cache    *decisionCache
-	mu       sync.Mutex
-	others   map[string]*lazyQuery
+	levels   levelsCache
+	// values holds the patterns the policy compiled (see maxCompiled).
+	values cache.InterQueryValueCache
+	mu     sync.Mutex
+	others map[string]*lazyQuery
 }
 
 // lazyQuery is an entry point prepared on first use.
@@ -252,7 +253,7 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 		return nil, err
 	}
 	return &loaded{query: pq, doc: doc, bundle: b, compiler: c, store: store, others: map[string]*lazyQuery{},
-		cache: cacheFor(b.Modules)}, nil
+		cache: cacheFor(b.Modules), values: newValueCache()}, nil
 }
 
 // cacheFor makes the decision cache of modules: the harness's own and the
@@ -328,7 +329,7 @@ func (e *Engine) evaluate(ctx context.Context, l *loaded, in contract.Input, opt
 	}
 	bctx, stop := e.bounded(ctx)
 	defer stop()
-	rs, err := l.query.Eval(bctx, append([]rego.EvalOption{rego.EvalParsedInput(value)}, opts...)...)
+	v, err := l.run(bctx, l.query, value, opts...)
 	if bctx.Err() != nil {
 		msg, err := stopped(ctx, bctx)
 		return denied(in, contract.CodeEvalError, msg), false, err
@@ -336,10 +337,10 @@ func (e *Engine) evaluate(ctx context.Context, l *loaded, in contract.Input, opt
 	if err != nil {
 		return denied(in, contract.CodeEvalError, "policy evaluation failed: "+err.Error()), false, nil
 	}
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+	if v == nil {
 		return denied(in, contract.CodeEvalError, "policy evaluation failed: "+Query+" is undefined"), false, nil
 	}
-	d, err = decisionFrom(rs[0].Expressions[0].Value)
+	d, err = decisionFrom(v)
 	if err != nil {
 		return denied(in, contract.CodeEvalError, "policy evaluation failed: malformed decision: "+err.Error()), false, nil
 	}
@@ -389,146 +390,6 @@ func usageTerm(u contract.Usage) *ast.Term {
 // policy (input.shell_policy) for custom policies to read; "" for an
 // unknown role.
 func (l *loaded) shellPolicy(role string) string { return l.doc.Roles[role].ShellPolicy }
-
-// decisionFrom reads the policy's result into a Decision, checking its shape.
-func decisionFrom(v any) (contract.Decision, error) {
-	r := reader{}
-	m := r.object(v, "decision")
-	d := contract.Decision{
-		Decision:       r.str(m, "decision"),
-		Allowed:        r.boolean(m, "allowed"),
-		Role:           r.str(m, "role"),
-		Tool:           r.str(m, "tool"),
-		ShellPolicy:    r.str(m, "shell_policy"),
-		ShellTool:      r.boolean(m, "shell_tool"),
-		CompressOutput: r.boolean(m, "compress_output"),
-		Reasons:        r.reasons(m, "reasons"),
-		Warnings:       r.reasons(m, "warnings"),
-		Signal:         r.str(m, "signal"),
-	}
-	d.Budget = r.budget(m)
-	d.AgentBudget = r.agentBudget(m)
-	if r.err != nil {
-		return contract.Decision{}, r.err
-	}
-	runs := d.Decision == contract.Allow || d.Decision == contract.Warn
-	switch {
-	case !runs && d.Decision != contract.Deny && d.Decision != contract.Ask:
-		return contract.Decision{}, fmt.Errorf("decision %q is not allow, warn, ask or deny", d.Decision)
-	case d.Allowed != runs:
-		return contract.Decision{}, fmt.Errorf("allowed=%v contradicts decision %q", d.Allowed, d.Decision)
-	case !runs && len(d.Reasons) == 0:
-		return contract.Decision{}, fmt.Errorf("a decision %q without reasons", d.Decision)
-	case d.Decision == contract.Ask && slices.ContainsFunc(d.Reasons, func(r contract.Reason) bool { return r.Code != contract.CodeApprovalRequired }):
-		return contract.Decision{}, errors.New("an ask with reasons other than approval_required")
-	}
-	return d, nil
-}
-
-// reader converts OPA's generic result values, remembering the first error.
-type reader struct{ err error }
-
-func (r *reader) fail(format string, args ...any) {
-	if r.err == nil {
-		r.err = fmt.Errorf(format, args...)
-	}
-}
-
-func (r *reader) object(v any, what string) map[string]any {
-	m, ok := v.(map[string]any)
-	if !ok {
-		r.fail("%s: want an object, got %T", what, v)
-	}
-	return m
-}
-
-func (r *reader) str(m map[string]any, key string) string {
-	s, ok := m[key].(string)
-	if !ok {
-		r.fail("%s: want a string, got %T", key, m[key])
-	}
-	return s
-}
-
-func (r *reader) boolean(m map[string]any, key string) bool {
-	b, ok := m[key].(bool)
-	if !ok {
-		r.fail("%s: want a boolean, got %T", key, m[key])
-	}
-	return b
-}
-
-func (r *reader) integer(m map[string]any, key string) int64 {
-	n, ok := m[key].(json.Number)
-	if !ok {
-		r.fail("%s: want a number, got %T", key, m[key])
-		return 0
-	}
-	i, err := n.Int64()
-	if err != nil {
-		r.fail("%s: %v", key, err)
-	}
-	return i
-}
-
-func (r *reader) reasons(m map[string]any, key string) []contract.Reason {
-	list, ok := m[key].([]any)
-	if !ok {
-		r.fail("%s: want an array, got %T", key, m[key])
-		return nil
-	}
-	out := make([]contract.Reason, 0, len(list))
-	for _, item := range list {
-		o := r.object(item, key)
-		reason := contract.Reason{Code: r.str(o, "code"), Message: r.str(o, "message")}
-		if p, ok := o["policy"]; ok {
-			reason.Policy, _ = p.(string)
-		}
-		if p, ok := o["rule"]; ok {
-			reason.Rule, _ = p.(string)
-		}
-		out = append(out, reason)
-	}
-	return out
-}
-
-// budget reads the budget object of m.
-func (r *reader) budget(m map[string]any) contract.Budget {
-	b := r.object(m["budget"], "budget")
-	return contract.Budget{Tokens: r.dimension(b, "tokens"), Shell: r.dimension(b, "shell"), Cost: r.dimension(b, "cost")}
-}
-
-// agentBudget reads the agent_budget of m: null, or the dimensions it
-// bounds.
-func (r *reader) agentBudget(m map[string]any) *contract.AgentBudget {
-	v, ok := m["agent_budget"]
-	if !ok {
-		r.fail("agent_budget: missing")
-		return nil
-	}
-	if v == nil {
-		return nil
-	}
-	o := r.object(v, "agent_budget")
-	a := &contract.AgentBudget{Agent: r.str(o, "agent"), Period: r.str(o, "period"), Signal: r.str(o, "signal")}
-	for key, dst := range map[string]**contract.Dimension{"tokens": &a.Tokens, "shell": &a.Shell, "cost": &a.Cost} {
-		if _, ok := o[key]; ok {
-			d := r.dimension(o, key)
-			*dst = &d
-		}
-	}
-	return a
-}
-
-func (r *reader) dimension(m map[string]any, key string) contract.Dimension {
-	o := r.object(m[key], "budget."+key)
-	return contract.Dimension{
-		Used:    r.integer(o, "used"),
-		Limit:   r.integer(o, "limit"),
-		Percent: r.integer(o, "percent"),
-		Level:   r.str(o, "level"),
-	}
-}
 
 // denied is the decision for a call the engine could not evaluate.
 func denied(in contract.Input, code, msg string) contract.Decision {

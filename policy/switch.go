@@ -6,7 +6,6 @@ import (
 
 	"github.com/agentharness/harness/contract"
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // Switch decides a role switch. Like Decide, it fails closed: anything
@@ -20,13 +19,14 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 		return refused("policy evaluation stopped: " + err.Error()), err
 	}
 	input := switchInput(in)
-	pq, err := e.cur.Load().prepared(ctx, SwitchQuery)
+	l := e.cur.Load()
+	pq, err := l.prepared(ctx, SwitchQuery)
 	if err != nil {
 		return refused("policy evaluation failed: " + err.Error()), nil
 	}
 	bctx, stop := e.bounded(ctx)
 	defer stop()
-	rs, err := pq.Eval(bctx, rego.EvalParsedInput(input))
+	v, err := l.run(bctx, pq, input)
 	if bctx.Err() != nil {
 		msg, err := stopped(ctx, bctx)
 		return refused(msg), err
@@ -34,11 +34,11 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 	if err != nil {
 		return refused("policy evaluation failed: " + err.Error()), nil
 	}
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+	if v == nil {
 		return refused("policy evaluation failed: " + SwitchQuery + " is undefined"), nil
 	}
 	r := reader{}
-	m := r.object(rs[0].Expressions[0].Value, "switch")
+	m := r.object(v, "switch")
 	d := contract.SwitchDecision{
 		Allowed: r.boolean(m, "allowed"),
 		From:    r.str(m, "from"),

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
@@ -28,11 +27,11 @@ var viewQueries = map[string]bool{StatusQuery: true, LevelsQuery: true, VisibleQ
 
 // eval evaluates entry point q on input, within the engine's bounds, and
 // returns its one value.
-func (e *Engine) eval(ctx context.Context, q string, input ast.Value) (any, error) {
+func (e *Engine) eval(ctx context.Context, q string, input ast.Value) (ast.Value, error) {
 	return e.evalOn(ctx, e.cur.Load(), q, input)
 }
 
-func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Value) (any, error) {
+func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Value) (ast.Value, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -46,7 +45,7 @@ func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Valu
 	}
 	bctx, stop := bound(ctx)
 	defer stop()
-	rs, err := pq.Eval(bctx, rego.EvalParsedInput(input))
+	v, err := l.run(bctx, pq, input)
 	if bctx.Err() != nil {
 		msg, perr := stopped(ctx, bctx)
 		if perr != nil {
@@ -57,10 +56,10 @@ func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Valu
 	if err != nil {
 		return nil, fmt.Errorf("policy evaluation failed: %w", err)
 	}
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+	if v == nil {
 		return nil, fmt.Errorf("policy evaluation failed: %s is undefined", q)
 	}
-	return rs[0].Expressions[0].Value, nil
+	return v, nil
 }
 
 // Status is the budget of a session's usage (in.Budget) under its role
@@ -69,15 +68,7 @@ func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Valu
 // levels a change of usage or role crosses. An unknown role is
 // ErrUnknownRole (with its limits all 0 in the status).
 func (e *Engine) Status(ctx context.Context, in contract.Input) (contract.Status, error) {
-	input := ast.NewObject(
-		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
-		ast.Item(ast.StringTerm("budget"), usageTerm(in.Budget)),
-		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
-	)
-	if in.AgentBudget != nil {
-		input.Insert(ast.StringTerm("agent_budget"), usageTerm(*in.AgentBudget))
-	}
-	v, err := e.eval(ctx, StatusQuery, input)
+	v, err := e.eval(ctx, StatusQuery, statusValue(in))
 	if err != nil {
 		return contract.Status{}, err
 	}
@@ -116,8 +107,26 @@ type Levels struct {
 
 // Levels measures several usages, each under its role, in one evaluation:
 // how a change of usage or of role is seen to cross into WARNING or
-// EXHAUSTED. It is cheaper than a Status of each.
+// EXHAUSTED. It is cheaper than a Status of each. Usages in the band of
+// the decision cache (every dimension below its thresholds) are measured
+// once per role, agent and band (see levelsCache).
 func (e *Engine) Levels(ctx context.Context, usages ...RoleUsage) ([]Levels, error) {
+	l := e.cur.Load()
+	cached := !e.uncached.Load()
+	if cached {
+		if out, ok := l.levels.get(l.doc, usages); ok {
+			return out, nil
+		}
+	}
+	out, err := e.levelsOf(ctx, l, usages)
+	if err == nil && cached {
+		l.levels.put(l.doc, usages, out)
+	}
+	return out, err
+}
+
+// levelsOf evaluates the levels of usages on generation l.
+func (e *Engine) levelsOf(ctx context.Context, l *loaded, usages []RoleUsage) ([]Levels, error) {
 	list := make([]*ast.Term, len(usages))
 	for i, u := range usages {
 		o := ast.NewObject(
@@ -130,26 +139,29 @@ func (e *Engine) Levels(ctx context.Context, usages ...RoleUsage) ([]Levels, err
 		}
 		list[i] = ast.NewTerm(o)
 	}
-	v, err := e.eval(ctx, LevelsQuery, ast.NewObject(ast.Item(ast.StringTerm("usages"), ast.ArrayTerm(list...))))
+	v, err := e.evalOn(ctx, l, LevelsQuery, ast.NewObject(ast.Item(ast.StringTerm("usages"), ast.ArrayTerm(list...))))
 	if err != nil {
 		return nil, err
 	}
-	items, ok := v.([]any)
-	if !ok || len(items) != len(usages) {
+	items, ok := v.(*ast.Array)
+	if !ok || items.Len() != len(usages) {
 		return nil, fmt.Errorf("policy evaluation failed: %s: want %d levels, got %v", LevelsQuery, len(usages), v)
 	}
-	out := make([]Levels, len(items))
-	for i, item := range items {
-		if item == nil {
+	out := make([]Levels, items.Len())
+	for i := range items.Len() {
+		item := items.Elem(i).Value
+		if _, null := item.(ast.Null); null {
 			continue
 		}
 		r := reader{}
 		m := r.object(item, "levels")
 		out[i] = Levels{Tokens: r.str(m, "tokens"), Shell: r.str(m, "shell"), Cost: r.str(m, "cost"), Signal: r.str(m, "signal"), Defined: true}
-		if a, ok := m["agent"].(map[string]any); ok {
+		if a, ok := get(m, "agent").(ast.Object); ok {
 			out[i].Agent = map[string]string{}
-			for dim := range a {
-				out[i].Agent[dim] = r.str(a, dim)
+			for _, dim := range a.Keys() {
+				if name, ok := dim.Value.(ast.String); ok {
+					out[i].Agent[string(name)] = r.str(a, string(name))
+				}
 			}
 		}
 		if r.err != nil {
@@ -179,16 +191,16 @@ func (e *Engine) Visible(ctx context.Context, role string, tools []contract.Tool
 	if err != nil {
 		return map[string]bool{}, err
 	}
-	items, ok := v.([]any)
+	items, ok := v.(ast.Set)
 	if !ok {
-		return map[string]bool{}, fmt.Errorf("policy evaluation failed: %s: want a set, got %T", VisibleQuery, v)
+		return map[string]bool{}, fmt.Errorf("policy evaluation failed: %s: want a set, got %s", VisibleQuery, typeName(v))
 	}
-	out := make(map[string]bool, len(items))
-	for _, item := range items {
-		if s, ok := item.(string); ok {
-			out[s] = true
+	out := make(map[string]bool, items.Len())
+	items.Foreach(func(item *ast.Term) {
+		if s, ok := item.Value.(ast.String); ok {
+			out[string(s)] = true
 		}
-	}
+	})
 	return out, nil
 }
 
@@ -218,7 +230,11 @@ func (e *Engine) Explain(ctx context.Context, in contract.Input) (Explanation, e
 		return Explanation{}, err
 	}
 	var x Explanation
-	b, err := json.Marshal(v)
+	j, err := ast.JSON(v)
+	var b []byte
+	if err == nil {
+		b, err = json.Marshal(j)
+	}
 	if err == nil {
 		err = json.Unmarshal(b, &x)
 	}
@@ -236,14 +252,16 @@ func (e *Engine) SwitchTargets(ctx context.Context, in contract.SwitchInput) (ma
 	if err != nil {
 		return nil, err
 	}
-	m, ok := v.(map[string]any)
+	m, ok := v.(ast.Object)
 	if !ok {
-		return nil, fmt.Errorf("policy evaluation failed: %s: want an object, got %T", SwitchTargetQuery, v)
+		return nil, fmt.Errorf("policy evaluation failed: %s: want an object, got %s", SwitchTargetQuery, typeName(v))
 	}
-	out := make(map[string]bool, len(m))
-	for name, allowed := range m {
-		out[name] = allowed == true
-	}
+	out := make(map[string]bool, m.Len())
+	m.Foreach(func(name, allowed *ast.Term) {
+		if n, ok := name.Value.(ast.String); ok {
+			out[string(n)] = allowed.Value.Compare(ast.Boolean(true)) == 0
+		}
+	})
 	return out, nil
 }
 
@@ -258,33 +276,42 @@ type Allowance struct {
 // its agent's usage) may still spend: what a result may still bring into
 // the agent's context.
 func (e *Engine) Allowance(ctx context.Context, in contract.Input) (Allowance, error) {
-	input := ast.NewObject(
-		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
-		ast.Item(ast.StringTerm("budget"), usageTerm(in.Budget)),
-		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
-	)
-	if in.AgentBudget != nil {
-		input.Insert(ast.StringTerm("agent_budget"), usageTerm(*in.AgentBudget))
-	}
-	v, err := e.eval(ctx, AllowanceQuery, input)
+	v, err := e.eval(ctx, AllowanceQuery, statusValue(in))
 	if err != nil {
 		return Allowance{}, err
 	}
-	m, ok := v.(map[string]any)
+	m, ok := v.(ast.Object)
 	if !ok {
-		return Allowance{}, fmt.Errorf("policy evaluation failed: %s: want an object, got %T", AllowanceQuery, v)
+		return Allowance{}, fmt.Errorf("policy evaluation failed: %s: want an object, got %s", AllowanceQuery, typeName(v))
 	}
 	var a Allowance
 	r := reader{}
-	for key, dst := range map[string]**int64{"tokens": &a.Tokens, "cost": &a.Cost} {
-		if m[key] == nil {
+	for _, dim := range []struct {
+		key string
+		dst **int64
+	}{{"tokens", &a.Tokens}, {"cost", &a.Cost}} {
+		if _, null := get(m, dim.key).(ast.Null); null {
 			continue
 		}
-		n := r.integer(m, key)
-		*dst = &n
+		n := r.integer(m, dim.key)
+		*dim.dst = &n
 	}
 	if r.err != nil {
 		return Allowance{}, fmt.Errorf("policy evaluation failed: malformed allowance: %w", r.err)
 	}
 	return a, nil
+}
+
+// statusValue is the input of the views of a session's budget: its role
+// and usage, its agent and the agent's usage.
+func statusValue(in contract.Input) ast.Value {
+	o := ast.NewObject(
+		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
+		ast.Item(ast.StringTerm("budget"), usageTerm(in.Budget)),
+		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
+	)
+	if in.AgentBudget != nil {
+		o.Insert(ast.StringTerm("agent_budget"), usageTerm(*in.AgentBudget))
+	}
+	return o
 }

@@ -6,7 +6,7 @@
 package harness.tests
 
 fixture := {
-	"schema_version": 3,
+	"schema_version": 4,
 	"config": {
 		"shell_tools": {
 			"ctx_execute": true,
@@ -15,28 +15,17 @@ fixture := {
 		"exempt_tools": {
 			"ctx_session": true,
 		},
+		"exempt_by_origin": {
+			"": {
+				"ctx_session": true,
+			},
+		},
 		"edit_tools": {
 			"all": false,
 			"exact": {
 				"ctx_edit": true,
 			},
-			"prefixes": [],
-			"suffixes": [],
-			"globs": [
-				"*append*",
-				"*copy*",
-				"*create*",
-				"*delete*",
-				"*edit*",
-				"*insert*",
-				"*mkdir*",
-				"*move*",
-				"*patch*",
-				"*remove*",
-				"*rename*",
-				"*replace*",
-				"*write*",
-			],
+			"regex": "^(?s:.*append.*|.*copy.*|.*create.*|.*delete.*|.*edit.*|.*insert.*|.*mkdir.*|.*move.*|.*patch.*|.*remove.*|.*rename.*|.*replace.*|.*write.*|ctx_edit)$",
 			"patterns": [
 				"*append*",
 				"*copy*",
@@ -68,6 +57,23 @@ fixture := {
 				"(^|[^A-Za-z0-9_-])hook\\s+install([^A-Za-z0-9_-]|$)",
 			],
 			"home": "",
+			"suspect": {
+				"regex": "(?:(^|[^A-Za-z0-9_.-])\\.lean-ctx([/\\\\]|$|[^A-Za-z0-9_-]))|(?:(^|[/\\\\])lean-ctx[/\\\\](harness|roles|policies)([/\\\\]|$|[^A-Za-z0-9_-]))|(?:(^|[^A-Za-z0-9_.-])\\.claude[/\\\\]settings(\\.local)?\\.json)|(?:(^|[^A-Za-z0-9_-])role\\s+set([^A-Za-z0-9_-]|$))|(?:(^|[^A-Za-z0-9_-])budget\\s+reset([^A-Za-z0-9_-]|$))|(?:(^|[^A-Za-z0-9_-])hook\\s+install([^A-Za-z0-9_-]|$))",
+				"of": {
+					"paths": [],
+					"locations": [
+						"(^|[^A-Za-z0-9_.-])\\.lean-ctx([/\\\\]|$|[^A-Za-z0-9_-])",
+						"(^|[/\\\\])lean-ctx[/\\\\](harness|roles|policies)([/\\\\]|$|[^A-Za-z0-9_-])",
+						"(^|[^A-Za-z0-9_.-])\\.claude[/\\\\]settings(\\.local)?\\.json",
+					],
+					"commands": [
+						"(^|[^A-Za-z0-9_-])role\\s+set([^A-Za-z0-9_-]|$)",
+						"(^|[^A-Za-z0-9_-])budget\\s+reset([^A-Za-z0-9_-]|$)",
+						"(^|[^A-Za-z0-9_-])hook\\s+install([^A-Za-z0-9_-]|$)",
+					],
+					"home": "",
+				},
+			},
 		},
 	},
 	"roles": {
@@ -79,9 +85,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -89,17 +93,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -114,16 +114,22 @@ fixture := {
 					"warn_at": 45000000,
 					"exhausted_at": 50000000,
 					"admits": 50000000,
+					"ok_below": 45000000,
+					"percent_of": 50000000,
 				},
 				"shell": {
 					"warn_at": 450,
 					"exhausted_at": 500,
 					"admits": 500,
+					"ok_below": 450,
+					"percent_of": 500,
 				},
 				"tokens": {
 					"warn_at": 450000,
 					"exhausted_at": 500000,
 					"admits": 500000,
+					"ok_below": 450000,
+					"percent_of": 500000,
 				},
 			},
 			"io": {},
@@ -157,9 +163,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -169,9 +173,7 @@ fixture := {
 				"exact": {
 					"zz_nonexistent_tool": true,
 				},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:zz_nonexistent_tool)$",
 				"patterns": [
 					"zz_nonexistent_tool",
 				],
@@ -179,9 +181,7 @@ fixture := {
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -196,16 +196,22 @@ fixture := {
 					"warn_at": 45000000,
 					"exhausted_at": 50000000,
 					"admits": 50000000,
+					"ok_below": 45000000,
+					"percent_of": 50000000,
 				},
 				"shell": {
 					"warn_at": 450,
 					"exhausted_at": 500,
 					"admits": 500,
+					"ok_below": 450,
+					"percent_of": 500,
 				},
 				"tokens": {
 					"warn_at": 450000,
 					"exhausted_at": 500000,
 					"admits": 500000,
+					"ok_below": 450000,
+					"percent_of": 500000,
 				},
 			},
 			"io": {},
@@ -228,25 +234,19 @@ fixture := {
 			"allowed": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -261,16 +261,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 80,
 					"exhausted_at": 100,
 					"admits": 100,
+					"ok_below": 80,
+					"percent_of": 100,
 				},
 				"tokens": {
 					"warn_at": 160000,
 					"exhausted_at": 200000,
 					"admits": 200000,
+					"ok_below": 160000,
+					"percent_of": 200000,
 				},
 			},
 			"io": {},
@@ -286,9 +292,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -296,17 +300,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -321,16 +321,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 80,
 					"exhausted_at": 100,
 					"admits": 100,
+					"ok_below": 80,
+					"percent_of": 100,
 				},
 				"tokens": {
 					"warn_at": 160000,
 					"exhausted_at": 200000,
 					"admits": 200000,
+					"ok_below": 160000,
+					"percent_of": 200000,
 				},
 			},
 			"io": {},
@@ -359,9 +365,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -369,17 +373,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -394,16 +394,22 @@ fixture := {
 					"warn_at": 500000,
 					"exhausted_at": 900000,
 					"admits": 900000,
+					"ok_below": 500000,
+					"percent_of": 1000000,
 				},
 				"shell": {
 					"warn_at": 5,
 					"exhausted_at": 9,
 					"admits": 9,
+					"ok_below": 5,
+					"percent_of": 10,
 				},
 				"tokens": {
 					"warn_at": 500,
 					"exhausted_at": 900,
 					"admits": 900,
+					"ok_below": 500,
+					"percent_of": 1000,
 				},
 			},
 			"io": {},
@@ -420,9 +426,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -432,9 +436,7 @@ fixture := {
 				"exact": {
 					"ctx_edit": true,
 				},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:ctx_edit)$",
 				"patterns": [
 					"ctx_edit",
 				],
@@ -445,11 +447,7 @@ fixture := {
 					"ctx_shell": true,
 					"git_push": true,
 				},
-				"prefixes": [
-					"mcp__deploy__",
-				],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:ctx_shell|git_push|mcp__deploy__.*)$",
 				"patterns": [
 					"ctx_shell",
 					"git_push",
@@ -468,16 +466,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 80,
 					"exhausted_at": 100,
 					"admits": 100,
+					"ok_below": 80,
+					"percent_of": 100,
 				},
 				"tokens": {
 					"warn_at": 800,
 					"exhausted_at": 1000,
 					"admits": 1000,
+					"ok_below": 800,
+					"percent_of": 1000,
 				},
 			},
 			"io": {},
@@ -493,9 +497,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -503,17 +505,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -528,16 +526,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 80,
 					"exhausted_at": 100,
 					"admits": 100,
+					"ok_below": 80,
+					"percent_of": 100,
 				},
 				"tokens": {
 					"warn_at": 160000,
 					"exhausted_at": 200000,
 					"admits": 200000,
+					"ok_below": 160000,
+					"percent_of": 200000,
 				},
 			},
 			"io": {},
@@ -566,11 +570,7 @@ fixture := {
 			"allowed": {
 				"all": false,
 				"exact": {},
-				"prefixes": [
-					"ctx_",
-				],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:ctx_.*)$",
 				"patterns": [
 					"ctx_*",
 				],
@@ -580,9 +580,7 @@ fixture := {
 				"exact": {
 					"ctx_edit": true,
 				},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:ctx_edit)$",
 				"patterns": [
 					"ctx_edit",
 				],
@@ -590,9 +588,7 @@ fixture := {
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -607,16 +603,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 80,
 					"exhausted_at": 100,
 					"admits": 100,
+					"ok_below": 80,
+					"percent_of": 100,
 				},
 				"tokens": {
 					"warn_at": 160000,
 					"exhausted_at": 200000,
 					"admits": 200000,
+					"ok_below": 160000,
+					"percent_of": 200000,
 				},
 			},
 			"io": {},
@@ -634,11 +636,7 @@ fixture := {
 			"allowed": {
 				"all": false,
 				"exact": {},
-				"prefixes": [
-					"ctx_",
-				],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:ctx_.*)$",
 				"patterns": [
 					"ctx_*",
 				],
@@ -646,17 +644,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -671,16 +665,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 80,
 					"exhausted_at": 100,
 					"admits": 100,
+					"ok_below": 80,
+					"percent_of": 100,
 				},
 				"tokens": {
 					"warn_at": 160000,
 					"exhausted_at": 200000,
 					"admits": 200000,
+					"ok_below": 160000,
+					"percent_of": 200000,
 				},
 			},
 			"io": {},
@@ -699,9 +699,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -709,17 +707,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -734,16 +728,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 160,
 					"exhausted_at": 200,
 					"admits": 200,
+					"ok_below": 160,
+					"percent_of": 200,
 				},
 				"tokens": {
 					"warn_at": 120000,
 					"exhausted_at": 150000,
 					"admits": 150000,
+					"ok_below": 120000,
+					"percent_of": 150000,
 				},
 			},
 			"io": {},
@@ -764,9 +764,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -774,9 +772,7 @@ fixture := {
 			"denied": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -784,9 +780,7 @@ fixture := {
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -801,16 +795,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 80,
 					"exhausted_at": 100,
 					"admits": 100,
+					"ok_below": 80,
+					"percent_of": 100,
 				},
 				"tokens": {
 					"warn_at": 160000,
 					"exhausted_at": 200000,
 					"admits": 200000,
+					"ok_below": 160000,
+					"percent_of": 200000,
 				},
 			},
 			"io": {},
@@ -829,9 +829,7 @@ fixture := {
 				"exact": {
 					"ctx_read": true,
 				},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:ctx_read)$",
 				"patterns": [
 					"ctx_read",
 				],
@@ -839,17 +837,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -864,16 +858,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 80,
 					"exhausted_at": 100,
 					"admits": 100,
+					"ok_below": 80,
+					"percent_of": 100,
 				},
 				"tokens": {
 					"warn_at": 160000,
 					"exhausted_at": 200000,
 					"admits": 200000,
+					"ok_below": 160000,
+					"percent_of": 200000,
 				},
 			},
 			"io": {},
@@ -890,9 +890,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -900,17 +898,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -925,16 +919,22 @@ fixture := {
 					"warn_at": 500000,
 					"exhausted_at": 500000,
 					"admits": 500000,
+					"ok_below": 500000,
+					"percent_of": 1000000,
 				},
 				"shell": {
 					"warn_at": 5,
 					"exhausted_at": 5,
 					"admits": 5,
+					"ok_below": 5,
+					"percent_of": 10,
 				},
 				"tokens": {
 					"warn_at": 500,
 					"exhausted_at": 500,
 					"admits": 500,
+					"ok_below": 500,
+					"percent_of": 1000,
 				},
 			},
 			"io": {},
@@ -950,9 +950,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -960,17 +958,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -983,12 +977,18 @@ fixture := {
 			"thresholds": {
 				"cost": {
 					"warn_at": 800000,
+					"ok_below": 800000,
+					"percent_of": 1000000,
 				},
 				"shell": {
 					"warn_at": 8,
+					"ok_below": 8,
+					"percent_of": 10,
 				},
 				"tokens": {
 					"warn_at": 800,
+					"ok_below": 800,
+					"percent_of": 1000,
 				},
 			},
 			"io": {},
@@ -1007,9 +1007,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -1017,17 +1015,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -1042,16 +1036,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 80,
 					"exhausted_at": 100,
 					"admits": 100,
+					"ok_below": 80,
+					"percent_of": 100,
 				},
 				"tokens": {
 					"warn_at": 160000,
 					"exhausted_at": 200000,
 					"admits": 200000,
+					"ok_below": 160000,
+					"percent_of": 200000,
 				},
 			},
 			"io": {},
@@ -1079,12 +1079,7 @@ fixture := {
 					"ctx_shell": true,
 					"ctx_tree": true,
 				},
-				"prefixes": [
-					"prompt:",
-					"resource:",
-				],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:ctx_agent|ctx_cost|ctx_execute|ctx_metrics|ctx_overview|ctx_plan|ctx_read|ctx_search|ctx_session|ctx_shell|ctx_tree|prompt:.*|resource:.*)$",
 				"patterns": [
 					"ctx_agent",
 					"ctx_cost",
@@ -1106,9 +1101,7 @@ fixture := {
 				"exact": {
 					"ctx_edit": true,
 				},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:ctx_edit)$",
 				"patterns": [
 					"ctx_edit",
 				],
@@ -1116,9 +1109,7 @@ fixture := {
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -1133,16 +1124,22 @@ fixture := {
 					"warn_at": 2400000,
 					"exhausted_at": 3000000,
 					"admits": 3000000,
+					"ok_below": 2400000,
+					"percent_of": 3000000,
 				},
 				"shell": {
 					"warn_at": 240,
 					"exhausted_at": 300,
 					"admits": 300,
+					"ok_below": 240,
+					"percent_of": 300,
 				},
 				"tokens": {
 					"warn_at": 80000,
 					"exhausted_at": 100000,
 					"admits": 100000,
+					"ok_below": 80000,
+					"percent_of": 100000,
 				},
 			},
 			"io": {},
@@ -1158,9 +1155,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -1168,17 +1163,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -1193,16 +1184,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 80,
 					"exhausted_at": 100,
 					"admits": 100,
+					"ok_below": 80,
+					"percent_of": 100,
 				},
 				"tokens": {
 					"warn_at": 160000,
 					"exhausted_at": 200000,
 					"admits": 200000,
+					"ok_below": 160000,
+					"percent_of": 200000,
 				},
 			},
 			"io": {},
@@ -1250,12 +1247,7 @@ fixture := {
 					"ctx_symbol": true,
 					"ctx_tree": true,
 				},
-				"prefixes": [
-					"prompt:",
-					"resource:",
-				],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:ctx_agent|ctx_analyze|ctx_architecture|ctx_cost|ctx_graph|ctx_metrics|ctx_multi_read|ctx_outline|ctx_overview|ctx_plan|ctx_read|ctx_review|ctx_search|ctx_session|ctx_smart_read|ctx_symbol|ctx_tree|prompt:.*|resource:.*)$",
 				"patterns": [
 					"ctx_agent",
 					"ctx_analyze",
@@ -1285,9 +1277,7 @@ fixture := {
 					"ctx_execute": true,
 					"ctx_shell": true,
 				},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:ctx_edit|ctx_execute|ctx_shell)$",
 				"patterns": [
 					"ctx_edit",
 					"ctx_execute",
@@ -1297,9 +1287,7 @@ fixture := {
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -1314,15 +1302,21 @@ fixture := {
 					"warn_at": 2400000,
 					"exhausted_at": 3000000,
 					"admits": 3000000,
+					"ok_below": 2400000,
+					"percent_of": 3000000,
 				},
 				"shell": {
 					"warn_at": 1,
 					"admits": 0,
+					"ok_below": 1,
+					"percent_of": 1,
 				},
 				"tokens": {
 					"warn_at": 120000,
 					"exhausted_at": 150000,
 					"admits": 150000,
+					"ok_below": 120000,
+					"percent_of": 150000,
 				},
 			},
 			"io": {},
@@ -1338,13 +1332,7 @@ fixture := {
 			"allowed": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [
-					"_read",
-				],
-				"globs": [
-					"mcp__*__list",
-				],
+				"regex": "^(?s:.*_read|mcp__.*__list)$",
 				"patterns": [
 					"*_read",
 					"mcp__*__list",
@@ -1353,17 +1341,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -1378,16 +1362,22 @@ fixture := {
 					"warn_at": 4000000,
 					"exhausted_at": 5000000,
 					"admits": 5000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 80,
 					"exhausted_at": 100,
 					"admits": 100,
+					"ok_below": 80,
+					"percent_of": 100,
 				},
 				"tokens": {
 					"warn_at": 160000,
 					"exhausted_at": 200000,
 					"admits": 200000,
+					"ok_below": 160000,
+					"percent_of": 200000,
 				},
 			},
 			"io": {},
@@ -1405,9 +1395,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -1417,9 +1405,7 @@ fixture := {
 				"exact": {
 					"zz_nonexistent_tool": true,
 				},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:zz_nonexistent_tool)$",
 				"patterns": [
 					"zz_nonexistent_tool",
 				],
@@ -1427,9 +1413,7 @@ fixture := {
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -1442,12 +1426,18 @@ fixture := {
 			"thresholds": {
 				"cost": {
 					"warn_at": 4000000,
+					"ok_below": 4000000,
+					"percent_of": 5000000,
 				},
 				"shell": {
 					"warn_at": 800000,
+					"ok_below": 800000,
+					"percent_of": 1000000,
 				},
 				"tokens": {
 					"warn_at": 160000,
+					"ok_below": 160000,
+					"percent_of": 200000,
 				},
 			},
 			"io": {},
@@ -1470,9 +1460,7 @@ fixture := {
 			"allowed": {
 				"all": true,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^(?s:.*)$",
 				"patterns": [
 					"*",
 				],
@@ -1480,17 +1468,13 @@ fixture := {
 			"denied": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"ask": {
 				"all": false,
 				"exact": {},
-				"prefixes": [],
-				"suffixes": [],
-				"globs": [],
+				"regex": "^[^\\x00-\\x{10FFFF}]$",
 				"patterns": [],
 			},
 			"limits": {
@@ -1505,15 +1489,21 @@ fixture := {
 					"warn_at": 800000,
 					"exhausted_at": 1000000,
 					"admits": 1000000,
+					"ok_below": 800000,
+					"percent_of": 1000000,
 				},
 				"shell": {
 					"warn_at": 1,
 					"admits": 0,
+					"ok_below": 1,
+					"percent_of": 1,
 				},
 				"tokens": {
 					"warn_at": 800,
 					"exhausted_at": 1000,
 					"admits": 1000,
+					"ok_below": 800,
+					"percent_of": 1000,
 				},
 			},
 			"io": {},
@@ -1562,16 +1552,22 @@ fixture := {
 						"warn_at": 800000,
 						"exhausted_at": 1000000,
 						"admits": 1000000,
+						"ok_below": 800000,
+						"percent_of": 1000000,
 					},
 					"shell": {
 						"warn_at": 3,
 						"exhausted_at": 3,
 						"admits": 3,
+						"ok_below": 3,
+						"percent_of": 3,
 					},
 					"tokens": {
 						"warn_at": 800,
 						"exhausted_at": 1000,
 						"admits": 1000,
+						"ok_below": 800,
+						"percent_of": 1000,
 					},
 				},
 				"warn_percent": 80,
@@ -1589,6 +1585,8 @@ fixture := {
 						"warn_at": 1,
 						"exhausted_at": 2,
 						"admits": 2,
+						"ok_below": 1,
+						"percent_of": 2,
 					},
 				},
 				"warn_percent": 50,

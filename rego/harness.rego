@@ -17,7 +17,7 @@
 package harness
 
 # The version of the compiled data document this policy reads.
-supported_schema := 3
+supported_schema := 4
 
 # -- The call ---------------------------------------------------------------
 
@@ -146,32 +146,19 @@ _is_shell(_, ut) if data.harness.config.shell_tools[ut]
 
 # -- Rule 2: tool lists ------------------------------------------------------
 
-# matches(m, t) is true when tool t matches the compiled pattern list m:
-# tried in order of cost, stopping at the first that matches.
-matches(m, t) if m.all
-
-else if m.exact[t]
-
-else if {
-	some p in m.prefixes
-	startswith(t, p)
-} else if {
-	some s in m.suffixes
-	endswith(t, s)
-} else if {
-	some g in m.globs
-	glob.match(g, null, t)
-} else := false
+# matches(m, t) is true when tool t matches the compiled pattern list m,
+# whose regex matches exactly the names the list does.
+matches(m, t) if regex.match(m.regex, t)
 
 tool_denied if _denies_call(role, tool, upstream_tool)
 
 # Rule 2 for a tool of two names: a denied pattern that matches either
 # denies; an allowed pattern must match the name the agent called.
-_denies_call(r, t, _) if _denies(r, t)
+_denies_call(r, t, _) if matches(r.denied, t)
 
 _denies_call(r, _, ut) if {
 	ut != ""
-	_denies(r, ut)
+	matches(r.denied, ut)
 }
 
 tool_allowed if matches(role.allowed, tool)
@@ -265,11 +252,22 @@ budget := {
 # Rule 5: EXHAUSTED from exhausted_at = ceil(limit*block/100), absent when
 # the limit is 0 or blocking is off; WARNING from warn_at =
 # ceil(limit*warn/100), or from the first use for a limit of 0.
-dimension(used, limit, t) := {"used": used, "limit": limit, "percent": floor((used * 100) / limit), "level": level(used, t)} if limit > 0
+dimension(used, limit, t) := {"used": used, "limit": limit, "percent": percent(used, limit), "level": level(used, t)}
 
-else := {"used": used, "limit": limit, "percent": 0, "level": level(used, t)} if used == 0
+# Rule 4: floor(used*100/limit) for a limit above 0, worked out in whole
+# numbers where it can be (a division that leaves a remainder would go
+# through floating point, many times slower); a limit of 0 is 0% unused,
+# else 100%.
+percent(used, limit) := (h - (h % limit)) / limit if {
+	limit > 0
+	used >= 0
+	used == floor(used)
+	h := used * 100
+} else := floor((used * 100) / limit) if limit > 0
 
-else := {"used": used, "limit": limit, "percent": 100, "level": level(used, t)}
+else := 0 if used == 0
+
+else := 100
 
 level(used, t) := "EXHAUSTED" if used >= t.exhausted_at
 
@@ -479,7 +477,7 @@ _path_forms(dir) := {dir} | {concat("", [prefix, substring(dir, count(home), -1)
 	some prefix in ["~", "$HOME", "${HOME}"]
 }
 
-_expand_home(p) := concat("", [object.get(_protect, "home", ""), substring(p, count(prefix), -1)]) if {
+_expand_home(p) := concat("/", [trim_right(object.get(_protect, "home", ""), "/"), substring(p, count(prefix), -1)]) if {
 	some prefix in ["~/", "$HOME/", "${HOME}/"]
 	startswith(p, prefix)
 } else := p
@@ -696,7 +694,7 @@ _agent_levels(u) := {dim: level(used[dim], t) | some dim, t in b.thresholds} if 
 # budget bounds (a limit of 0, or blocking off). What a result may still
 # bring into the agent's context: the gateway charges a result up to it,
 # and cuts the rest.
-allowance := {"tokens": _allow("tokens", usage.tokens), "cost": _allow("cost", usage.cost)}
+full_allowance := {"tokens": _allow("tokens", usage.tokens), "cost": _allow("cost", usage.cost)}
 
 _allow(dim, used) := min(left) if {
 	session := [max([0, at - used]) | at := thresholds[dim].exhausted_at]
@@ -769,213 +767,6 @@ full_decision := {
 	"agent_budget": agent_budget_summary,
 }
 
-# The decision. Most calls are well formed, allowed, and leave every budget
-# below its warning: for them one rule, which reads the input and the role
-# once, gives what full_decision would (a test holds the two equal over every
-# kind of call). OPA's evaluator pays for every rule it enters, and this
-# makes the common decision several times cheaper. Any other call is
-# decided by the rules, one by one.
-decision := {
-	"decision": "allow",
-	"allowed": true,
-	"role": input.role,
-	"tool": t,
-	"shell_policy": r.shell_policy,
-	"shell_tool": st,
-	"compress_output": _compress(r, st),
-	"reasons": [],
-	"warnings": [],
-	"signal": "OK",
-	"budget": {
-		"tokens": _clear_dimension(tokens, r.limits.tokens),
-		"shell": _clear_dimension(shell, r.limits.shell),
-		"cost": _clear_dimension(cost, r.limits.cost_micros),
-	},
-	"agent_budget": agent_budget_summary,
-} if {
-	data.harness.schema_version == supported_schema
-	r := data.harness.roles[input.role]
-	t := input.tool
-	is_string(t)
-	t != ""
-	ut := upstream_tool
-	not _exempt(t, upstream)
-
-	# The tool lists (rule 2): first, as most refusals are theirs; then
-	# the ask list.
-	not _denies_call(r, t, ut)
-	matches(r.allowed, t)
-	not _asks_call(r, t, ut)
-	is_object(_arguments)
-	st := _is_shell_bool(t, ut)
-
-	# Usage below every warning and exhaustion threshold (rule 5; blocking
-	# off, a dimension has no exhausted_at).
-	tokens := input.budget.tokens
-	is_number(tokens)
-	tokens >= 0
-	tokens == floor(tokens)
-	tokens < r.thresholds.tokens.warn_at
-	tokens < object.get(r.thresholds.tokens, "exhausted_at", tokens + 1)
-	shell := input.budget.shell
-	is_number(shell)
-	shell >= 0
-	shell == floor(shell)
-	shell < r.thresholds.shell.warn_at
-	shell < object.get(r.thresholds.shell, "exhausted_at", shell + 1)
-	cost := input.budget.cost_micros
-	is_number(cost)
-	cost >= 0
-	cost == floor(cost)
-	cost < r.thresholds.cost.warn_at
-	cost < object.get(r.thresholds.cost, "exhausted_at", cost + 1)
-
-	# The shell policy and budget (rules 3, 7), the agent's budget, the
-	# self-protection rules and custom policies.
-	_shell_allowed_by(r, st)
-	_shell_admitted(r, st, shell)
-	_agent_usage_given
-	_agent_clear(st)
-	count(protect_reasons) == 0
-	count(custom_denies) == 0
-	count(custom_warnings) == 0
-} else := {
-	"decision": "deny",
-	"allowed": false,
-	"role": input.role,
-	"tool": t,
-	"shell_policy": r.shell_policy,
-	"shell_tool": st,
-	"compress_output": _compress(r, st),
-	"reasons": [_access_reason(r, t, ut)],
-	"warnings": [],
-	"signal": "OK",
-	"budget": {
-		"tokens": _clear_dimension(tokens, r.limits.tokens),
-		"shell": _clear_dimension(shell, r.limits.shell),
-		"cost": _clear_dimension(cost, r.limits.cost_micros),
-	},
-	"agent_budget": agent_budget_summary,
-} if {
-	# The commonest refusal in one rule too: a tool the role's lists refuse
-	# (rule 2, which comes before every other of the harness's reasons),
-	# with every budget below its warning, so no warning, and no custom
-	# policy's message. Any other call is decided by the rules, one by one.
-	data.harness.schema_version == supported_schema
-	r := data.harness.roles[input.role]
-	t := input.tool
-	is_string(t)
-	t != ""
-	ut := upstream_tool
-	not _exempt(t, upstream)
-	is_object(_arguments)
-	tokens := input.budget.tokens
-	is_number(tokens)
-	tokens >= 0
-	tokens == floor(tokens)
-	tokens < r.thresholds.tokens.warn_at
-	tokens < object.get(r.thresholds.tokens, "exhausted_at", tokens + 1)
-	shell := input.budget.shell
-	is_number(shell)
-	shell >= 0
-	shell == floor(shell)
-	shell < r.thresholds.shell.warn_at
-	shell < object.get(r.thresholds.shell, "exhausted_at", shell + 1)
-	cost := input.budget.cost_micros
-	is_number(cost)
-	cost >= 0
-	cost == floor(cost)
-	cost < r.thresholds.cost.warn_at
-	cost < object.get(r.thresholds.cost, "exhausted_at", cost + 1)
-	_access_refused(r, t, ut)
-	st := _is_shell_bool(t, ut)
-	_agent_usage_given
-	_agent_levels_ok
-	count(custom_denies) == 0
-	count(custom_warnings) == 0
-} else := full_decision
-
-# Rule 2 refuses the call: a denied pattern matches either of its names, or
-# no allowed pattern matches its name.
-_access_refused(r, t, ut) if _denies_call(r, t, ut)
-
-_access_refused(r, t, _) if not matches(r.allowed, t)
-
-# The reason rule 2 refuses a call for (as access_reasons gives it).
-_access_reason(r, t, ut) := _reason("tool_denied", sprintf("tool '%s' is denied for role '%s'", [t, input.role])) if {
-	_denies_call(r, t, ut)
-} else := _reason("tool_not_allowed", sprintf("tool '%s' is not allowed for role '%s': no allowed pattern matches it", [t, input.role]))
-
-# No agent budget applies, or every dimension of it is below its warning
-# and exhaustion thresholds (whether it admits a shell call is no matter
-# when rule 2 refuses the call).
-_agent_levels_ok if not agent_budget
-
-_agent_levels_ok if {
-	u := input.agent_budget
-	every dim, th in agent_budget.thresholds {
-		v := u[_limit_keys[dim]]
-		v < th.warn_at
-		v < object.get(th, "exhausted_at", v + 1)
-	}
-}
-
-# Rule 2's deny for any role and tool.
-_denies(r, t) if {
-	r.denied.patterns != [] # most roles deny nothing: skip the matching
-	matches(r.denied, t)
-}
-
-# The fast path's rules take whether the call is a shell call (st), worked
-# out once.
-
-# Rule 3: a shell call under shell_policy "deny" is refused.
-_shell_allowed_by(_, false) := true
-
-_shell_allowed_by(r, true) if r.shell_policy != "deny"
-
-_shell_admitted(_, false, _) := true
-
-# A shell call the shell budget admits (rule 7; blocking off, there is no
-# count of admitted calls).
-_shell_admitted(r, true, used) if {
-	used + 1 <= object.get(r.thresholds.shell, "admits", used + 1)
-}
-
-# No agent budget applies, or every dimension of it is below its warning
-# and its shell budget admits the call.
-_agent_clear(_) if not agent_budget
-
-_agent_clear(st) if {
-	b := agent_budget
-	u := input.agent_budget
-	every dim, th in b.thresholds {
-		v := u[_limit_keys[dim]]
-		_natural(v)
-		v < th.warn_at
-		v < object.get(th, "exhausted_at", v + 1)
-	}
-	_agent_shell_admitted(b, st, object.get(u, "shell", 0))
-}
-
-_agent_shell_admitted(_, false, _) := true
-
-_agent_shell_admitted(b, true, used) if {
-	used + 1 <= object.get(object.get(b.thresholds, "shell", {}), "admits", used + 1)
-}
-
-_is_shell_bool(t, ut) if _is_shell(t, ut)
-
-else := false
-
-_compress(r, st) if {
-	st
-	r.shell_policy == "compress"
-} else := false
-
-# Below the warning threshold a limit of 0 is unused: 0%.
-_clear_dimension(used, limit) := {"used": used, "limit": limit, "percent": floor((used * 100) / max([limit, 1])), "level": "OK"}
-
 # -- Helpers -----------------------------------------------------------------
 
 _reason(code, message) := {"code": code, "message": message}
@@ -986,6 +777,9 @@ _agent_warning(message) := {"code": "agent_budget_warning", "message": message}
 
 # _amount formats a quantity of a dimension: dollars with two decimals
 # (rounded down) for cost, the plain number otherwise.
-_amount("cost", micros) := sprintf("$%d.%02d", [floor(micros / 1000000), floor(micros / 10000) % 100])
+_amount("cost", micros) := sprintf("$%d.%02d", [(micros - (micros % 1000000)) / 1000000, ((micros % 1000000) - (micros % 10000)) / 10000]) if {
+	micros >= 0
+	micros == floor(micros)
+} else := sprintf("$%d.%02d", [floor(micros / 1000000), floor(micros / 10000) % 100])
 
 _amount(dim, n) := sprintf("%d", [n]) if dim != "cost"

@@ -559,9 +559,9 @@ test_status_and_levels_carry_the_agent_budget if {
 	l[1].agent == null
 }
 
-# The fast path and the rules agree on agent budgets (the Go test holds
-# them equal over a grid; this is the example).
-test_fast_path_with_an_agent_budget if {
+# The decision and the rules one by one agree on agent budgets (the Go
+# tests hold them equal over a grid; this is the example).
+test_decision_with_an_agent_budget if {
 	c := by_agent("coder", "ctx_read", "budgeted", agent_usage(10, 0, 0))
 	full := data.harness.full_decision with input as c
 		with data.harness.roles as fixture.roles
@@ -575,7 +575,7 @@ test_fast_path_with_an_agent_budget if {
 
 protected_config := object.union(fixture.config, {"protect": object.union(fixture.config.protect, {
 	"home": "/home/dev",
-	"paths": ["/home/dev/.lean-ctx", "/srv/harness/state", "/srv/logs/decisions.jsonl"],
+	"paths": ["/home/dev/.lean-ctx", "/home/dev/ledgers/main.db", "/srv/harness/state", "/srv/logs/decisions.jsonl"],
 })})
 
 protected(c) := decide_with(c, protected_config)
@@ -587,6 +587,10 @@ test_edits_of_the_harness_files_are_refused if {
 		{"file_path": "/home/dev/.lean-ctx/roles/wide.toml"},
 		{"path": "~/.lean-ctx/harness.toml"},
 		{"path": "$HOME/.lean-ctx/policies/x.rego"},
+		{"path": "~/ledgers/main.db"},
+		{"path": "$HOME/ledgers/main.db"},
+		{"path": "${HOME}/ledgers/main.db"},
+		{"path": "/home/dev/ledgers/main.db"},
 		{"path": ".lean-ctx/policies/destructive_shell.rego"},
 		{"path": "/work/app/pkg/../.lean-ctx/roles/r.toml"},
 		{"notebook_path": "/home/dev/.claude/settings.json"},
@@ -743,4 +747,42 @@ test_ask_explained if {
 		with data.harness.custom as {}
 	x.asked_by == ["git_push"]
 	x.decision.decision == "ask"
+}
+
+# -- The decision, rule by rule and quickly ---------------------------------------------
+
+# A call as the engine sends it: every field given.
+complete(role, tool, up, ut, args, tokens, shell, cost) := {
+	"role": role, "tool": tool, "upstream": up, "upstream_tool": ut, "arguments": args,
+	"budget": {"tokens": tokens, "shell": shell, "cost_micros": cost},
+	"session": "s-1", "agent": "test", "project": "",
+}
+
+# decision (decision.rego) decides what full_decision, the rules one by one,
+# decides: calls of every kind the quick rules are for (the Go tests hold
+# the two equal over grids of calls and arbitrary ones; these are examples).
+test_the_decision_is_the_rules_decision if {
+	every c in [
+		complete("coder", "ctx_read", "", "", {"path": "main.go"}, 1234, 3, 20017),
+		complete("ops", "ctx_shell", "", "", {"command": "go test ./..."}, 0, 10, 0),
+		complete("reviewer", "ctx_edit", "", "", {}, 0, 0, 0),
+		complete("reviewer", "lean__x", "lean", "ctx_shell", {}, 0, 0, 0),
+		complete("coder", "ctx_session", "", "", {}, 100, 0, 0),
+		complete("coder", "ctx_read", "", "", {}, 170001, 0, 0),
+		complete("coder", "ctx_shell", "", "", {}, 0, 100, 0),
+		complete("no-shell", "ctx_shell", "", "", {}, 0, 0, 0),
+		complete("coder", "ctx_edit", "", "", {"path": "~/.lean-ctx/harness.toml"}, 0, 0, 0),
+	] {
+		quick := data.harness.decision with input as c
+			with data.harness.roles as fixture.roles
+			with data.harness.agents as fixture.agents
+			with data.harness.config as fixture.config
+			with data.harness.custom as {}
+		full := data.harness.full_decision with input as c
+			with data.harness.roles as fixture.roles
+			with data.harness.agents as fixture.agents
+			with data.harness.config as fixture.config
+			with data.harness.custom as {}
+		quick == full
+	}
 }

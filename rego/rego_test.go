@@ -9,7 +9,7 @@ import (
 func TestSources(t *testing.T) {
 	t.Parallel()
 	policy, tests := Policy(), Tests()
-	if got := names(policy); !slices.Equal(got, []string{"harness.rego", "switch.rego"}) {
+	if got := names(policy); !slices.Equal(got, []string{"decision.rego", "harness.rego", "switch.rego"}) {
 		t.Errorf("policy modules: %v", got)
 	}
 	if got := names(tests); !slices.Equal(got, []string{"fixture_test.rego", "harness_test.rego", "switch_test.rego"}) {

@@ -1,0 +1,139 @@
+package budget
+
+// The pieces of ASCII text, the bulk of what tools print, are found with a
+// table of the characters' classes, without decoding characters or
+// looking them up in Unicode's tables. Where a piece could run on past
+// its ASCII characters (a letter, a digit, a symbol or a space outside
+// ASCII may continue it), pieceAt goes the general way.
+
+// Classes of the ASCII characters, as o200kPattern sees them.
+const (
+	asciiUpper  = 1 << iota // A-Z: \p{Lu}
+	asciiLower              // a-z: \p{Ll}
+	asciiDigit              // 0-9: \p{N}
+	asciiSpace              // \t \n \v \f \r and ' ': \s
+	asciiBreak              // \r \n
+	asciiSymbol             // anything else: [^\s\p{L}\p{N}]
+
+	asciiLetter = asciiUpper | asciiLower
+)
+
+var asciiClass = func() (t [128]uint8) {
+	for c := range t {
+		switch {
+		case 'A' <= c && c <= 'Z':
+			t[c] = asciiUpper
+		case 'a' <= c && c <= 'z':
+			t[c] = asciiLower
+		case '0' <= c && c <= '9':
+			t[c] = asciiDigit
+		case c == '\r' || c == '\n':
+			t[c] = asciiSpace | asciiBreak
+		case c == '\t' || c == '\v' || c == '\f' || c == ' ':
+			t[c] = asciiSpace
+		default:
+			t[c] = asciiSymbol
+		}
+	}
+	return t
+}()
+
+// classAt is the class of s[i], 0 at the end of s and for a byte outside
+// ASCII (whose character's class is not known here).
+func classAt(s string, i int) uint8 {
+	if i >= len(s) || s[i] >= 0x80 {
+		return 0
+	}
+	return asciiClass[s[i]]
+}
+
+// outside reports whether s[i] is a byte of a character outside ASCII.
+func outside(s string, i int) bool { return i < len(s) && s[i] >= 0x80 }
+
+// asciiRun returns where the run of characters of s from j whose class
+// has a bit of class ends, and whether it ends at a character outside
+// ASCII (which might have continued it).
+func asciiRun(s string, j int, class uint8) (int, bool) {
+	for j < len(s) && s[j] < 0x80 && asciiClass[s[j]]&class != 0 {
+		j++
+	}
+	return j, outside(s, j)
+}
+
+// asciiPieceAt is pieceAt for a piece of ASCII characters; ok is false
+// when the piece might take in a character outside ASCII.
+func asciiPieceAt(s string, i int) (n int, ok bool) {
+	c := asciiClass[s[i]]
+	// Alternatives 1 and 2: letters, after one character that is not a
+	// letter, a digit or a line break. In ASCII the cased runs are
+	// [A-Z]*[a-z]+ and [A-Z]+[a-z]*: any run of capitals then small letters
+	// with at least one letter, which ends in the same place either way.
+	j := i
+	if c&(asciiSymbol|asciiSpace) != 0 && c&asciiBreak == 0 {
+		j = i + 1
+	}
+	if j < len(s) && s[j] >= 0x80 {
+		return 0, false
+	}
+	if classAt(s, j)&asciiLetter != 0 {
+		end, out := asciiRun(s, j, asciiUpper)
+		if out {
+			return 0, false
+		}
+		if end, out = asciiRun(s, end, asciiLower); out {
+			return 0, false
+		}
+		if end+1 < len(s) && s[end] == '\'' && s[end+1] >= 0x80 {
+			return 0, false // a contraction with ſ
+		}
+		return contraction(s, end) - i, true
+	}
+	switch {
+	case c&asciiDigit != 0: // \p{N}{1,3}
+		end := i + 1
+		for k := 1; k < 3; k++ {
+			if outside(s, end) {
+				return 0, false
+			}
+			if classAt(s, end) != asciiDigit {
+				break
+			}
+			end++
+		}
+		return end - i, true
+	case c&asciiSymbol != 0 || c == asciiSpace && s[i] == ' ' && classAt(s, i+1) == asciiSymbol:
+		// ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+		start := i
+		if s[i] == ' ' {
+			start++
+		}
+		end, out := asciiRun(s, start, asciiSymbol)
+		if out {
+			return 0, false
+		}
+		for end < len(s) && (s[end] == '\r' || s[end] == '\n' || s[end] == '/') {
+			end++
+		}
+		return end - i, true
+	case c&asciiSpace != 0:
+		if s[i] == ' ' && outside(s, i+1) {
+			return 0, false // ' ?' before a symbol outside ASCII
+		}
+		w, out := asciiRun(s, i, asciiSpace)
+		if out {
+			return 0, false
+		}
+		// \s*[\r\n]+: up to the last line break of the run.
+		for k := w; k > i; k-- {
+			if s[k-1] == '\r' || s[k-1] == '\n' {
+				return k - i, true
+			}
+		}
+		// \s+(?!\S): all but the last when something follows; else \s+.
+		if w < len(s) && w-1 > i {
+			return w - 1 - i, true
+		}
+		return w - i, true
+	}
+	return 0, false
+}

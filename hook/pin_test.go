@@ -1,0 +1,54 @@
+package hook
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/roles"
+)
+
+// A session's pin is asked of the ledger once per handler: it never
+// changes, and writing it was the costliest step of a call the daemon
+// answers. What is remembered is the ledger's answer, the project of the
+// session's first call, whatever root a later call comes from.
+func TestPinsAreRemembered(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set, err := roles.LoadDefs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	store := budget.Observed(budget.NewMemory(), func(op string, _ time.Duration, _ error) {
+		if op == budget.OpPinProject {
+			asked.Add(1)
+		}
+	})
+	h := &ClaudeCode{Gov: govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set, DefaultRole: roles.DefaultRole}, Store: store})}
+	for _, tt := range []struct {
+		session, root, want string
+		asked               int32
+	}{
+		{"s", "/repo", "/repo", 1},
+		{"s", "/elsewhere", "/repo", 1}, // cd'd out: still the first project, from memory
+		{"s", "", "/repo", 1},
+		{"t", "", "", 2}, // no project: nothing to pin, nothing remembered
+		{"t", "/other", "/other", 3},
+		{"t", "/repo", "/other", 3},
+	} {
+		got, err := h.Pin(ctx, []byte(`{"session_id":"`+tt.session+`"}`), tt.root)
+		if err != nil || got != tt.want || asked.Load() != tt.asked {
+			t.Errorf("session %s from %q: pinned to %q (%v), ledger asked %d times; want %q, %d", tt.session, tt.root, got, err, asked.Load(), tt.want, tt.asked)
+		}
+	}
+}

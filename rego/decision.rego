@@ -1,0 +1,535 @@
+# Agent Harness decision: data.harness.decision, what full_decision
+# (harness.rego) decides, with few expressions for the calls agents make
+# most.
+package harness
+
+# harness.rego states the rules one by one, as the contract numbers them,
+# and full_decision is what they decide. OPA pays for every expression it
+# evaluates, more for a function call, most for arithmetic that leaves a
+# remainder, and the rules one by one take it a few hundred expressions
+# for any call. Most calls come as the engine sends them: every field
+# present and well formed, a known role, no agent budget, nothing near
+# the harness's own files. The rules below decide those, each kind of
+# call in one rule that reads the input and the role once: allowed (a
+# shell call in a rule of its own), refused by the role's lists, an
+# exempt tool, decided by the levels of the budget (warned, refused by
+# the budget or the shell policy, or asked for), or one a custom policy
+# speaks of. Each rule is a special case of the rules one by one; any
+# other call is decided by them.
+# TestQuickAgreesWithTheRules holds decision equal to full_decision over a
+# grid of calls, FuzzQuickAgreesWithTheRules over arbitrary ones. Each rule
+# reads the call itself, in the order that fails a call of another kind
+# soonest: one helper rule that read it for all of them cost more than
+# the repetition (its value built, cached and taken apart).
+decision := {
+	"decision": "allow",
+	"allowed": true,
+	"role": input.role,
+	"tool": t,
+	"shell_policy": r.shell_policy,
+	"shell_tool": false,
+	"compress_output": false,
+	"reasons": [],
+	"warnings": [],
+	"signal": "OK",
+	"budget": {
+		"tokens": {"used": tokens, "limit": r.limits.tokens, "percent": ((tokens * 100) - ((tokens * 100) % th.tokens.percent_of)) / th.tokens.percent_of, "level": "OK"},
+		"shell": {"used": shell, "limit": r.limits.shell, "percent": ((shell * 100) - ((shell * 100) % th.shell.percent_of)) / th.shell.percent_of, "level": "OK"},
+		"cost": {"used": cost, "limit": r.limits.cost_micros, "percent": ((cost * 100) - ((cost * 100) % th.cost.percent_of)) / th.cost.percent_of, "level": "OK"},
+	},
+	"agent_budget": null,
+} if {
+	# Allowed, a tool that is neither exempt nor a shell tool: the role's
+	# lists allow it and ask for no approval (rule 2), every dimension is
+	# below its thresholds (rule 5), and nothing else speaks.
+	r := data.harness.roles[input.role]
+	t := input.tool
+	is_string(t)
+	ut := input.upstream_tool
+	is_string(ut)
+	c := data.harness.config
+	not object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
+	not regex.match(r.denied.regex, t)
+	not regex.match(r.denied.regex, ut)
+	regex.match(r.allowed.regex, t)
+	not regex.match(r.ask.regex, t)
+	not regex.match(r.ask.regex, ut)
+	th := r.thresholds
+	b := input.budget
+	tokens := b.tokens
+	tokens >= 0
+	tokens < th.tokens.ok_below
+	tokens == floor(tokens)
+	shell := b.shell
+	shell >= 0
+	shell < th.shell.ok_below
+	shell == floor(shell)
+	cost := b.cost_micros
+	cost >= 0
+	cost < th.cost.ok_below
+	cost == floor(cost)
+	t != ""
+	up := input.upstream
+	is_string(up)
+	not object.get(c.exempt_by_origin, [up, t], false)
+	is_object(input.arguments)
+	_plain
+	_protect_quiet(false, t, ut)
+} else := {
+	"decision": "allow",
+	"allowed": true,
+	"role": input.role,
+	"tool": t,
+	"shell_policy": r.shell_policy,
+	"shell_tool": true,
+	"compress_output": r.shell_policy == "compress",
+	"reasons": [],
+	"warnings": [],
+	"signal": "OK",
+	"budget": _clear_budget(tokens, shell, cost, r),
+	"agent_budget": null,
+} if {
+	# Allowed, a shell tool: as above, under a shell policy that allows it
+	# (rule 3) and within the shell budget (rule 7).
+	r := data.harness.roles[input.role]
+	t := input.tool
+	is_string(t)
+	ut := input.upstream_tool
+	is_string(ut)
+	c := data.harness.config
+	object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
+	r.shell_policy != "deny"
+	not regex.match(r.denied.regex, t)
+	not regex.match(r.denied.regex, ut)
+	regex.match(r.allowed.regex, t)
+	not regex.match(r.ask.regex, t)
+	not regex.match(r.ask.regex, ut)
+	th := r.thresholds
+	b := input.budget
+	tokens := b.tokens
+	tokens >= 0
+	tokens < th.tokens.ok_below
+	tokens == floor(tokens)
+	shell := b.shell
+	shell >= 0
+	shell < th.shell.ok_below
+	shell < object.get(th.shell, "admits", shell + 1)
+	shell == floor(shell)
+	cost := b.cost_micros
+	cost >= 0
+	cost < th.cost.ok_below
+	cost == floor(cost)
+	t != ""
+	up := input.upstream
+	is_string(up)
+	not object.get(c.exempt_by_origin, [up, t], false)
+	is_object(input.arguments)
+	_plain
+	_protect_quiet(true, t, ut)
+} else := {
+	"decision": "deny",
+	"allowed": false,
+	"role": input.role,
+	"tool": t,
+	"shell_policy": r.shell_policy,
+	"shell_tool": st,
+	"compress_output": _compresses(r, st),
+	"reasons": [_reason(code, _list_message(code, t))],
+	"warnings": [],
+	"signal": "OK",
+	"budget": _clear_budget(tokens, shell, cost, r),
+	"agent_budget": null,
+} if {
+	# Refused by the role's lists (rule 2, before every other reason of
+	# the harness's own), every dimension below its thresholds, so no
+	# warning.
+	r := data.harness.roles[input.role]
+	th := r.thresholds
+	b := input.budget
+	tokens := b.tokens
+	tokens >= 0
+	tokens < th.tokens.ok_below
+	tokens == floor(tokens)
+	shell := b.shell
+	shell >= 0
+	shell < th.shell.ok_below
+	shell == floor(shell)
+	cost := b.cost_micros
+	cost >= 0
+	cost < th.cost.ok_below
+	cost == floor(cost)
+	t := input.tool
+	is_string(t)
+	ut := input.upstream_tool
+	is_string(ut)
+	code := _list_refusal(r, t, ut)
+	t != ""
+	up := input.upstream
+	is_string(up)
+	c := data.harness.config
+	not object.get(c.exempt_by_origin, [up, t], false)
+	is_object(input.arguments)
+	_plain
+	st := object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
+} else := {
+	"decision": "allow",
+	"allowed": true,
+	"role": input.role,
+	"tool": t,
+	"shell_policy": r.shell_policy,
+	"shell_tool": st,
+	"compress_output": _compresses(r, st),
+	"reasons": [],
+	"warnings": [],
+	"signal": "OK",
+	"budget": _clear_budget(tokens, shell, cost, r),
+	"agent_budget": null,
+} if {
+	# An exempt tool (rule 1), every dimension below its thresholds.
+	r := data.harness.roles[input.role]
+	th := r.thresholds
+	b := input.budget
+	tokens := b.tokens
+	tokens >= 0
+	tokens < th.tokens.ok_below
+	tokens == floor(tokens)
+	shell := b.shell
+	shell >= 0
+	shell < th.shell.ok_below
+	shell == floor(shell)
+	cost := b.cost_micros
+	cost >= 0
+	cost < th.cost.ok_below
+	cost == floor(cost)
+	t := input.tool
+	is_string(t)
+	up := input.upstream
+	is_string(up)
+	c := data.harness.config
+	object.get(c.exempt_by_origin, [up, t], false)
+	ut := input.upstream_tool
+	is_string(ut)
+	is_object(input.arguments)
+	_plain
+	st := object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
+} else := {
+	"decision": outcome,
+	"allowed": outcome == "warn",
+	"role": input.role,
+	"tool": t,
+	"shell_policy": r.shell_policy,
+	"shell_tool": st,
+	"compress_output": _compresses(r, st),
+	"reasons": _admitted_reasons(refusals, listed, t),
+	"warnings": [w |
+		some i, dim in ["cost", "shell", "tokens"]
+		levels[i] == "WARNING"
+		d := budget[dim]
+		w := _warning(sprintf("%s at %d%% of the budget of role '%s' (%s of %s)", [dim, d.percent, input.role, _amount(dim, d.used), _amount(dim, d.limit)]))
+	],
+	"signal": _signal({levels[0], levels[1], levels[2]}),
+	"budget": budget,
+	"agent_budget": null,
+} if {
+	# Decided by the levels of the budget: refused by the role's lists
+	# (rule 2, before every other reason of the harness's own), the shell
+	# policy (rule 3) or the budget (rules 6 and 7); else asked for; else
+	# warned of each dimension at its warning (rule 8).
+	r := data.harness.roles[input.role]
+	t := input.tool
+	is_string(t)
+	ut := input.upstream_tool
+	is_string(ut)
+	listed := _lists_say(r, t, ut)
+	t != ""
+	up := input.upstream
+	is_string(up)
+	c := data.harness.config
+	not object.get(c.exempt_by_origin, [up, t], false)
+	is_object(input.arguments)
+	th := r.thresholds
+	l := r.limits
+	b := input.budget
+	tokens := b.tokens
+	is_number(tokens)
+	tokens >= 0
+	tokens == floor(tokens)
+	shell := b.shell
+	is_number(shell)
+	shell >= 0
+	shell == floor(shell)
+	cost := b.cost_micros
+	is_number(cost)
+	cost >= 0
+	cost == floor(cost)
+	_plain
+	st := object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
+	_protect_quiet_for(listed, st, t, ut)
+
+	# The levels, in the order cost, shell, tokens (that of the warnings).
+	levels := [level(cost, th.cost), level(shell, th.shell), level(tokens, th.tokens)]
+	budget := {
+		"tokens": {"used": tokens, "limit": l.tokens, "percent": _whole_percent(tokens, l.tokens), "level": levels[2]},
+		"shell": {"used": shell, "limit": l.shell, "percent": _whole_percent(shell, l.shell), "level": levels[1]},
+		"cost": {"used": cost, "limit": l.cost_micros, "percent": _whole_percent(cost, l.cost_micros), "level": levels[0]},
+	}
+	refusals := _refusals(listed, r, t, st, shell, budget, levels)
+	outcome := _outcome(refusals, listed, levels)
+} else := {
+	"decision": outcome,
+	"allowed": outcome == "warn",
+	"role": input.role,
+	"tool": t,
+	"shell_policy": r.shell_policy,
+	"shell_tool": st,
+	"compress_output": _compresses(r, st),
+	"reasons": [x | some x in denies],
+	"warnings": [x | some x in warnings],
+	"signal": "OK",
+	"budget": _clear_budget(tokens, shell, cost, r),
+	"agent_budget": null,
+} if {
+	# A call the rules above would allow, of which a custom policy says
+	# something: refused by its denies, else warned of its warnings.
+	r := data.harness.roles[input.role]
+	t := input.tool
+	is_string(t)
+	ut := input.upstream_tool
+	is_string(ut)
+	_lists_say(r, t, ut) == "allow"
+	t != ""
+	up := input.upstream
+	is_string(up)
+	c := data.harness.config
+	not object.get(c.exempt_by_origin, [up, t], false)
+	is_object(input.arguments)
+	th := r.thresholds
+	b := input.budget
+	tokens := b.tokens
+	tokens >= 0
+	tokens < th.tokens.ok_below
+	tokens == floor(tokens)
+	shell := b.shell
+	shell >= 0
+	shell < th.shell.ok_below
+	shell == floor(shell)
+	cost := b.cost_micros
+	cost >= 0
+	cost < th.cost.ok_below
+	cost == floor(cost)
+	data.harness.schema_version == supported_schema
+	not data.harness.agents[input.agent]
+	not data.harness.agents["*"]
+	st := object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
+	_shell_fine(r, st, shell)
+	_protect_quiet(st, t, ut)
+	denies := custom_denies
+	warnings := custom_warnings
+	outcome := _custom_outcome(denies, warnings)
+} else := full_decision
+
+# Nothing beyond the role's lists and budget speaks of the call: the data
+# is of the version this policy reads, no agent's budget applies, and no
+# custom policy says anything (a deny or warn that is not the empty set).
+_plain if {
+	data.harness.schema_version == supported_schema
+	not data.harness.agents[input.agent]
+	not data.harness.agents["*"]
+	not _custom_speaks
+}
+
+_custom_speaks if {
+	some name
+	data.harness.custom[name].deny != set()
+}
+
+_custom_speaks if {
+	some name
+	data.harness.custom[name].warn != set()
+}
+
+# Why the role's lists refuse a call, if they do (rule 2): a denied
+# pattern matches either of its names, or no allowed pattern matches its
+# name. An upstream name of "" matches only a list of '*' alone, which
+# matches the tool's own name first.
+_list_refusal(r, t, ut) := "tool_denied" if regex.match(r.denied.regex, t)
+
+else := "tool_denied" if regex.match(r.denied.regex, ut)
+
+else := "tool_not_allowed" if not regex.match(r.allowed.regex, t)
+
+_list_message("tool_denied", t) := sprintf("tool '%s' is denied for role '%s'", [t, input.role])
+
+_list_message("tool_not_allowed", t) := sprintf("tool '%s' is not allowed for role '%s': no allowed pattern matches it", [t, input.role])
+
+# What the role's lists say of a call: a refusal (as _list_refusal), else
+# "ask" when an ask pattern matches either of its names, else "allow".
+_lists_say(r, t, ut) := "tool_denied" if regex.match(r.denied.regex, t)
+
+else := "tool_denied" if regex.match(r.denied.regex, ut)
+
+else := "tool_not_allowed" if not regex.match(r.allowed.regex, t)
+
+else := "ask" if regex.match(r.ask.regex, t)
+
+else := "ask" if regex.match(r.ask.regex, ut)
+
+else := "allow"
+
+# The refusals of a call: the lists' alone when they refuse it, else those
+# of the shell policy and the budget.
+_refusals(listed, r, t, st, shell, budget, levels) := [_reason(listed, _list_message(listed, t))] if {
+	listed in {"tool_denied", "tool_not_allowed"}
+} else := _level_refusals(r, t, st, shell, budget, levels)
+
+# The self-protection rules come after the lists: a call the lists refuse
+# is refused for that alone.
+_protect_quiet_for(listed, _, _, _) if listed in {"tool_denied", "tool_not_allowed"}
+
+_protect_quiet_for(listed, st, t, ut) if {
+	listed in {"allow", "ask"}
+	_protect_quiet(st, t, ut)
+}
+
+_custom_outcome(denies, warnings) := "deny" if count(denies) > 0
+
+else := "warn" if count(warnings) > 0
+
+else := "allow"
+
+# Not a shell call, or one the shell policy allows and the shell budget
+# admits (rules 3 and 7).
+_shell_fine(_, false, _) := true
+
+_shell_fine(r, true, shell) if {
+	r.shell_policy != "deny"
+	shell < object.get(r.thresholds.shell, "admits", shell + 1)
+}
+
+# Rule 4 (percent) of usage known to be a whole number >= 0.
+_whole_percent(used, limit) := (h - (h % limit)) / limit if {
+	limit > 0
+	h := used * 100
+} else := 0 if used == 0
+
+else := 100
+
+_compresses(r, true) := r.shell_policy == "compress"
+
+_compresses(_, false) := false
+
+# The budget of usage below every threshold: every level OK, and usage
+# below a warning is 0 of a limit of 0 (rule 4, in whole numbers: see
+# percent).
+_clear_budget(tokens, shell, cost, r) := {
+	"tokens": {"used": tokens, "limit": r.limits.tokens, "percent": ((tokens * 100) - ((tokens * 100) % th.tokens.percent_of)) / th.tokens.percent_of, "level": "OK"},
+	"shell": {"used": shell, "limit": r.limits.shell, "percent": ((shell * 100) - ((shell * 100) % th.shell.percent_of)) / th.shell.percent_of, "level": "OK"},
+	"cost": {"used": cost, "limit": r.limits.cost_micros, "percent": ((cost * 100) - ((cost * 100) % th.cost.percent_of)) / th.cost.percent_of, "level": "OK"},
+} if {
+	th := r.thresholds
+}
+
+# The refusals of a call the lists admit: shell_denied alone (rule 3
+# comes before the budget); else budget_exhausted for each exhausted
+# dimension (rule 6) and shell_budget for a shell call past the shell
+# budget (rule 7), in the order full_decision gives them.
+_level_refusals(r, t, st, shell, budget, levels) := [_reason("shell_denied", sprintf("shell tool '%s' is denied: role '%s' has shell_policy 'deny'", [t, input.role]))] if {
+	st == true
+	r.shell_policy == "deny"
+} else := [] if {
+	not "EXHAUSTED" in levels
+	_shell_fine(r, st, shell)
+} else := [x | some x in (_exhausted(budget) | _shell_refusals(r, st, shell))]
+
+_exhausted(budget) := {x |
+	some dim, d in budget
+	d.level == "EXHAUSTED"
+	x := _reason("budget_exhausted", sprintf("%s budget of role '%s' is exhausted: %s of %s used", [dim, input.role, _amount(dim, d.used), _amount(dim, d.limit)]))
+}
+
+_shell_refusals(r, st, shell) := {_reason("shell_budget", sprintf("shell budget of role '%s' admits %d invocations and %d are used", [input.role, admits, shell]))} if {
+	st == true
+	admits := r.thresholds.shell.admits
+	shell + 1 > admits
+} else := set()
+
+# The reasons of a call the lists admit: its refusals, else a person's
+# approval for a call the lists ask for (deny > ask).
+_admitted_reasons(refusals, listed, t) := refusals if count(refusals) > 0
+
+else := [_reason("approval_required", sprintf("tool '%s' needs a person's approval for role '%s'", [t, input.role]))] if {
+	listed == "ask"
+}
+
+else := []
+
+# The outcome of a call the lists admit, by its refusals and the levels
+# of its budget (deny > ask > warn > allow).
+_outcome(reasons, listed, levels) := "deny" if {
+	count(reasons) > 0
+} else := "ask" if {
+	listed == "ask"
+} else := "warn" if {
+	"WARNING" in levels
+} else := "allow"
+
+# Whether the self-protection rules have nothing to look at in a call of a
+# tool (by its two names; st: whether it is a shell tool): they are off;
+# or the tool neither runs shell commands nor edits files; or no string of
+# its arguments holds a match of the protect data's suspect expression,
+# which every string they refuse does (TestSuspectCoversProtection).
+_protect_quiet(_, _, _) if data.harness.config.protect.enabled == false
+
+_protect_quiet(false, t, ut) if {
+	not regex.match(data.harness.config.edit_tools.regex, lower(t))
+	not regex.match(data.harness.config.edit_tools.regex, lower(ut))
+}
+
+_protect_quiet(_, _, _) if not _protect_suspects
+
+_protect_suspects if {
+	walk(input.arguments, [_, v])
+	is_string(v)
+	regex.match(data.harness.config.protect.suspect.regex, v)
+}
+
+# A suspect expression made of other data than the document holds (one
+# edited by hand) is no guide: everything is suspect.
+_protect_suspects if {
+	p := data.harness.config.protect
+	p.suspect.of != {"paths": p.paths, "locations": p.locations, "commands": p.commands, "home": p.home}
+}
+
+# -- What a session may still spend --------------------------------------------
+
+# allowance (harness.rego states it as full_allowance) for a known role,
+# usage as the engine sends it and no agent's budget: what each
+# dimension's exhaustion threshold leaves, with one read of the role.
+allowance := {"tokens": _left(tokens, th.tokens), "cost": _left(cost, th.cost)} if {
+	r := data.harness.roles[input.role]
+	b := input.budget
+	tokens := b.tokens
+	is_number(tokens)
+	tokens >= 0
+	tokens == floor(tokens)
+	shell := b.shell
+	is_number(shell)
+	shell >= 0
+	shell == floor(shell)
+	cost := b.cost_micros
+	is_number(cost)
+	cost >= 0
+	cost == floor(cost)
+	not data.harness.agents[input.agent]
+	not data.harness.agents["*"]
+	th := r.thresholds
+} else := full_allowance
+
+# What usage leaves of a dimension before its exhaustion threshold t, at
+# least 0; null when it has none.
+_left(used, t) := n if {
+	n := t.exhausted_at - used
+	n > 0
+} else := 0 if {
+	t.exhausted_at
+} else := null
