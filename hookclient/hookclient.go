@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -136,16 +135,19 @@ func Call(socket string, req Request, program string) (Response, bool) {
 	if !json.Valid(req.Payload) {
 		return Response{}, false
 	}
-	conn, err := net.DialTimeout("unix", socket, dialTimeout)
+	msg := appendRequest(nil, req)
+	if msg == nil {
+		return Response{}, false
+	}
+	conn, err := dialUnix(socket, dialTimeout, time.Now().Add(CallTimeout))
 	if err != nil {
 		return Response{}, false
 	}
 	defer conn.Close()
-	if err := trusted(conn, program); err != nil {
+	if err := trusted(conn.fd, program); err != nil {
 		return Response{}, false
 	}
-	conn.SetDeadline(time.Now().Add(CallTimeout))
-	if err := json.NewEncoder(conn).Encode(req); err != nil {
+	if _, err := conn.Write(msg); err != nil {
 		return Response{}, false
 	}
 	var resp Response

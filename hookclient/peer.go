@@ -3,36 +3,21 @@ package hookclient
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"syscall"
 )
 
-// trusted checks that the process listening at the other end of conn is
+// trusted checks that the process listening at the other end of fd is
 // this user's and runs program (the harness binary; "" for this very
 // program): the socket's directory is the user's own (0700), but an agent
 // with a shell as that user could still kill the daemon and answer on its
 // socket with a program of its own that allows everything. Where the
 // system cannot say who the peer is, the directory's permissions are all
 // there is, and the peer is trusted.
-func trusted(conn net.Conn, program string) error {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return nil
-	}
-	raw, err := uc.SyscallConn()
+func trusted(fd int, program string) error {
+	cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	if err != nil {
-		return err
-	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return err
-	}
-	if credErr != nil {
 		return nil // no SO_PEERCRED here
 	}
 	if int(cred.Uid) != os.Getuid() {

@@ -40,8 +40,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return hookclient.ExitRefused
 	}
 	flags := args[1:]
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// Told to stop while the daemon decides, the process answers anyway
+	// (a hook that died lets the tool run). Ignoring the signals costs
+	// nothing; catching them starts the runtime's signal loop, a fifth of
+	// a millisecond here, which only a call answered in the process needs
+	// (see local).
+	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	wd, _ := os.Getwd()
 	home, _ := os.UserHomeDir()
 	c := hookclient.Client{Env: hookclient.Env{WorkDir: wd, Home: home, Getenv: os.Getenv}}
@@ -59,17 +63,27 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return hookclient.Failure(req.Payload, err)
 		}
 	} else {
-		c.Local = hookclient.Delegate(harness, flags)
+		c.Local = local(hookclient.Delegate(harness, flags))
 		// Flags other than --project are the harness's to read: it
 		// answers those calls itself.
 		if project, ok := projectFlag(flags); ok && os.Getenv("HARNESS_HOOK_DAEMON") != "off" {
 			c.Project, c.Socket, c.Program = project, hookclient.SocketPath(c.Env), harness
 		}
 	}
-	resp := c.Answer(ctx, stdin)
+	resp := c.Answer(context.Background(), stdin)
 	stdout.Write(resp.Stdout)
 	io.WriteString(stderr, resp.Stderr)
 	return resp.Exit
+}
+
+// local runs the harness as answer does, and tells it to stop (SIGTERM)
+// when this process is told to.
+func local(answer func(context.Context, hookclient.Request) hookclient.Response) func(context.Context, hookclient.Request) hookclient.Response {
+	return func(ctx context.Context, req hookclient.Request) hookclient.Response {
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return answer(ctx, req)
+	}
 }
 
 // projectFlag is the project root of the hook's flags, and whether they

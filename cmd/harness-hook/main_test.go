@@ -2,8 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/agentharness/harness/hookclient"
 )
 
 // The hook's flags are read here only when they are --project alone, as
@@ -40,6 +45,24 @@ func TestWrongCommandLine(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := run(args, strings.NewReader("{}"), &out, &errb); code != 2 || out.Len() != 0 || errb.String() != wrongCommandLine+"\n" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out.String(), errb.String())
+		}
+	}
+}
+
+// A call answered in the process hears of the process being told to stop
+// (Delegate then tells the harness it runs): local's context ends on
+// SIGTERM and on an interrupt.
+func TestLocalHearsSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		answer := local(func(ctx context.Context, _ hookclient.Request) hookclient.Response {
+			if err := syscall.Kill(os.Getpid(), sig); err != nil {
+				t.Fatal(err)
+			}
+			<-ctx.Done()
+			return hookclient.Response{Stderr: "stopped"}
+		})
+		if r := answer(context.Background(), hookclient.Request{}); r.Stderr != "stopped" {
+			t.Errorf("%v: %+v", sig, r)
 		}
 	}
 }

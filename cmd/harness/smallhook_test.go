@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -229,6 +232,69 @@ func TestSmallHookBelievesOnlyItsHarness(t *testing.T) {
 			t.Errorf("%s", a)
 		}
 	})
+}
+
+// Told to stop (SIGTERM, an interrupt) while the daemon decides, the small
+// hook answers with the daemon's decision all the same: a hook that died
+// would let the tool run, and an agent with a shell can signal it.
+func TestSmallHookOutlivesSignals(t *testing.T) {
+	t.Parallel()
+	small := smallHookBinary(t)
+	home, dir := shortDir(t), t.TempDir()
+	b, err := os.ReadFile(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hookBin := filepath.Join(dir, "harness-hook")
+	if err := os.WriteFile(hookBin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "harness"), "../../testdata/fakedaemon").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	socket := filepath.Join(home, ".local", "state", "lean-ctx", "harness", "hook.sock")
+	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	daemon := exec.Command(filepath.Join(dir, "harness"), socket)
+	release, err := daemon.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	said, err := daemon.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { daemon.Process.Kill(); daemon.Wait() })
+	lines := bufio.NewReader(said)
+	if l, err := lines.ReadString('\n'); l != "ready\n" {
+		t.Fatalf("the fake daemon said %q, %v", l, err)
+	}
+
+	hook := exec.Command(hookBin, "claude-code")
+	hook.Env = []string{"HOME=" + home, "PATH=", "XDG_STATE_HOME="}
+	hook.Stdin = strings.NewReader(preToolUse("hold", t.TempDir(), "Bash", `{"command": "ls"}`))
+	var out, errb bytes.Buffer
+	hook.Stdout, hook.Stderr = &out, &errb
+	if err := hook.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := lines.ReadString('\n'); l != "held\n" {
+		t.Fatalf("the fake daemon said %q, %v", l, err)
+	}
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		if err := hook.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	io.WriteString(release, "\n")
+	err = hook.Wait()
+	if err != nil || !strings.Contains(out.String(), `"permissionDecisionReason":"fake"`) {
+		t.Errorf("the hook: %v\nstdout %s\nstderr %s", err, out.String(), errb.String())
+	}
 }
 
 // Through the small hook binary as through the harness, a call the daemon

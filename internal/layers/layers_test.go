@@ -162,6 +162,15 @@ func TestSmallHookLinksNothingHeavy(t *testing.T) {
 			}
 		}
 	}
+	// Cgo makes the binary dynamically linked, and the dynamic loader
+	// takes about a millisecond of a hook call here: net links cgo's name
+	// resolver (hookclient dials the daemon without it), os/user cgo's
+	// user lookup.
+	for _, cgo := range []string{"runtime/cgo", "net", "os/user"} {
+		if slices.Contains(deps, cgo) {
+			t.Errorf("the small hook binary links %s, and so links dynamically", cgo)
+		}
+	}
 	for _, d := range deps {
 		if ours, ok := strings.CutPrefix(d, module); ok && ours != "hookclient" && d != smallHook {
 			t.Errorf("the small hook binary links %s: only hookclient may be", d)
