@@ -532,15 +532,66 @@ func disjoint(p, q string) bool {
 
 // coveredBy reports whether every tool name pattern p matches is matched by
 // one of patterns. A pattern q covers p when q matches p with each '*' of p
-// taken as a character that only a '*' of q can match.
+// taken as a symbol that only a '*' of q can match: a symbol no byte is (a
+// byte such as NUL standing for it would let a pattern with that byte
+// cover a '*', and a role escape its ceiling's lists).
 func coveredBy(p string, patterns []string) bool {
-	marked := strings.ReplaceAll(p, "*", "\x00")
+	marked := make([]int, len(p))
+	for i := range len(p) {
+		marked[i] = int(p[i])
+		if p[i] == '*' {
+			marked[i] = star
+		}
+	}
 	for _, q := range patterns {
-		if q == p || strings.Contains(q, "*") && starMatch(q, marked) {
+		if q == p || strings.Contains(q, "*") && starMatchMarked(q, marked) {
 			return true
 		}
 	}
 	return false
+}
+
+// star is the symbol of a '*' of a pattern matched as a name (coveredBy).
+const star = -1
+
+// starMatchMarked is starMatch of a marked name: bytes, and stars that
+// only a '*' of pattern matches.
+func starMatchMarked(pattern string, s []int) bool {
+	parts := strings.Split(pattern, "*")
+	if !hasPrefixMarked(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, mid := range parts[1 : len(parts)-1] {
+		i := indexMarked(s, mid)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(mid):]
+	}
+	return len(s) >= len(last) && hasPrefixMarked(s[len(s)-len(last):], last)
+}
+
+func hasPrefixMarked(s []int, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := range len(prefix) {
+		if s[i] != int(prefix[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func indexMarked(s []int, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if hasPrefixMarked(s[i:], sub) {
+			return i
+		}
+	}
+	return -1
 }
 
 // NewMatcher compiles a pattern list. '*' matches any run of characters;

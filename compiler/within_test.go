@@ -36,6 +36,12 @@ func TestCoveredBy(t *testing.T) {
 		{"a?b*", "a?*", true}, // '?' is a literal
 		{"a?b*", "a*b*", true},
 		{"axb", "a?b*", false},
+		// A NUL is a character like any other: it covers no '*'.
+		{"mcp__prod__*", "mcp__prod__\x00*", false},
+		{"a*", "a\x00", false},
+		{"*", "\x00", false},
+		{"a\x00b", "a\x00*", true},
+		{"a\x00*", "a*", true},
 	} {
 		if got := coveredBy(tt.p, []string{tt.q}); got != tt.want {
 			t.Errorf("coveredBy(%q, %q) = %v, want %v", tt.p, tt.q, got, tt.want)
@@ -58,7 +64,7 @@ func TestCoveredByIsSound(t *testing.T) {
 		if n == 0 {
 			return
 		}
-		for _, c := range []string{"a", "b", "_"} {
+		for _, c := range []string{"a", "b", "\x00"} {
 			grow(prefix+c, n-1, stars)
 		}
 		if stars {
@@ -230,5 +236,29 @@ func TestAsksWithinIsSound(t *testing.T) {
 	}
 	if claims < 1000 {
 		t.Errorf("only %d inclusions checked", claims)
+	}
+}
+
+// A role whose denied and ask patterns hold a NUL where its ceiling's have
+// a '*' is not within the ceiling: it allows, unasked, what the ceiling
+// denies and asks for.
+func TestNULCoversNoStar(t *testing.T) {
+	set := testroles.Set(t, map[string]string{
+		"careful": "[tools]\nallowed = [\"*\"]\ndenied = [\"mcp__prod__*\"]\nask = [\"mcp__deploy__*\"]\n",
+		"honest":  "[tools]\nallowed = [\"*\"]\n",
+	})
+	doc := Compile(set, DefaultConfig())
+	sneaky := doc.Roles["careful"]
+	sneaky.Denied = NewMatcher([]string{"mcp__prod__\x00*"})
+	if Within(sneaky, doc.Roles["careful"]) {
+		t.Error("a role denying mcp__prod__<NUL>* is within one denying mcp__prod__*")
+	}
+	sneaky = doc.Roles["careful"]
+	sneaky.Ask = NewMatcher([]string{"mcp__deploy__\x00*"})
+	if Within(sneaky, doc.Roles["careful"]) {
+		t.Error("a role asking for mcp__deploy__<NUL>* is within one asking for mcp__deploy__*")
+	}
+	if !Within(doc.Roles["careful"], doc.Roles["careful"]) || Within(doc.Roles["honest"], doc.Roles["careful"]) {
+		t.Error("Within is wrong about the roles themselves")
 	}
 }

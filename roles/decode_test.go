@@ -55,6 +55,15 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`a.toml:2:1: tools.allowed: item 2: want a string, got integer 7`},
 		},
 		{
+			name: "patterns with control characters",
+			file: "a.toml",
+			src:  "[tools]\nallowed = [\"*\"]\ndenied = [\"ok\", \"mcp__prod__\\u0000*\"]\nask = [\"a\\u007fb\", \"c\\u0085\"]\n",
+			want: []string{
+				`a.toml:3:1: tools.denied: item 2: "mcp__prod__\x00*" is not a tool name or pattern (no spaces or control characters; '*' is the wildcard)`,
+				`a.toml:4:1: tools.ask: item 1: "a\x7fb" is not a tool name or pattern (no spaces or control characters; '*' is the wildcard)`,
+			},
+		},
+		{
 			name: "name must match the file",
 			file: "auditor.toml",
 			src:  "[role]\nname = \"security-auditor\"\n",
