@@ -106,26 +106,22 @@ func splitText(s string, n int) []string {
 	return append(parts, s)
 }
 
-// maxPiece bounds the piece that is byte-pair encoded whole. A piece is a
-// run of letters, digits or the like; past this length one (a megabyte of
-// "x", which an upstream or an agent can produce) would take seconds to
-// encode, stalling a call: it is counted in chunks of this length instead,
-// each encoded on its own. That can only count more tokens than tiktoken
-// (merges do not cross a chunk's end), never fewer.
-const maxPiece = 4 << 10
+// maxPiece bounds the piece that is byte-pair encoded. A piece is a run
+// of letters, digits or the like, and byte-pair encoding a long one takes
+// about a microsecond a byte (bpeCountLong): a megabyte of "x", which an
+// upstream or an agent can produce, a second. A longer piece counts a
+// token a byte, more than any encoding of it (a token is a byte at
+// least). Counting in chunks instead would not do: a merge across a
+// chunk's end can use up bytes that merge better on each side, and a run
+// of letters would count a token fewer than it is at some ends.
+const maxPiece = 1 << 20
 
-// pieceCount counts one piece, in chunks of at most maxPiece bytes.
+// pieceCount counts one piece: exactly, up to maxPiece bytes.
 func (t *Tokenizer) pieceCount(p string) int {
-	n := 0
-	for len(p) > maxPiece {
-		cut := maxPiece
-		for cut > 0 && !utf8.RuneStart(p[cut]) {
-			cut--
-		}
-		n += t.ranks.bpeCount(p[:cut])
-		p = p[cut:]
+	if len(p) > maxPiece {
+		return len(p)
 	}
-	return n + t.ranks.bpeCount(p)
+	return t.ranks.bpeCount(p)
 }
 
 // Prefix returns the longest prefix of s, ending between two of its

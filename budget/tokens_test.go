@@ -30,9 +30,8 @@ func TestTokenCounts(t *testing.T) {
 	}
 }
 
-// A prefix ends between pieces and counts no more than asked; a long run of
-// one character is counted in chunks, fast, and never below tiktoken's
-// count.
+// A prefix ends between pieces and counts no more than asked; a megabyte
+// run of one character is counted, and a short one exactly.
 func TestPrefixAndLongPieces(t *testing.T) {
 	t.Parallel()
 	tk := NewTokenizer()
@@ -56,6 +55,37 @@ func TestPrefixAndLongPieces(t *testing.T) {
 	short, _ := tk.Count(strings.Repeat("x", 1000))
 	if exact := tk.ranks.bpeCount(strings.Repeat("x", 1000)); short != int64(exact) {
 		t.Errorf("a short run: %d, exactly %d", short, exact)
+	}
+}
+
+// A long piece is counted as byte-pair encoding counts it whole, never
+// fewer: counted in chunks, a merge across a chunk's end can use up bytes
+// that would merge better on each side (bpeCount("slnatetlen") is 4, and
+// "sl" and "natetlen" count 1 and 3), so a run of letters could be
+// counted a token short at each end. Past maxPiece a piece counts a token
+// a byte, more than any encoding of it.
+func TestLongPiecesCountNoFewer(t *testing.T) {
+	t.Parallel()
+	tk := NewTokenizer()
+	tk.Count("x")
+	if whole, parts := tk.ranks.bpeCount("slnatetlen"), tk.ranks.bpeCount("sl")+tk.ranks.bpeCount("natetlen"); whole <= parts {
+		t.Fatalf("slnatetlen counts %d, its parts %d: the example no longer shows it", whole, parts)
+	}
+	rnd := rand.New(rand.NewPCG(5, 6))
+	syllables := []string{"a", "e", "i", "o", "u", "n", "t", "s", "r", "l", "th", "ing", "er", "re", "in", "an", "on", "st", "ed", "es", "ion", "at", "en"}
+	for i := range 40 {
+		var b strings.Builder
+		for b.Len() < 4<<10+rnd.IntN(12<<10) {
+			b.WriteString(syllables[rnd.IntN(len(syllables))])
+		}
+		s := b.String()
+		if got, whole := tk.pieceCount(s), tk.ranks.bpeCount(s); got != whole {
+			t.Fatalf("run %d, %d bytes: counted %d, whole %d", i, len(s), got, whole)
+		}
+	}
+	huge := strings.Repeat("ab", maxPiece/2) + "c"
+	if got, whole := tk.pieceCount(huge), tk.ranks.bpeCount(huge); got != len(huge) || got < whole {
+		t.Errorf("a piece of %d bytes: counted %d, whole %d", len(huge), got, whole)
 	}
 }
 
