@@ -9,12 +9,12 @@ import (
 )
 
 // conn is a connection to the daemon's socket on a file descriptor of its
-// own, read and written with blocking system calls whose timeouts the
-// socket keeps (SO_SNDTIMEO, SO_RCVTIMEO). The package net would do the
-// same through its poller, but linking it links cgo's name resolver, and
-// a dynamically linked hook binary takes about a millisecond longer to
-// start here than a static one: more than everything else the hook
-// process does.
+// own, read and written with blocking system calls that the socket's
+// timeouts (SO_SNDTIMEO, SO_RCVTIMEO) end at the connection's deadline.
+// The package net would do the same through its poller, but linking it
+// links cgo's name resolver, and a dynamically linked hook binary takes
+// about a millisecond longer to start here than a static one: more than
+// everything else the hook process does.
 type conn struct {
 	fd       int
 	deadline time.Time
@@ -34,7 +34,7 @@ func dialUnix(path string, timeout time.Duration, deadline time.Time) (*conn, er
 	c := &conn{fd: fd, deadline: time.Now().Add(timeout)}
 	// A unix socket's connect waits, when the listener's queue is full,
 	// as long as a send would.
-	if err := c.setTimeouts(); err != nil {
+	if err := c.setTimeout(syscall.SO_SNDTIMEO); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func dialUnix(path string, timeout time.Duration, deadline time.Time) (*conn, er
 		if err != syscall.EINTR {
 			break
 		}
-		if err = c.again(); err != nil {
+		if err = c.setTimeout(syscall.SO_SNDTIMEO); err != nil {
 			break
 		}
 	}
@@ -55,15 +55,13 @@ func dialUnix(path string, timeout time.Duration, deadline time.Time) (*conn, er
 		return nil, os.NewSyscallError("connect", err)
 	}
 	c.deadline = deadline
-	if err := c.setTimeouts(); err != nil {
-		c.Close()
-		return nil, err
-	}
 	return c, nil
 }
 
-// setTimeouts bounds the socket's reads and writes by the deadline.
-func (c *conn) setTimeouts() error {
+// setTimeout bounds the socket's next call of the kind of opt (SO_RCVTIMEO
+// or SO_SNDTIMEO) by the deadline: it times out with what is left of it,
+// or now when it has passed.
+func (c *conn) setTimeout(opt int) error {
 	left := time.Until(c.deadline)
 	if left <= 0 {
 		return errTimeout
@@ -72,31 +70,23 @@ func (c *conn) setTimeouts() error {
 	if tv.Sec == 0 && tv.Usec == 0 {
 		tv.Usec = 1 // zero would mean no timeout at all
 	}
-	for _, opt := range []int{syscall.SO_SNDTIMEO, syscall.SO_RCVTIMEO} {
-		if err := syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, opt, &tv); err != nil {
-			return os.NewSyscallError("setsockopt", err)
-		}
+	if err := syscall.SetsockoptTimeval(c.fd, syscall.SOL_SOCKET, opt, &tv); err != nil {
+		return os.NewSyscallError("setsockopt", err)
 	}
 	return nil
 }
 
-// again is whether a call interrupted by a signal may be made again: when
-// the deadline has not passed, with the time left.
-func (c *conn) again() error {
-	if time.Now().After(c.deadline) {
-		return errTimeout
-	}
-	return c.setTimeouts()
-}
-
+// Read reads, waiting no longer than the deadline: the socket's timeouts
+// bound each call, not the connection, so each call gets the time left (a
+// peer that sent a byte just before each timeout would keep it forever).
 func (c *conn) Read(p []byte) (int, error) {
 	for {
+		if err := c.setTimeout(syscall.SO_RCVTIMEO); err != nil {
+			return 0, err
+		}
 		n, err := syscall.Read(c.fd, p)
 		switch {
 		case err == syscall.EINTR:
-			if err := c.again(); err != nil {
-				return 0, err
-			}
 			continue
 		case err == syscall.EAGAIN:
 			return 0, errTimeout
@@ -114,12 +104,12 @@ func (c *conn) Read(p []byte) (int, error) {
 func (c *conn) Write(p []byte) (int, error) {
 	done := 0
 	for done < len(p) {
+		if err := c.setTimeout(syscall.SO_SNDTIMEO); err != nil {
+			return done, err
+		}
 		n, err := syscall.SendmsgN(c.fd, p[done:], nil, nil, syscall.MSG_NOSIGNAL)
 		switch {
 		case err == syscall.EINTR:
-			if err := c.again(); err != nil {
-				return done, err
-			}
 			continue
 		case err == syscall.EAGAIN:
 			return done, errTimeout

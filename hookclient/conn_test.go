@@ -117,6 +117,64 @@ func TestConnDeadline(t *testing.T) {
 	}
 }
 
+// The deadline is the connection's, not each read's: a peer that sends a
+// byte now and then, each before a read would time out, does not keep the
+// connection past it.
+func TestConnDeadlineIsNotPerRead(t *testing.T) {
+	t.Parallel()
+	l, path := listen(t)
+	const bytes, every = 30, 50 * time.Millisecond // 1.5 s in all
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for range bytes {
+			if _, err := c.Write([]byte("x")); err != nil {
+				return
+			}
+			time.Sleep(every) // the peer's pace, not the test's synchronisation
+		}
+	}()
+	c, err := dialUnix(path, time.Second, time.Now().Add(6*every))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := io.ReadAll(c)
+	if !errors.Is(err, errTimeout) || len(got) >= bytes {
+		t.Errorf("read %d of the peer's %d bytes, then %v: the deadline did not end the reads", len(got), bytes, err)
+	}
+}
+
+// A daemon that answers without end is refused once its answer passes the
+// payload's bound, not read for ever.
+func TestCallBoundsTheAnswer(t *testing.T) {
+	t.Parallel()
+	l, path := listen(t)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		json.NewDecoder(c).Decode(new(Request))
+		io.WriteString(c, `{"Stderr":"`)
+		chunk := bytes.Repeat([]byte("a"), 1<<20)
+		for range MaxPayload>>20 + 2 {
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(c, `","Exit":0}`)
+	}()
+	r, ok := Call(path, Request{Payload: []byte(pre)}, "")
+	if !ok || r.Exit != ExitRefused || !strings.Contains(r.Stderr, "the hook daemon did not answer") {
+		t.Errorf("got exit %d, %.200q, %v", r.Exit, r.Stderr, ok)
+	}
+}
+
 // A write is written whole, however little the peer reads at a time; the
 // peer's answer is read to its end; a peer that has gone is an error, not
 // a signal that kills the process.

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -151,7 +152,9 @@ func Call(socket string, req Request, program string) (Response, bool) {
 		return Response{}, false
 	}
 	var resp Response
-	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
+	// The answer is bounded as the payload is: a peer that streams
+	// without end is refused, not waited for.
+	if err := json.NewDecoder(io.LimitReader(conn, MaxPayload)).Decode(&resp); err != nil {
 		return Failure(req.Payload, fmt.Errorf("the hook daemon did not answer: %v", err)), true
 	}
 	return resp, true

@@ -77,10 +77,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // local runs the harness as answer does, and tells it to stop (SIGTERM)
-// when this process is told to.
+// when this process is told to; then the signals are ignored again, until
+// the answer is printed.
 func local(answer func(context.Context, hookclient.Request) hookclient.Response) func(context.Context, hookclient.Request) hookclient.Response {
 	return func(ctx context.Context, req hookclient.Request) hookclient.Response {
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer signal.Ignore(os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return answer(ctx, req)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/signal"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,7 +52,8 @@ func TestWrongCommandLine(t *testing.T) {
 
 // A call answered in the process hears of the process being told to stop
 // (Delegate then tells the harness it runs): local's context ends on
-// SIGTERM and on an interrupt.
+// SIGTERM and on an interrupt; once it has answered, both are ignored
+// again until the process has printed the answer.
 func TestLocalHearsSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		answer := local(func(ctx context.Context, _ hookclient.Request) hookclient.Response {
@@ -63,6 +65,9 @@ func TestLocalHearsSignals(t *testing.T) {
 		})
 		if r := answer(context.Background(), hookclient.Request{}); r.Stderr != "stopped" {
 			t.Errorf("%v: %+v", sig, r)
+		}
+		if !signal.Ignored(syscall.SIGTERM) || !signal.Ignored(syscall.SIGINT) {
+			t.Errorf("after %v, SIGTERM ignored: %v, SIGINT ignored: %v", sig, signal.Ignored(syscall.SIGTERM), signal.Ignored(syscall.SIGINT))
 		}
 	}
 }
