@@ -19,7 +19,7 @@ func (r ranks) bpeCount(piece string) int {
 	if _, ok := r[piece]; ok {
 		return 1
 	}
-	if len(piece) > 64 {
+	if len(piece) > longPiece {
 		return r.bpeCountLong(piece)
 	}
 	return r.bpeCountShort(piece)

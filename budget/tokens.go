@@ -29,6 +29,9 @@ type Tokenizer struct {
 	// memos hands each counting a memo of this tokenizer's piece counts
 	// (see pieceMemo).
 	memos sync.Pool
+	// encoded bounds the bytes of long pieces a counting byte-pair
+	// encodes (maxEncoded when 0; tests make it smaller).
+	encoded int
 }
 
 // NewTokenizer returns a tokenizer; it is safe for concurrent use.
@@ -66,16 +69,44 @@ func (t *Tokenizer) Count(s string) (int64, error) {
 }
 
 // count counts the tokens of valid UTF-8 text s (the vocabulary loaded).
+// It byte-pair encodes at most maxEncoded bytes of long pieces (longer
+// than longPiece); past that, a long piece counts a token a byte.
 func (t *Tokenizer) count(s string) int64 {
 	m, _ := t.memos.Get().(*pieceMemo)
 	if m == nil {
 		m = new(pieceMemo)
 	}
 	defer t.memos.Put(m)
+	left := t.encoded
+	if left <= 0 {
+		left = maxEncoded
+	}
+	encode := func(p string) int {
+		if len(p) > longPiece {
+			if len(p) > left {
+				return len(p)
+			}
+			left -= len(p)
+		}
+		return t.ranks.bpeCount(p)
+	}
 	var n int64
-	pieces(s, func(p string) { n += int64(m.count(p, t.pieceCount)) })
+	pieces(s, func(p string) { n += int64(m.count(p, encode)) })
 	return n
 }
+
+// longPiece is the length past which a piece is byte-pair encoded by
+// bpeCountLong, about a microsecond a byte.
+const longPiece = 64
+
+// maxEncoded bounds the bytes of long pieces one counting (one part of a
+// text, on one core) byte-pair encodes: about a second's work. Long
+// pieces are rare (a run of letters past 64 bytes, white space, symbols),
+// but a text made of them, which an upstream or an agent can write, would
+// take a second a megabyte, and a hook call that outlasts its deadline is
+// not charged. Past the bound a long piece counts a token a byte, more
+// than any encoding of it: the text costs more, never less.
+const maxEncoded = 1 << 20
 
 // parallelPart is the least text a core counts on its own: a large text
 // is counted in parts, each on a core (goroutine).

@@ -89,6 +89,43 @@ func TestLongPiecesCountNoFewer(t *testing.T) {
 	}
 }
 
+// A counting byte-pair encodes a bounded number of bytes of long pieces;
+// past the bound, a long piece counts a token a byte, more than its
+// encoding, and never a count the memo keeps.
+func TestCountingBoundsEncoding(t *testing.T) {
+	t.Parallel()
+	if memoPiece >= longPiece {
+		t.Fatalf("the memo keeps pieces of %d bytes, long ones are past %d: a bounded count would be remembered", memoPiece, longPiece)
+	}
+	rnd := rand.New(rand.NewPCG(7, 8))
+	letters := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + rnd.IntN(26))
+		}
+		return string(b)
+	}
+	p1, p2, p3 := letters(600), " "+letters(600), " "+letters(600)
+	text := p1 + p2 + p3
+	exact := NewTokenizer()
+	exact.Count("x")
+	whole := exact.ranks.bpeCount(p1) + exact.ranks.bpeCount(p2) + exact.ranks.bpeCount(p3)
+	if n, _ := exact.Count(text); n != int64(whole) {
+		t.Fatalf("unbounded: %d, piece by piece %d", n, whole)
+	}
+	bounded := NewTokenizer()
+	bounded.encoded = 1000
+	want := exact.ranks.bpeCount(p1) + len(p2) + len(p3)
+	for range 2 { // the second time with the memo the first left
+		if n, _ := bounded.Count(text); n != int64(want) || n < int64(whole) {
+			t.Errorf("bounded to 1000 bytes: %d, want %d (exactly %d)", n, want, whole)
+		}
+	}
+	if n, _ := bounded.Count(p1); n != int64(exact.ranks.bpeCount(p1)) {
+		t.Errorf("a text within the bound: %d, exactly %d", n, exact.ranks.bpeCount(p1))
+	}
+}
+
 // A large text is counted in parts, on several cores: the parts end where
 // pieces end, so the count is the text's, whatever it holds.
 func TestPartsCountAsTheWhole(t *testing.T) {
