@@ -24,21 +24,23 @@ import (
 // calls a built-in whose result is not a function of its arguments turns
 // the cache off). The key holds every key of the input that the compiled
 // modules read (reads.go finds them in the modules themselves), exactly,
-// except the usage, whose band it holds instead: the band where every
-// dimension of the session's and of the agent's budget is below its
-// warning and exhaustion thresholds, with whether the shell budget admits
-// one more call (rule 7), and the shell usage itself when it does not
-// (the refusal's message gives it). Within a band every comparison the
-// policy makes on usage (is_number, >= 0, whole, < warn_at, <
-// exhausted_at, +1 <= admits) comes out the same, so every rule decides
-// the same, and the only figures that follow the usage are the budget's
-// used and percent, which Go fills in (withUsage, percentOf: rule 4). No
-// reason or warning other than the shell refusal is computed from usage
-// in a band: budget reasons and warnings need a level above OK. A custom policy that reads the usage (input.budget,
-// input.agent_budget, the input whole, or a document of the harness's rules)
-// has the usage in its key exactly. TestCacheAgreesWithTheEngine holds the
-// cached and the uncached engine equal over a grid of calls and
-// FuzzCacheAgrees over arbitrary ones.
+// except the usage, of which it holds the band: for each dimension of the
+// session's and of the agent's budget, whether it is below its warning
+// and exhaustion thresholds (clear), and its usage itself when it is not;
+// for a clear shell dimension, whether the shell budget admits one more
+// call (rule 7), and the shell usage itself when it does not (the
+// refusal's message gives it). Within a band every comparison the policy
+// makes on usage (is_number, >= 0, whole, < warn_at, < exhausted_at, +1 <=
+// admits) comes out the same, so every rule decides the same, and the
+// only figures that follow the usage are the budget's used and percent,
+// which Go fills in (withUsage, percentOf: rule 4). No reason or warning
+// other than the shell refusal is computed from the usage of a clear
+// dimension: a budget's reasons and warnings are each of one dimension
+// above OK, whose usage the key holds. A custom policy that reads the
+// usage (input.budget, input.agent_budget, the input whole, or a document
+// of the harness's rules) has the usage in its key exactly.
+// TestCacheAgreesWithTheEngine holds the cached and the uncached engine
+// equal over a grid of calls and FuzzCacheAgrees over arbitrary ones.
 //
 // Only decisions an evaluation made are kept: a deny for an evaluation
 // error or a deadline never is.
@@ -145,11 +147,20 @@ func (c *decisionCache) get(key string, in contract.Input) (contract.Decision, b
 	return withUsage(d, in), true
 }
 
-// put keeps d, an evaluated decision of a call with key, if it is what the
-// band says it must be: every level OK.
-func (c *decisionCache) put(key string, d contract.Decision) {
-	if d.Signal != contract.LevelOK || d.AgentBudget != nil && d.AgentBudget.Signal != contract.LevelOK {
+// put keeps d, an evaluated decision of call in with key, if it is what
+// the band says it must be: each dimension the band has clear at level OK.
+func (c *decisionCache) put(key string, d contract.Decision, doc *compiler.Document, in contract.Input) {
+	dims := func(tokens, shell, cost *contract.Dimension) map[string]*contract.Dimension {
+		return map[string]*contract.Dimension{"tokens": tokens, "shell": shell, "cost": cost}
+	}
+	if !clearLevelsOK(doc.Roles[in.Role].Thresholds, in.Budget, dims(&d.Budget.Tokens, &d.Budget.Shell, &d.Budget.Cost)) {
 		return
+	}
+	if b, ok := doc.AgentBudget(in.Agent); ok {
+		a := d.AgentBudget
+		if a == nil || in.AgentBudget == nil || !clearLevelsOK(b.Thresholds, *in.AgentBudget, dims(a.Tokens, a.Shell, a.Cost)) {
+			return
+		}
 	}
 	// The cache keeps its own copy: the caller's is the caller's.
 	d.Reasons, d.Warnings = slices.Clone(d.Reasons), slices.Clone(d.Warnings)
@@ -165,13 +176,10 @@ func (c *decisionCache) put(key string, d contract.Decision) {
 	c.mu.Unlock()
 }
 
-// band appends to buf in's budget band, and reports whether in's usage is
-// in one the cache keeps: every dimension of the role's and of the agent's
-// budget below its warning and exhaustion thresholds. The band also holds
-// whether the shell budget admits one more call (rule 7), and when it does
-// not, the shell usage itself, which the refusal's message gives. An
-// unknown role, or an agent budget without the agent's usage, is not
-// cached.
+// band appends to buf in's budget band (see the top of this file), and
+// reports whether in's usage may be cached at all: an unknown role, an
+// agent budget without the agent's usage, negative usage or usage so large
+// that its percentage would overflow is not.
 func band(buf []byte, doc *compiler.Document, in contract.Input) ([]byte, bool) {
 	r, ok := doc.Roles[in.Role]
 	if !ok {
@@ -197,16 +205,20 @@ func bandOf(buf []byte, thresholds map[string]compiler.Threshold, u contract.Usa
 	if u.Tokens < 0 || u.Shell < 0 || u.CostMicros < 0 {
 		return buf, false
 	}
-	for _, dim := range []string{"tokens", "shell", "cost"} {
+	for _, dim := range dimensions {
 		t, ok := thresholds[dim]
 		if !ok {
 			continue
 		}
 		used := map[string]int64{"tokens": u.Tokens, "shell": u.Shell, "cost": u.CostMicros}[dim]
-		if !clearAt(t, used) {
+		switch {
+		case used > math.MaxInt64/100:
 			return buf, false
-		}
-		if dim == "shell" {
+		case !clearAt(t, used):
+			// Past a threshold: the usage itself, after a mark of the
+			// dimension's own.
+			buf = binary.AppendVarint(append(buf, "TSC"[slices.Index(dimensions, dim)]), used)
+		case dim == "shell":
 			if t.Admits != nil && used+1 > *t.Admits {
 				buf = binary.AppendVarint(append(buf, 'r'), used)
 			} else {
@@ -222,11 +234,25 @@ func bandOf(buf []byte, thresholds map[string]compiler.Threshold, u contract.Usa
 	return buf, true
 }
 
-// clearAt reports whether used is below every level threshold of t, and
-// small enough for percentOf.
+// dimensions are a budget's, in the band's order.
+var dimensions = []string{"tokens", "shell", "cost"}
+
+// clearLevelsOK reports whether each dimension of thresholds that usage u
+// has clear is at level OK among dims (a decision's), as the band claims.
+func clearLevelsOK(thresholds map[string]compiler.Threshold, u contract.Usage, dims map[string]*contract.Dimension) bool {
+	used := map[string]int64{"tokens": u.Tokens, "shell": u.Shell, "cost": u.CostMicros}
+	for dim, t := range thresholds {
+		if d := dims[dim]; clearAt(t, used[dim]) && (d == nil || d.Level != contract.LevelOK) {
+			return false
+		}
+	}
+	return true
+}
+
+// clearAt reports whether used is below every level threshold of t.
 func clearAt(t compiler.Threshold, used int64) bool {
 	switch {
-	case used > math.MaxInt64/100 || used >= t.WarnAt:
+	case used >= t.WarnAt:
 		return false
 	case t.ExhaustedAt != nil && used >= *t.ExhaustedAt:
 		return false
@@ -270,7 +296,7 @@ func fill(d *contract.Dimension, used int64) {
 }
 
 // percentOf is rule 4: floor(used*100/limit); for a limit of 0, 0% unused
-// and 100% used. used*100 does not overflow (clearAt).
+// and 100% used. used*100 does not overflow (bandOf).
 func percentOf(used, limit int64) int64 {
 	switch {
 	case limit > 0:

@@ -104,6 +104,7 @@ func TestCacheKeysTellCallsApart(t *testing.T) {
 	c := cacheFor(Modules())
 	base := contract.Input{Role: "coder", Tool: "ctx_read", Agent: "a"}
 	with := func(f func(*contract.Input)) contract.Input { in := base; f(&in); return in }
+	warnAt, costWarnAt := doc.Roles["coder"].Thresholds["tokens"].WarnAt, doc.Roles["coder"].Thresholds["cost"].WarnAt
 	inputs := []contract.Input{
 		base,
 		with(func(in *contract.Input) { in.Tool = "ctx_rea"; in.Upstream = "d" }),
@@ -127,6 +128,12 @@ func TestCacheKeysTellCallsApart(t *testing.T) {
 		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": nil} }),
 		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": "\xff"} }),
 		with(func(in *contract.Input) { in.Arguments = map[string]any{"a": "\uFFFD"} }),
+		// Past a threshold, the usage of that dimension itself.
+		with(func(in *contract.Input) { in.Budget.Tokens = warnAt }),
+		with(func(in *contract.Input) { in.Budget.Tokens = warnAt + 1 }),
+		with(func(in *contract.Input) { in.Budget.CostMicros = costWarnAt }),
+		with(func(in *contract.Input) { in.Budget.CostMicros = costWarnAt + 1 }),
+		with(func(in *contract.Input) { in.Budget.Tokens, in.Budget.CostMicros = warnAt, costWarnAt }),
 		with(func(in *contract.Input) { in.Budget.Shell = 99 }), // coder's shell budget admits no 100th call... not yet: 99+1 <= 100
 	}
 	seen := map[string]int{}
@@ -199,6 +206,77 @@ func checkCached(t testing.TB, e *Engine, in contract.Input) bool {
 	return ok
 }
 
+// pastAThreshold are usages with one dimension at or past a threshold
+// (its warning, its exhaustion, the shell budget's last call), each with
+// the other dimensions at several points of their clear band, one after
+// the other: calls whose key holds that dimension's usage exactly and the
+// others' band, so that some come from the cache.
+func pastAThreshold(r compiler.RoleDoc) []contract.Usage {
+	var out []contract.Usage
+	set := func(u *contract.Usage, dim string, n int64) {
+		switch dim {
+		case "tokens":
+			u.Tokens = n
+		case "shell":
+			u.Shell = n
+		default:
+			u.CostMicros = n
+		}
+	}
+	dims := []string{"tokens", "shell", "cost"}
+	for _, dim := range dims {
+		th := r.Thresholds[dim]
+		points := []int64{th.WarnAt, th.WarnAt + 1}
+		for _, p := range []*int64{th.ExhaustedAt, th.Admits} {
+			if p != nil {
+				points = append(points, *p, *p+1)
+			}
+		}
+		for _, n := range points {
+			for _, k := range []int64{0, 1, 3} {
+				u := contract.Usage{}
+				set(&u, dim, n)
+				for _, other := range dims {
+					if other != dim {
+						set(&u, other, max(r.Thresholds[other].WarnAt-1, 0)*k/3)
+					}
+				}
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// A call refused for an exhausted budget, made again with other usage of
+// the dimensions below their thresholds (an agent retrying while its cost
+// grows), comes from the cache: the refusal's message gives only the
+// exhausted dimension's usage, which the key holds.
+func TestCacheAnswersPastAThreshold(t *testing.T) {
+	doc := cacheDoc(t)
+	e, err := New(context.Background(), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relaxed(e)
+	exhausted := *doc.Roles["coder"].Thresholds["tokens"].ExhaustedAt
+	warned := doc.Roles["coder"].Thresholds["tokens"].WarnAt
+	for _, tokens := range []int64{exhausted, exhausted + 5, warned} {
+		in := contract.Input{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "main.go"}, Session: "s", Agent: "a", Budget: contract.Usage{Tokens: tokens}}
+		checkCached(t, e, in)
+		for cost := range int64(5) {
+			in.Budget.CostMicros = cost * 7
+			if !checkCached(t, e, in) {
+				t.Errorf("tokens %d, cost %d: not from the cache", tokens, in.Budget.CostMicros)
+			}
+		}
+		in.Budget.Tokens++
+		if checkCached(t, e, in) {
+			t.Errorf("tokens %d: from the cache of tokens %d", in.Budget.Tokens, tokens)
+		}
+	}
+}
+
 // The cached engine decides as the uncached one over a grid of calls:
 // roles with every kind of limit, tools of each kind and origin, arguments
 // the rules and the policies look at, sessions, projects, agents with and
@@ -246,7 +324,7 @@ func TestCacheAgreesWithTheEngine(t *testing.T) {
 						for _, a := range agents {
 							for _, au := range a.usage {
 								session, project := []string{"s-ok", "s-deny"}[i%2], []string{"/p", "/secret"}[i%2]
-								for _, u := range usages(doc.Roles[role]) {
+								for _, u := range append(usages(doc.Roles[role]), pastAThreshold(doc.Roles[role])...) {
 									in := contract.Input{Role: role, Tool: tool.Name, Upstream: tool.Upstream, UpstreamTool: tool.UpstreamTool,
 										Arguments: args, Budget: u, AgentBudget: au, Session: session, Agent: a.name, Project: project}
 									if checkCached(t, e, in) {
@@ -290,6 +368,10 @@ func FuzzCacheAgrees(f *testing.F) {
 		}
 		checkCached(t, e, in)
 		in.Budget = contract.Usage{Tokens: tokens2, Shell: shell2, CostMicros: cost2}
+		checkCached(t, e, in)
+		in.Budget = contract.Usage{Tokens: tokens2, Shell: shell, CostMicros: cost}
+		checkCached(t, e, in)
+		in.Budget = contract.Usage{Tokens: tokens, Shell: shell2, CostMicros: cost}
 		checkCached(t, e, in)
 		in.AgentBudget = &contract.Usage{Tokens: tokens2 % 1000, Shell: agentShell + 1}
 		checkCached(t, e, in)

@@ -304,7 +304,7 @@ func (e *Engine) Decide(ctx context.Context, in contract.Input) (contract.Decisi
 	}
 	d, evaluated, err := e.evaluate(ctx, l, in)
 	if cached && evaluated {
-		l.cache.put(key, d)
+		l.cache.put(key, d, l.doc, in)
 	}
 	return d, err
 }
