@@ -185,17 +185,25 @@ func band(buf []byte, doc *compiler.Document, in contract.Input) ([]byte, bool) 
 	if !ok {
 		return buf, false
 	}
-	if buf, ok = bandOf(buf, r.Thresholds, in.Budget); !ok {
+	// Each band goes length first: the role's and the agent's are told
+	// apart whatever their marks (a role's band may end with its cost,
+	// and an agent's begin with its own).
+	var sub []byte
+	if sub, ok = bandOf(nil, r.Thresholds, in.Budget); !ok {
 		return buf, false
 	}
+	buf = appendString(buf, string(sub))
 	b, ok := doc.AgentBudget(in.Agent)
 	if !ok {
-		return buf, true
+		return append(buf, 'n'), true
 	}
 	if in.AgentBudget == nil {
 		return buf, false
 	}
-	return bandOf(buf, b.Thresholds, *in.AgentBudget)
+	if sub, ok = bandOf(nil, b.Thresholds, *in.AgentBudget); !ok {
+		return buf, false
+	}
+	return appendString(append(buf, 'y'), string(sub)), true
 }
 
 // bandOf appends the band of u under thresholds (see band).

@@ -167,6 +167,9 @@ func cacheDoc(t *testing.T) *compiler.Document {
 	cfg.AgentBudgets = map[string]compiler.AgentBudget{
 		"budgeted":   {Period: "day", Tokens: n(1000), Shell: n(3), CostMicros: n(1_000_000), WarnPercent: 80, BlockPercent: 100},
 		"shell-only": {Period: "total", Shell: n(2), WarnPercent: 50, BlockPercent: 100},
+		// Bounding cost and no shell: its band begins where the role's
+		// may end.
+		"cost-only": {Period: "day", CostMicros: n(4_500_000), WarnPercent: 80, BlockPercent: 100},
 	}
 	cfg.Protect = compiler.Protect{Home: "/home/dev", Paths: []string{"/home/dev/.lean-ctx"}}
 	set := testroles.Set(t, files)
@@ -277,6 +280,28 @@ func TestCacheAnswersPastAThreshold(t *testing.T) {
 	}
 }
 
+// The role's band and the agent's are told apart: a call with the role's
+// cost past a threshold and the agent's clear is not one with the role's
+// clear and the agent's past it, though both bands are a clear shell and
+// one cost (a warn came from the cache where OPA refuses).
+func TestCacheTellsTheRolesBandFromTheAgents(t *testing.T) {
+	doc := cacheDoc(t)
+	e, err := New(context.Background(), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relaxed(e)
+	for _, cost := range []int64{4_500_000, 8_000_000} {
+		a := contract.Input{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "main.go"}, Session: "s", Agent: "cost-only",
+			Budget: contract.Usage{CostMicros: cost}, AgentBudget: &contract.Usage{}}
+		b := a
+		b.Budget, b.AgentBudget = contract.Usage{}, &contract.Usage{CostMicros: cost}
+		checkCached(t, e, a)
+		checkCached(t, e, b)
+		checkCached(t, e, a)
+	}
+}
+
 // The cached engine decides as the uncached one over a grid of calls:
 // roles with every kind of limit, tools of each kind and origin, arguments
 // the rules and the policies look at, sessions, projects, agents with and
@@ -306,7 +331,7 @@ func TestCacheAgreesWithTheEngine(t *testing.T) {
 				usage []*contract.Usage
 			}
 			agents := []agent{{"none", []*contract.Usage{nil}}, {"budgeted", []*contract.Usage{{Shell: 2}, nil}},
-				{"shell-only", []*contract.Usage{{Tokens: 5}}}}
+				{"shell-only", []*contract.Usage{{Tokens: 5}}}, {"cost-only", []*contract.Usage{{}, {CostMicros: 3_600_000}, {CostMicros: 4_500_000}}}}
 			exact := name == "usage" || name == "agent" || name == "whole" || name == "rules"
 			if testing.Short() || raceDetector || name != "paths" {
 				// The other policies on fewer calls: they differ in what
@@ -355,7 +380,7 @@ func FuzzCacheAgrees(f *testing.F) {
 	}
 	relaxed(e)
 	names := append(slices.Sorted(maps.Keys(doc.Roles)), "nobody")
-	agents := []string{"none", "budgeted", "shell-only"}
+	agents := []string{"none", "budgeted", "shell-only", "cost-only"}
 	f.Add(uint8(0), "ctx_read", "main.go", uint8(0), int64(0), int64(0), int64(0), int64(10), int64(1), int64(0), int64(0))
 	f.Add(uint8(3), "ctx_shell", "secret", uint8(1), int64(5), int64(2), int64(100), int64(50), int64(3), int64(0), int64(2))
 	f.Add(uint8(7), "lean__ctx_edit", "~/.lean-ctx/x", uint8(2), int64(-1), int64(99), int64(0), int64(1<<40), int64(0), int64(7), int64(1))
