@@ -216,16 +216,7 @@ func checkCached(t testing.TB, e *Engine, in contract.Input) bool {
 // others' band, so that some come from the cache.
 func pastAThreshold(r compiler.RoleDoc) []contract.Usage {
 	var out []contract.Usage
-	set := func(u *contract.Usage, dim string, n int64) {
-		switch dim {
-		case "tokens":
-			u.Tokens = n
-		case "shell":
-			u.Shell = n
-		default:
-			u.CostMicros = n
-		}
-	}
+	set := setUsage
 	dims := []string{"tokens", "shell", "cost"}
 	for _, dim := range dims {
 		th := r.Thresholds[dim]

@@ -299,6 +299,19 @@ func usesFullDecision(t *testing.T, eval func(rego.EvalOption)) bool {
 }
 
 // usages are the usages around every threshold of a role, and between
+
+// setUsage sets u's usage of dimension dim ("tokens", "shell", "cost").
+func setUsage(u *contract.Usage, dim string, n int64) {
+	switch dim {
+	case "tokens":
+		u.Tokens = n
+	case "shell":
+		u.Shell = n
+	default:
+		u.CostMicros = n
+	}
+}
+
 // them (where a percentage leaves a remainder).
 func usages(r compiler.RoleDoc) []contract.Usage {
 	out := []contract.Usage{{}, {Tokens: -1}, {Tokens: r.Thresholds["tokens"].WarnAt/3 + 1, Shell: r.Thresholds["shell"].WarnAt / 2, CostMicros: r.Thresholds["cost"].WarnAt/7 + 3}}
@@ -315,14 +328,7 @@ func usages(r compiler.RoleDoc) []contract.Usage {
 				continue
 			}
 			u := contract.Usage{}
-			switch dim {
-			case "tokens":
-				u.Tokens = n
-			case "shell":
-				u.Shell = n
-			default:
-				u.CostMicros = n
-			}
+			setUsage(&u, dim, n)
 			out = append(out, u)
 		}
 	}
