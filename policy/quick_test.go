@@ -298,8 +298,6 @@ func usesFullDecision(t *testing.T, eval func(rego.EvalOption)) bool {
 	return false
 }
 
-// usages are the usages around every threshold of a role, and between
-
 // setUsage sets u's usage of dimension dim ("tokens", "shell", "cost").
 func setUsage(u *contract.Usage, dim string, n int64) {
 	switch dim {
@@ -312,6 +310,7 @@ func setUsage(u *contract.Usage, dim string, n int64) {
 	}
 }
 
+// usages are the usages around every threshold of a role, and between
 // them (where a percentage leaves a remainder).
 func usages(r compiler.RoleDoc) []contract.Usage {
 	out := []contract.Usage{{}, {Tokens: -1}, {Tokens: r.Thresholds["tokens"].WarnAt/3 + 1, Shell: r.Thresholds["shell"].WarnAt / 2, CostMicros: r.Thresholds["cost"].WarnAt/7 + 3}}
