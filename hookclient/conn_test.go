@@ -86,6 +86,19 @@ func listen(t *testing.T) (net.Listener, string) {
 	return l, path
 }
 
+// serve answers the first connection to l with f on a goroutine of its
+// own, and closes it after.
+func serve(l net.Listener, f func(net.Conn)) {
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		f(c)
+	}()
+}
+
 // A connection's reads and writes end at its deadline, with a peer that
 // takes the connection and neither reads nor answers.
 func TestConnDeadline(t *testing.T) {
@@ -124,19 +137,14 @@ func TestConnDeadlineIsNotPerRead(t *testing.T) {
 	t.Parallel()
 	l, path := listen(t)
 	const bytes, every = 30, 50 * time.Millisecond // 1.5 s in all
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	serve(l, func(c net.Conn) {
 		for range bytes {
 			if _, err := c.Write([]byte("x")); err != nil {
 				return
 			}
 			time.Sleep(every) // the peer's pace, not the test's synchronisation
 		}
-	}()
+	})
 	c, err := dialUnix(path, time.Second, time.Now().Add(6*every))
 	if err != nil {
 		t.Fatal(err)
@@ -153,12 +161,7 @@ func TestConnDeadlineIsNotPerRead(t *testing.T) {
 func TestCallBoundsTheAnswer(t *testing.T) {
 	t.Parallel()
 	l, path := listen(t)
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	serve(l, func(c net.Conn) {
 		json.NewDecoder(c).Decode(new(Request))
 		io.WriteString(c, `{"Stderr":"`)
 		chunk := bytes.Repeat([]byte("a"), 1<<20)
@@ -168,7 +171,7 @@ func TestCallBoundsTheAnswer(t *testing.T) {
 			}
 		}
 		io.WriteString(c, `","Exit":0}`)
-	}()
+	})
 	r, ok := Call(path, Request{Payload: []byte(pre)}, "")
 	if !ok || r.Exit != ExitRefused || !strings.Contains(r.Stderr, "the hook daemon did not answer") {
 		t.Errorf("got exit %d, %.200q, %v", r.Exit, r.Stderr, ok)
@@ -183,11 +186,7 @@ func TestConnWritesAndReads(t *testing.T) {
 	l, path := listen(t)
 	msg := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
 	got := make(chan []byte, 1)
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
+	serve(l, func(c net.Conn) {
 		var b bytes.Buffer
 		buf := make([]byte, 1000)
 		for b.Len() < len(msg) {
@@ -199,8 +198,7 @@ func TestConnWritesAndReads(t *testing.T) {
 		}
 		got <- b.Bytes()
 		io.WriteString(c, "the answer")
-		c.Close()
-	}()
+	})
 	c, err := dialUnix(path, time.Second, time.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -250,14 +248,9 @@ func TestDialNothing(t *testing.T) {
 func TestCallWithoutAnswer(t *testing.T) {
 	t.Parallel()
 	l, path := listen(t)
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
+	serve(l, func(c net.Conn) {
 		json.NewDecoder(c).Decode(new(Request))
-		c.Close()
-	}()
+	})
 	r, ok := Call(path, Request{Payload: []byte(pre)}, "")
 	if !ok || r.Exit != ExitRefused || !strings.Contains(r.Stderr, "the hook daemon did not answer") {
 		t.Errorf("got %+v, %v", r, ok)
