@@ -549,7 +549,7 @@ func (c *Config) set(path string, v any, project bool) error {
 			return err
 		}
 		for i, p := range list {
-			if p == "" || strings.ContainsAny(p, " \t\n") {
+			if !roles.ValidPattern(p) {
 				return fmt.Errorf("item %d: %q is not a tool pattern", i+1, p)
 			}
 		}
@@ -1097,7 +1097,7 @@ func toolNames(v any) ([]string, error) {
 	out := []string{}
 	for i, item := range list {
 		s, ok := item.(string)
-		if !ok || s == "" || strings.ContainsAny(s, "* \t\n") {
+		if !ok || !roles.ValidPattern(s) || strings.Contains(s, "*") {
 			return nil, fmt.Errorf("item %d: %s is not a tool name (exact names only, no '*')", i+1, strict.TypeName(item))
 		}
 		out = append(out, s)

@@ -182,6 +182,10 @@ func TestErrors(t *testing.T) {
 			`:2:1: ledger.replicas may only be set in the user's harness.toml`,
 			`:3:1: ledger.timeout may only be set in the user's harness.toml`}},
 		{"pattern as shell tool", "[tools]\nshell = [\"ctx_*\"]\n", "", []string{`tools.shell: item 1: string "ctx_*" is not a tool name`}},
+		{"control character in an edit pattern", "[tools]\nedit = [\"ctx_edit\\u0000*\"]\n", "", []string{`:2:1: tools.edit: item 1: "ctx_edit\x00*" is not a tool pattern`}},
+		{"unicode space in an edit pattern", "[tools]\nedit = [\"fs\\u00a0*\"]\n", "", []string{`tools.edit: item 1: "fs\u00a0*" is not a tool pattern`}},
+		{"control character in a shell tool", "", "[tools]\nshell = [\"bash\\u001b\"]\n", []string{`tools.shell: item 1: string "bash\x1b" is not a tool name`}},
+		{"control character in an exempt tool", "[tools]\nexempt = [\"ctx_session\\t\"]\n", "", []string{`tools.exempt: item 1: string "ctx_session\t" is not a tool name`}},
 		{"unpriced default model", "[cost]\ndefault_model = \"gpt-9\"\n", "", []string{`:2:1: cost.default_model: no price for model "gpt-9"`}},
 		{"unpriced default model beside another error", "[cost]\ndefault_model = \"gpt-9\"\n[log]\nmax_files = 0\n", "", []string{
 			`:2:1: cost.default_model: no price for model "gpt-9"`, `:4:1: log.max_files: integer 0: want a whole number`}},

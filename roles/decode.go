@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"unicode"
 
 	"github.com/agentharness/harness/internal/strict"
 )
@@ -172,9 +171,7 @@ func convert(k kind, v any) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("item %d: %w", i+1, strict.WantType("a string", item))
 			}
-			// A control character names no tool, and one in a pattern
-			// is a way to make it look like another.
-			if s == "" || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			if !ValidPattern(s) {
 				return nil, fmt.Errorf("item %d: %s is not a tool name or pattern (no spaces or control characters; '*' is the wildcard)", i+1, strict.Quote(s))
 			}
 			out = append(out, s)

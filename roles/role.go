@@ -3,6 +3,8 @@ package roles
 import (
 	"fmt"
 	"regexp"
+	"strings"
+	"unicode"
 
 	"github.com/agentharness/harness/internal/strict"
 )
@@ -69,6 +71,14 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // ValidName reports whether s may name a role: 1 to 64 characters of
 // [A-Za-z0-9_-].
 func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+// ValidPattern reports whether s can be a tool name or pattern: not empty,
+// without spaces (of any script) or control characters. Such a character
+// names no tool, and one in a pattern is a way to make it look like
+// another.
+func ValidPattern(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
+}
 
 func checkName(s string) error {
 	if !ValidName(s) {
