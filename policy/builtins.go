@@ -80,6 +80,23 @@ var refusedBuiltins = []string{
 	"providers.aws.sign_req",
 }
 
+// clockBuiltins are allowed built-ins whose result depends on the time
+// although OPA does not mark them non-deterministic: a certificate chain
+// is verified against the clock (NotBefore, NotAfter). A policy calling
+// one is never answered from the decision cache, which would go on
+// allowing what the policy refuses once a certificate expires. A built-in
+// OPA adds is decided on in TestBuiltinLists; one whose result may change
+// while its arguments do not belongs here unless OPA marks it.
+var clockBuiltins = []string{
+	"crypto.x509.parse_and_verify_certificates",
+}
+
+// variesAlone reports whether a built-in's result may change while its
+// arguments do not: OPA marks it non-deterministic, or it reads the clock.
+func variesAlone(b *ast.Builtin) bool {
+	return b.Nondeterministic || slices.Contains(clockBuiltins, b.Name)
+}
+
 // Capabilities are what the harness's policy and custom policies are
 // compiled with: OPA's capabilities, with only the allowed built-ins and no
 // network host.

@@ -31,6 +31,11 @@ func TestBuiltinLists(t *testing.T) {
 			t.Errorf("built-in %s is both allowed and refused", n)
 		}
 	}
+	for _, n := range clockBuiltins {
+		if !slices.Contains(allowedBuiltins, n) {
+			t.Errorf("built-in %s reads the clock but is not allowed", n)
+		}
+	}
 }
 
 // Capabilities keep the allowed built-ins only: one OPA would add later is

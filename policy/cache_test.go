@@ -43,6 +43,14 @@ func TestInputReads(t *testing.T) {
 		{"other custom policies", "warn contains \"x\" if data.harness.custom.other.flag", "", false, false},
 		{"time", "warn contains \"x\" if time.now_ns() > 0", "", false, true},
 		{"random", "warn contains \"x\" if { n := rand.intn(\"k\", 10); n > 5 }", "", false, true},
+		// OPA does not mark it, but it checks the certificates' validity
+		// against the clock.
+		{"certificates verified", "deny contains \"x\" if { [ok, _] := crypto.x509.parse_and_verify_certificates(\"c\"); not ok }", "", false, true},
+		// A built-in named as the value of a with is called in place of
+		// the function it replaces.
+		{"a function replaced by a built-in", "verify(_, _) := [true, {}, {}]\ndeny contains \"x\" if { [ok, _, _] := verify(\"t\", {}) with verify as io.jwt.decode_verify; not ok }", "", false, true},
+		{"a random built-in in a with", "pick(_, _) := 1\nwarn contains \"x\" if { n := pick(\"k\", 10) with pick as rand.intn; n > 5 }", "", false, true},
+		{"a built-in replaced", "warn contains \"x\" if { time.now_ns() > 0 with time.now_ns as 5 }", "", false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := ast.MustParseModuleWithOpts("package harness.custom.p\n"+tt.src, ast.ParserOptions{RegoVersion: ast.RegoV1})
@@ -83,6 +91,8 @@ func TestCacheKeyOfCustomPolicies(t *testing.T) {
 		{"whole", "deny contains \"w\" if { some k, v in input; k == v }", strings.Join(keyFields, ","), true, true, false},
 		{"rules", "warn contains \"r\" if data.harness.signal == \"OK\"", strings.Join(keyFields, ","), true, true, false},
 		{"time", "warn contains \"t\" if time.now_ns() < 0", "role,tool,upstream,upstream_tool,arguments,agent", false, false, true},
+		{"certificates verified", "deny contains \"c\" if { [ok, _] := crypto.x509.parse_and_verify_certificates(input.arguments.chain); not ok }", "role,tool,upstream,upstream_tool,arguments,agent", false, false, true},
+		{"time through a with", "verify(_, _) := [true, {}, {}]\ndeny contains \"j\" if { [ok, _, _] := verify(input.arguments.token, {\"secret\": \"k\"}) with verify as io.jwt.decode_verify; not ok }", "role,tool,upstream,upstream_tool,arguments,agent", false, false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := tt.src

@@ -20,7 +20,8 @@ type reads struct {
 	all  bool
 	// nondeterministic is set when a module calls a built-in whose result
 	// is not a function of its arguments (time.now_ns, rand.intn,
-	// uuid.rfc4122...): such a policy's decisions are never cached.
+	// uuid.rfc4122, a certificate's verification...), or names one in a
+	// with: such a policy's decisions are never cached.
 	nondeterministic bool
 }
 
@@ -65,13 +66,16 @@ func (r *reads) builtin(ref ast.Ref) {
 	if ref == nil {
 		return
 	}
-	if b, ok := ast.BuiltinMap[ref.String()]; ok && b.Nondeterministic {
+	if b, ok := ast.BuiltinMap[ref.String()]; ok && variesAlone(b) {
 		r.nondeterministic = true
 	}
 }
 
 // ref notes what a reference reads.
 func (r *reads) ref(ref ast.Ref, customOnly bool) {
+	// A built-in named other than as a call's operator is the value of a
+	// with: it is called in place of the function the with replaces.
+	r.builtin(ref)
 	switch {
 	case ref.HasPrefix(ast.InputRootRef):
 		if len(ref) < 2 {
