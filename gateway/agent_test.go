@@ -47,7 +47,8 @@ func rawUpstreamConfig(t *testing.T, name string) UpstreamConfig {
 }
 
 // rawUpstream is an MCP server of one tool, raw, that answers a call with
-// what its arguments say: first the notifications of "notify" (raw
+// what its arguments say: with "touch", it first creates that file (a
+// side effect a test can see); then the notifications of "notify" (raw
 // JSON-RPC messages), then the result "result" as it is, or the JSON-RPC
 // error "error"; or, with "ask" (a method and params), it makes that
 // request of its client and answers the response it got as text. Reading the resource raw://R answers the result R (JSON,
@@ -80,9 +81,13 @@ func rawUpstream(in io.Reader, out io.Writer) {
 					Ask    *message          `json:"ask"`
 					Result json.RawMessage   `json:"result"`
 					Error  *rpcError         `json:"error"`
+					Touch  string            `json:"touch"`
 				} `json:"arguments"`
 			}
 			json.Unmarshal(m.Params, &p)
+			if p.Arguments.Touch != "" {
+				os.WriteFile(p.Arguments.Touch, nil, 0o600)
+			}
 			for _, n := range p.Arguments.Notify {
 				w.send(n)
 			}

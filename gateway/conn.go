@@ -241,7 +241,7 @@ func (c *stdioConn) fail() {
 func (c *stdioConn) write(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
+	if _, err := c.stdin.Write(appendLine(make([]byte, 0, len(b)+1), b)); err != nil {
 		return err
 	}
 	return nil

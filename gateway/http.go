@@ -573,7 +573,7 @@ func (e *eventStream) write(ctx context.Context, sessionDone <-chan struct{}) {
 		case msg := <-e.queue:
 			e.n++
 			e.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-			_, err := fmt.Fprintf(e.w, "id: %d\nevent: message\ndata: %s\n\n", e.n, msg)
+			_, err := fmt.Fprintf(e.w, "id: %d\nevent: message\ndata: %s\n\n", e.n, oneLine(msg))
 			if err == nil {
 				err = e.rc.Flush()
 			}
@@ -632,7 +632,7 @@ func (r *responseStream) send(msg []byte) error {
 
 func (r *responseStream) event(msg []byte) error {
 	r.n++
-	if _, err := fmt.Fprintf(r.w, "id: %d\nevent: message\ndata: %s\n\n", r.n, msg); err != nil {
+	if _, err := fmt.Fprintf(r.w, "id: %d\nevent: message\ndata: %s\n\n", r.n, oneLine(msg)); err != nil {
 		return err
 	}
 	return r.rc.Flush()

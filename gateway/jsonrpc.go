@@ -193,3 +193,43 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return b
 }
+
+// oneLine is the message b on one line, a line break made a space. The
+// gateway writes a message a line (stdio) or as an event's one data line
+// (SSE), and a message may carry another peer's JSON raw (a result, an
+// answer), which may hold line breaks between its tokens: passed on, they
+// would split it into messages of that peer's choosing. A line break in
+// JSON is whitespace between tokens (within a string it is escaped), so
+// as a space it means the same; CR goes too, which some readers take for a
+// line's end. b is not changed.
+func oneLine(b []byte) []byte {
+	if bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0 {
+		return b
+	}
+	out := bytes.Clone(b)
+	spaceBreaks(out)
+	return out
+}
+
+// appendLine appends the message b to dst as one line (see oneLine) and
+// its end.
+func appendLine(dst, b []byte) []byte {
+	n := len(dst)
+	dst = append(dst, b...)
+	spaceBreaks(dst[n:])
+	return append(dst, '\n')
+}
+
+// spaceBreaks makes every CR and LF of b a space.
+func spaceBreaks(b []byte) {
+	for _, c := range []byte{'\n', '\r'} {
+		for i := 0; ; {
+			j := bytes.IndexByte(b[i:], c)
+			if j < 0 {
+				break
+			}
+			i += j
+			b[i] = ' '
+		}
+	}
+}

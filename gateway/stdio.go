@@ -25,9 +25,7 @@ func (l *lineWriter) send(msg []byte) error {
 	if l.err != nil {
 		return l.err
 	}
-	buf := make([]byte, 0, len(msg)+1)
-	buf = append(append(buf, msg...), '\n')
-	_, l.err = l.w.Write(buf)
+	_, l.err = l.w.Write(appendLine(make([]byte, 0, len(msg)+1), msg))
 	return l.err
 }
 
