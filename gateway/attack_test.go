@@ -878,3 +878,44 @@ func TestAttackKeysInAnotherCase(t *testing.T) {
 		})
 	}
 }
+
+// A resource with both a text and a blob is read by the agent's client as
+// a text (the MCP TypeScript SDK's union tries TextResourceContents first,
+// as mcp-go's ParseResourceContents does), and its blob may be read too:
+// it is charged for both. Charged by its blob alone, a blob of one base64
+// character (0 tokens) carried any text uncharged.
+func TestTextBesideABlobIsCharged(t *testing.T) {
+	t.Parallel()
+	words := strings.Repeat("words of a result ", 2000) // 8,000 tokens
+	res := map[string]any{"uri": "file:///x", "mimeType": "text/plain", "text": words, "blob": "QUJD"}
+	for _, tt := range []struct {
+		name, method string
+		params       map[string]any
+	}{
+		{"embedded resource", "tools/call", map[string]any{"name": "raw", "arguments": map[string]any{
+			"result": map[string]any{"content": []any{map[string]any{"type": "resource", "resource": res}}}}}},
+		{"resource contents", "resources/read", map[string]any{"uri": rawURI(map[string]any{"contents": []any{res}})}},
+	} {
+		for _, budget := range []int{100, 1000000} {
+			t.Run(fmt.Sprintf("%s/budget %d", tt.name, budget), func(t *testing.T) {
+				t.Parallel()
+				b := newBench(t, smallRole(budget))
+				a := stdioAgent(t, b.gateway(t, PrefixNever, rawUpstreamConfig(t, "raw")), Identity{Agent: "a", Session: "s", StartRole: "small"})
+				a.initialize(nil)
+				m := a.await(a.request(tt.method, tt.params))
+				charged := b.counters(t, "a", "s").Tokens
+				reached := strings.Contains(string(m.Result), words)
+				switch {
+				case budget == 100 && reached:
+					t.Errorf("a text of 8,000 tokens reached the agent (budget 100), %d tokens charged", charged)
+				case budget == 100 && strings.Contains(string(m.Result), "QUJD"):
+					t.Errorf("the blob beside a withheld text reached the agent")
+				case budget > 100 && !reached:
+					t.Errorf("the resource was withheld within the budget: %.200s", m.Result)
+				case budget > 100 && charged < 8000:
+					t.Errorf("%d tokens charged for a text of 8,000 and a blob", charged)
+				}
+			})
+		}
+	}
+}

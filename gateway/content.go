@@ -72,6 +72,9 @@ type resourceBlock struct {
 	MimeType string `json:"mimeType"`
 	Text     string `json:"text"`
 	Blob     string `json:"blob"`
+	// HasText: the contents have a text (a string), which a client reads
+	// even beside a blob.
+	HasText bool `json:"-"`
 }
 
 // readBlock reads a content block by its keys as they are spelled:
@@ -111,6 +114,8 @@ func readResource(raw json.RawMessage) resourceBlock {
 			*dst = stringValue(v)
 		}
 	}
+	v := bytes.TrimSpace(m["text"])
+	r.HasText = len(v) > 0 && v[0] == '"'
 	return r
 }
 
@@ -189,18 +194,25 @@ func (o ChargeOptions) part(b block) govern.Part {
 }
 
 // resourcePart is what a resource's contents bring: its text, or its
-// binary data by its bytes (an image by its size).
+// binary data by its bytes (an image by its size), or both when it has
+// both (a client reads the text, and may read the blob).
 func (o ChargeOptions) resourcePart(r resourceBlock) govern.Part {
 	if r.Blob == "" {
 		return govern.Part{Text: r.Text}
 	}
-	if strings.HasPrefix(r.MimeType, "image/") {
-		return govern.Part{Binary: true, Tokens: o.imageTokens(r.Blob)}
+	var blob int64
+	switch {
+	case strings.HasPrefix(r.MimeType, "image/"):
+		blob = o.imageTokens(r.Blob)
+	case strings.HasPrefix(r.MimeType, "audio/"):
+		blob = perKB(decodedLen(r.Blob), o.AudioTokensPerKB)
+	default:
+		blob = perKB(decodedLen(r.Blob), o.BlobTokensPerKB)
 	}
-	if strings.HasPrefix(r.MimeType, "audio/") {
-		return govern.Part{Binary: true, Tokens: perKB(decodedLen(r.Blob), o.AudioTokensPerKB)}
+	if r.HasText {
+		return govern.Part{Text: r.Text, Beside: max(blob, 1)}
 	}
-	return govern.Part{Binary: true, Tokens: perKB(decodedLen(r.Blob), o.BlobTokensPerKB)}
+	return govern.Part{Binary: true, Tokens: blob}
 }
 
 // toolResult is a tool result read for charging: its content blocks (raw

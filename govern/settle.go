@@ -28,6 +28,10 @@ type Part struct {
 	// Tokens is a part that is not text's estimate (Binary).
 	Tokens int64
 	Binary bool
+	// Beside is the estimate of what comes with a text (a resource's blob
+	// beside its text), counted with it: such a part reaches the agent
+	// whole or not at all, like a binary one.
+	Beside int64
 }
 
 // Output is the output of a call to settle.
@@ -139,6 +143,8 @@ func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
 			counts[i] = max(p.Tokens, 0)
 		} else if counts[i], err = g.tokens.Count(p.Text); err != nil {
 			return Settlement{}, err
+		} else {
+			counts[i] += max(p.Beside, 0)
 		}
 		total += counts[i]
 	}
@@ -246,7 +252,7 @@ func (g *Governor) keep(parts []Part, counts []int64, grant int64) ([]Kept, erro
 		case counts[i] <= left:
 			out[i] = Kept{Text: p.Text, Tokens: counts[i]}
 			left -= counts[i]
-		case p.Binary:
+		case p.Binary || p.Beside > 0:
 			out[i] = Kept{Dropped: true}
 		default:
 			text, n, err := g.tokens.Prefix(p.Text, left)

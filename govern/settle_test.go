@@ -101,6 +101,23 @@ func TestSettleKeepsPartsInOrder(t *testing.T) {
 	}
 }
 
+// A text with something beside it (a resource's blob) is counted with
+// it, and is kept whole or dropped, never cut.
+func TestSettleKeepsATextWithItsBlobWhole(t *testing.T) {
+	t.Parallel()
+	g := settleGovernor(t, budget.NewMemory())
+	ctx := context.Background()
+	k := budget.Key{Session: "beside"}
+	st, err := g.Settle(ctx, Output{Session: k, Parts: []Part{{Text: "a b", Beside: 3}}})
+	if err != nil || st.Parts[0].Dropped || st.Parts[0].Cut || st.Parts[0].Tokens != 5 || st.OutputTokens != 5 {
+		t.Fatalf("within the budget: %+v, %v", st, err)
+	}
+	st, err = g.Settle(ctx, Output{Session: k, Parts: []Part{{Text: strings.Repeat("word ", 1000), Beside: 1500}}})
+	if err != nil || !st.Parts[0].Dropped || st.Parts[0].Cut || st.OutputTokens != 0 {
+		t.Errorf("past the budget: %+v, %v", st, err)
+	}
+}
+
 // An allowance worked out ahead is used only for the counters it was
 // worked out on: when another charge came first, the charge works out
 // what is left again and cuts to it (the headroom of the counters the
