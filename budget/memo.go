@@ -28,17 +28,19 @@ type memoSlot struct {
 	piece [memoPiece]byte
 }
 
-// count returns the count of piece p, from the memo or counted with count.
-func (m *pieceMemo) count(p string, count func(string) int) int {
+// count returns the count of piece p, from the memo or counted with count,
+// which says whether its count is exact (one past a bound is not kept).
+func (m *pieceMemo) count(p string, count func(string) (int, bool)) int {
 	if len(p) > memoPiece {
-		return count(p)
+		n, _ := count(p)
+		return n
 	}
 	s := &m.slots[slot(p)]
 	if int(s.n) == len(p) && string(s.piece[:s.n]) == p {
 		return int(s.count)
 	}
-	n := count(p)
-	if n <= 255 {
+	n, exact := count(p)
+	if exact && n <= 255 {
 		s.n, s.count = uint8(len(p)), uint8(n)
 		copy(s.piece[:], p)
 	}

@@ -89,14 +89,12 @@ func TestLongPiecesCountNoFewer(t *testing.T) {
 	}
 }
 
-// A counting byte-pair encodes a bounded number of bytes of long pieces;
-// past the bound, a long piece counts a token a byte, more than its
-// encoding, and never a count the memo keeps.
+// A counting byte-pair encodes a bounded number of bytes of pieces that
+// are not tokens whole, long or short; past the bound, such a piece counts
+// a token a byte, more than its encoding, and never a count the memo
+// keeps.
 func TestCountingBoundsEncoding(t *testing.T) {
 	t.Parallel()
-	if memoPiece >= longPiece {
-		t.Fatalf("the memo keeps pieces of %d bytes, long ones are past %d: a bounded count would be remembered", memoPiece, longPiece)
-	}
 	rnd := rand.New(rand.NewPCG(7, 8))
 	letters := func(n int) string {
 		b := make([]byte, n)
@@ -123,6 +121,39 @@ func TestCountingBoundsEncoding(t *testing.T) {
 	}
 	if n, _ := bounded.Count(p1); n != int64(exact.ranks.bpeCount(p1)) {
 		t.Errorf("a text within the bound: %d, exactly %d", n, exact.ranks.bpeCount(p1))
+	}
+
+	// Short pieces are held to the bound too: a text of distinct words
+	// of random letters (no memo, no whole token) costs as much a byte to
+	// encode as a long piece. Each word is a piece the memo keeps; a
+	// count past the bound is not kept.
+	words := make([]string, 80)
+	for i := range words {
+		words[i] = " " + letters(19) // 20 bytes
+	}
+	text = strings.Join(words, "")
+	exactly, within := 0, 0
+	for i, w := range words {
+		n := exact.ranks.bpeCount(w)
+		if n == 1 {
+			t.Fatalf("%q is a token", w)
+		}
+		exactly += n
+		if i < 50 {
+			within += n
+		} else {
+			within += len(w)
+		}
+	}
+	bounded = NewTokenizer()
+	bounded.encoded = 1000 // 50 words
+	if n, _ := bounded.Count(text); n != int64(within) {
+		t.Errorf("short pieces bounded to 1000 bytes: %d, want %d (exactly %d)", n, within, exactly)
+	}
+	rest := strings.Join(words[50:], "")
+	restCount, _ := exact.Count(rest)
+	if n, _ := bounded.Count(rest); n != restCount {
+		t.Errorf("the words past the bound, counted again within it: %d, exactly %d (a count past the bound was remembered)", n, restCount)
 	}
 }
 
