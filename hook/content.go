@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -8,10 +9,11 @@ import (
 
 // Content is what of a tool's response reaches the model, as Claude Code
 // gives it back (its tool_response in a PostToolUse payload): the content,
-// not the envelope around it. Read's file content, not the file's path or
-// "type": "text"; Bash's stdout and stderr; Grep's matches or the names of
-// the files; WebFetch's result text; the snippet of an edit, not the whole
-// original file Edit reports; the text blocks of an MCP tool's result.
+// not the envelope around it. Read's file content with its lines numbered
+// as the model reads them, not the file's path or "type": "text"; Bash's
+// stdout and stderr; Grep's matches or the names of the files; WebFetch's
+// result text; the snippet of an edit, not the whole original file Edit
+// reports; an MCP tool's result as the gateway counts it.
 // Images, PDFs and other binary data are not counted (their tokens depend
 // on the model), nor the fixed sentence Claude Code answers a TodoWrite
 // with. A tool it does not know is charged every string of its response.
@@ -60,7 +62,7 @@ func readContent(r gjson.Result) string {
 	}
 	switch r.Get("type").String() {
 	case "text":
-		return r.Get("file.content").String()
+		return numbered(r.Get("file.content").String(), r.Get("file.startLine").Int())
 	case "notebook":
 		return texts(r.Get("file.cells"))
 	case "image", "pdf", "parts", "file_unchanged":
@@ -70,6 +72,35 @@ func readContent(r gjson.Result) string {
 		return c.Str
 	}
 	return texts(r)
+}
+
+// numbered is a file's text as Read gives it to the model: each line after
+// its number (from start, 1 when it is not given), as cat -n writes them;
+// a final line break ends the last line.
+func numbered(text string, start int64) string {
+	if text == "" {
+		return ""
+	}
+	start = max(start, 1)
+	text = strings.TrimSuffix(text, "\n")
+	var b strings.Builder
+	b.Grow(len(text) + 8*(strings.Count(text, "\n")+1))
+	var num [20]byte
+	for i := start; ; i++ {
+		line, rest, more := strings.Cut(text, "\n")
+		n := strconv.AppendInt(num[:0], i, 10)
+		for range 6 - len(n) {
+			b.WriteByte(' ')
+		}
+		b.Write(n)
+		b.WriteByte('\t')
+		b.WriteString(line)
+		if !more {
+			return b.String()
+		}
+		b.WriteByte('\n')
+		text = rest
+	}
 }
 
 // grepContent is the matching lines (content and count modes), else the
@@ -112,11 +143,14 @@ func patchContent(r gjson.Result) string {
 }
 
 // mcpContent is an MCP tool's result as the gateway counts it: the text
-// of its text blocks and embedded resources (a result object's content
-// blocks), a string as it is; images, audio and binary resources are not
-// counted.
+// of its text blocks and embedded resources, a resource link's name,
+// address and description (a result object's content blocks), and its
+// structured content as its JSON; a string as it is. Images, audio and
+// binary resources are not counted.
 func mcpContent(r gjson.Result) string {
+	var structured gjson.Result
 	if r.IsObject() && r.Get("content").IsArray() {
+		structured = r.Get("structuredContent")
 		r = r.Get("content")
 	}
 	if !r.IsArray() {
@@ -129,7 +163,12 @@ func mcpContent(r gjson.Result) string {
 			parts = append(parts, b.Get("text"))
 		case "resource":
 			parts = append(parts, b.Get("resource.text"))
+		case "resource_link":
+			parts = append(parts, b.Get("name"), b.Get("uri"), b.Get("description"))
 		}
+	}
+	if structured.Exists() {
+		parts = append(parts, gjson.Result{Type: gjson.String, Str: structured.Raw})
 	}
 	return join(parts)
 }

@@ -48,9 +48,38 @@ func TestContentUnexpectedShapes(t *testing.T) {
 		{"mcp__s__t", `{"answer": "42"}`, "42"},
 		{"SomeNewTool", `{"a": {"b": "deep"}, "n": 1}`, "deep"},
 		{"Edit", `{"structuredPatch": [{"lines": ["-a", "+b"]}, {"lines": [" c"]}]}`, "-a\n+b\n c"},
+		// What a client shows of a result: a resource link's name, address
+		// and description; the structured content as its JSON.
+		{"mcp__s__t", `[{"type": "resource_link", "uri": "file:///x", "name": "x", "description": "a long description"}]`, "x\nfile:///x\na long description"},
+		{"mcp__s__t", `{"content": [{"type": "text", "text": "ok"}], "structuredContent": {"rows": ["a", "b"]}}`, "ok\n{\"rows\": [\"a\", \"b\"]}"},
+		{"mcp__s__t", `{"content": [], "structuredContent": {"rows": 1}}`, "{\"rows\": 1}"},
 	} {
 		if got := Content(tt.tool, gjson.Parse(tt.response)); got != tt.want {
 			t.Errorf("%s %s: %q, want %q", tt.tool, tt.response, got, tt.want)
 		}
+	}
+}
+
+// A text file read reaches the model with a number before each line (as
+// cat -n writes them), which costs tokens too: 2,000 empty lines are
+// 2,000 numbers, not nothing.
+func TestReadIsChargedItsLineNumbers(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, response, want string
+	}{
+		{"from the start", `{"type": "text", "file": {"content": "a\n\nb\n", "startLine": 1}}`, "     1\ta\n     2\t\n     3\tb"},
+		{"from line 99", `{"type": "text", "file": {"content": "x\ny", "startLine": 99}}`, "    99\tx\n   100\ty"},
+		{"no start line", `{"type": "text", "file": {"content": "x"}}`, "     1\tx"},
+		{"an empty file", `{"type": "text", "file": {"content": "", "startLine": 1}}`, ""},
+		{"past a million lines", `{"type": "text", "file": {"content": "x", "startLine": 1234567}}`, "1234567\tx"},
+	} {
+		if got := Content("Read", gjson.Parse(tt.response)); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	empty := `{"type": "text", "file": {"content": "` + strings.Repeat("\\n", 2000) + `", "startLine": 1}}`
+	if got := Content("Read", gjson.Parse(empty)); strings.Count(got, "\t") != 2000 || !strings.HasSuffix(got, "  2000\t") {
+		t.Errorf("2,000 empty lines: %d numbered lines, ending %q", strings.Count(got, "\t"), got[max(len(got)-12, 0):])
 	}
 }

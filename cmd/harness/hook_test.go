@@ -735,8 +735,8 @@ func TestHookChargesWhatReachesTheModel(t *testing.T) {
 	t.Parallel()
 	tok := newTokenizer()
 	for _, tt := range []struct{ payload, content string }{
-		{"post-read-hello.json", "hello world"},
-		{"post-read.json", "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hi\")\n}\n"},
+		{"post-read-hello.json", "     1\thello world"}, // a read's lines come numbered
+		{"post-read.json", "     1\tpackage main\n     2\t\n     3\timport \"fmt\"\n     4\t\n     5\tfunc main() {\n     6\t\tfmt.Println(\"hi\")\n     7\t}"},
 		{"post-read-image.json", ""},
 		{"post-bash.json", "ok  \tdemo\t0.012s\n"},
 		{"post-bash-stderr.json", "building\n\nmain.go:3:2: \"os\" imported and not used\n"},
