@@ -919,3 +919,78 @@ func TestTextBesideABlobIsCharged(t *testing.T) {
 		}
 	}
 }
+
+// completeUpstream is a streamable HTTP upstream of one prompt whose
+// completions are the JSON text completion, as it is.
+func completeUpstream(t *testing.T, completion string) UpstreamConfig {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m message
+		json.Unmarshal(body, &m)
+		if !m.hasID() {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		res := `{}`
+		switch m.Method {
+		case "initialize":
+			res = `{"protocolVersion":"2025-06-18","capabilities":{"prompts":{},"completions":{}},"serverInfo":{"name":"c","version":"1"}}`
+		case "prompts/list":
+			res = `{"prompts":[{"name":"p","arguments":[{"name":"a"}]}]}`
+		case "completion/complete":
+			res = completion
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s-1")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+res+`}`)
+	}))
+	t.Cleanup(srv.Close)
+	return UpstreamConfig{Name: "c", URL: srv.URL}
+}
+
+// Completion values are read by their key as it is spelled, as a client
+// reads them: read as encoding/json reads a struct, a second key
+// "Values" (an empty list) hid the values from the charge. Values that
+// cannot be read are withheld, not passed on uncharged.
+func TestCompletionValuesAreReadAsTheClientReadsThem(t *testing.T) {
+	t.Parallel()
+	words := strings.Repeat("words of a completion ", 2000)
+	for _, tt := range []struct{ name, completion string }{
+		{"a second key in another case", `{"completion":{"values":[` + string(mustJSON(words)) + `],"Values":[]}}`},
+		{"a value that is not a string", `{"completion":{"values":[` + string(mustJSON(words)) + `, 1]}}`},
+		{"values that are not a list", `{"completion":{"values":` + string(mustJSON(words)) + `}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBench(t, smallRole(100))
+			a := stdioAgent(t, b.gateway(t, PrefixNever, completeUpstream(t, tt.completion)), Identity{Agent: "a", Session: "s", StartRole: "small"})
+			a.initialize(nil)
+			m := a.await(a.request("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": "p"},
+				"argument": map[string]string{"name": "a", "value": ""}}))
+			if strings.Contains(string(m.Result), "words of a completion") {
+				t.Errorf("completion values of %d tokens reached the agent (budget 100), %d tokens charged", tokens(t, words), b.counters(t, "a", "s").Tokens)
+			}
+		})
+	}
+}
+
+// A session's first request may be one that is charged without being
+// decided (a completion): the session starts in its identity's role all
+// the same, not in the role the agent would start in without one (the
+// default coder here, where the identity says "small").
+func TestAChargeStartsTheSessionInItsRole(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, smallRole(1000000))
+	a := stdioAgent(t, b.gateway(t, PrefixNever, completeUpstream(t, `{"completion":{"values":["a"]}}`)), Identity{Agent: "a", Session: "s", StartRole: "small"})
+	a.initialize(nil)
+	a.call("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": "p"},
+		"argument": map[string]string{"name": "a", "value": ""}})
+	if c := b.counters(t, "a", "s"); c.Role != "small" || c.Tokens != 1 {
+		t.Errorf("after a completion first: role %q, %d tokens", c.Role, c.Tokens)
+	}
+}

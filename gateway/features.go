@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -310,18 +311,15 @@ func (s *session) complete(ctx context.Context, params json.RawMessage) (json.Ra
 	if rerr != nil {
 		return nil, rerr
 	}
-	var r map[string]json.RawMessage
-	var c struct {
-		Values []string `json:"values"`
+	r, values, ok := completionValues(result)
+	if !ok {
+		return nil, &rpcError{Code: codeInternal, Message: "[harness] the completions were withheld: not a completion/complete result (completion.values, a list of strings)"}
 	}
-	if json.Unmarshal(result, &r) != nil || json.Unmarshal(r["completion"], &c) != nil {
-		return result, nil
-	}
-	parts := make([]govern.Part, len(c.Values))
-	for i, v := range c.Values {
+	parts := make([]govern.Part, len(values))
+	for i, v := range values {
 		parts[i] = govern.Part{Text: v}
 	}
-	st, err := s.g.o.Governor.Settle(ctx, govern.Output{Session: s.id.key(), Tool: policy, Parts: parts})
+	st, err := s.g.o.Governor.Settle(ctx, govern.Output{Session: s.id.key(), Role: s.id.StartRole, Tool: policy, Parts: parts})
 	if err != nil {
 		return nil, &rpcError{Code: codeInternal, Message: "[harness] the completions were withheld: they could not be charged: " + err.Error()}
 	}
@@ -333,7 +331,7 @@ func (s *session) complete(ctx context.Context, params json.RawMessage) (json.Ra
 	kept := []string{}
 	for i, k := range st.Parts {
 		if !k.Cut && !k.Dropped {
-			kept = append(kept, c.Values[i])
+			kept = append(kept, values[i])
 		}
 	}
 	completion["values"] = mustJSON(kept)
@@ -341,6 +339,33 @@ func (s *session) complete(ctx context.Context, params json.RawMessage) (json.Ra
 	delete(completion, "total")
 	r["completion"] = mustJSON(completion)
 	return mustJSON(r), nil
+}
+
+// completionValues reads a completion/complete result's members and its
+// values by their keys as they are spelled, as a client reads them
+// (encoding/json would match "Values" too, the last of the two winning);
+// ok is false when the values are not a list of strings.
+func completionValues(result json.RawMessage) (r map[string]json.RawMessage, values []string, ok bool) {
+	r, err := objectMembers(result)
+	if err != nil || r == nil {
+		return nil, nil, false
+	}
+	c, err := objectMembers(r["completion"])
+	if err != nil || c == nil {
+		return nil, nil, false
+	}
+	list, err := arrayElements(c["values"])
+	if err != nil || list == nil {
+		return nil, nil, false
+	}
+	values = make([]string, len(list))
+	for i, v := range list {
+		if v = bytes.TrimSpace(v); len(v) == 0 || v[0] != '"' {
+			return nil, nil, false
+		}
+		values[i] = stringValue(v)
+	}
+	return r, values, true
 }
 
 // chargeSampling charges the session for an upstream's sampling request
@@ -405,7 +430,7 @@ func (s *session) chargeNotification(method string, params json.RawMessage) json
 	if json.Unmarshal(raw, &str) == nil {
 		text = str
 	}
-	st, err := s.g.o.Governor.Settle(context.Background(), govern.Output{Session: s.id.key(), Tool: method, Parts: []govern.Part{{Text: text}}})
+	st, err := s.g.o.Governor.Settle(context.Background(), govern.Output{Session: s.id.key(), Role: s.id.StartRole, Tool: method, Parts: []govern.Part{{Text: text}}})
 	switch {
 	case err != nil:
 		s.g.o.Logf("charging %s: %v (not passed on)", method, err)

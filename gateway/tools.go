@@ -427,7 +427,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		case !errors.As(err, &ns):
 			// Sent, and cancelled or lost on the way back: the upstream
 			// had the arguments, whose cost is the call's.
-			if _, serr := g.Settle(context.WithoutCancel(ctx), govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments)}); serr != nil {
+			if _, serr := g.Settle(context.WithoutCancel(ctx), govern.Output{Session: k, Role: s.id.StartRole, Tool: c.tool, Arguments: string(c.arguments)}); serr != nil {
 				s.g.o.Logf("charging the arguments of %s: %v", c.tool, serr)
 			}
 		}
@@ -445,7 +445,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	}
 	r, err := read(resp.Result)
 	if err != nil { // not a result the gateway can read: charged whole as text, or withheld
-		st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: []govern.Part{{Text: string(resp.Result)}}, DecisionID: o.DecisionID})
+		st, err := g.Settle(ctx, govern.Output{Session: k, Role: s.id.StartRole, Tool: c.tool, Arguments: string(c.arguments), Parts: []govern.Part{{Text: string(resp.Result)}}, DecisionID: o.DecisionID})
 		if err != nil || st.Withheld > 0 {
 			return c.fail(codeInternal, fmt.Sprintf("[harness] the result of %s was withheld: it is not a result the harness can read, and it %s", c.tool, withheldReason(err, st)), nil)
 		}
@@ -462,7 +462,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 			}
 		}
 	}
-	st, err := g.Settle(ctx, govern.Output{Session: k, Tool: c.tool, Arguments: string(c.arguments), Parts: r.parts(s.g.o.Charging), Counters: &o.Counters, Background: true,
+	st, err := g.Settle(ctx, govern.Output{Session: k, Role: s.id.StartRole, Tool: c.tool, Arguments: string(c.arguments), Parts: r.parts(s.g.o.Charging), Counters: &o.Counters, Background: true,
 		DecisionID: o.DecisionID, Headroom: headroom})
 	if err != nil {
 		// Nothing is released that was not charged.
@@ -514,7 +514,7 @@ func (s *session) withheldWhy(ctx context.Context, st govern.Settlement) string 
 // reach the agent) and returns it, its message cut to what the budget
 // leaves.
 func (s *session) chargeError(ctx context.Context, c governedCall, e *rpcError) *rpcError {
-	st, err := s.g.o.Governor.Settle(ctx, govern.Output{Session: s.id.key(), Tool: c.tool, Arguments: string(c.arguments),
+	st, err := s.g.o.Governor.Settle(ctx, govern.Output{Session: s.id.key(), Role: s.id.StartRole, Tool: c.tool, Arguments: string(c.arguments),
 		Parts: []govern.Part{{Text: e.Message}, {Text: string(e.Data)}}})
 	if err != nil {
 		return &rpcError{Code: e.Code, Message: fmt.Sprintf("[harness] the error of %s was withheld: it could not be charged (%v)", c.tool, err)}

@@ -37,7 +37,10 @@ type Part struct {
 // Output is the output of a call to settle.
 type Output struct {
 	Session budget.Key
-	Tool    string
+	// Role is the role the session starts in if this charge is its first
+	// (as Call.Role); "" for the agent's start role (StartRole).
+	Role string
+	Tool string
 	// Arguments as the agent sent them (JSON); their tokens are input.
 	Arguments string
 	Parts     []Part
@@ -151,7 +154,7 @@ func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
 	var cur budget.Counters
 	if out.Counters != nil && out.Counters.Role != "" {
 		cur = *out.Counters
-	} else if cur, err = g.session(ctx, r, k, "", period); err != nil {
+	} else if cur, err = g.session(ctx, r, k, out.Role, period); err != nil {
 		return Settlement{}, err
 	}
 	for range maxAttempts {
@@ -178,7 +181,7 @@ func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
 		if !ok {
 			cur = next // another charge came first: work it out again
 			if cur.Role == "" {
-				if cur, err = g.session(ctx, r, k, "", period); err != nil {
+				if cur, err = g.session(ctx, r, k, out.Role, period); err != nil {
 					return Settlement{}, err
 				}
 			}
