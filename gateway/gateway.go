@@ -93,6 +93,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	o.Logf = printable(o.Logf)
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
@@ -158,6 +159,15 @@ func (g *Gateway) release(s *session) {
 	if last {
 		s.close()
 	}
+}
+
+// printable makes logf write each call as one line, its control
+// characters escaped (contract.Printable): what the gateway logs holds
+// what upstreams and agents wrote (an upstream's error message, a
+// session's name), which must not forge a line of the log or drive the
+// terminal it is read on.
+func printable(logf func(string, ...any)) func(string, ...any) {
+	return func(format string, args ...any) { logf("%s", contract.Printable(fmt.Sprintf(format, args...))) }
 }
 
 // Close ends every session and its upstreams. Nothing starts after it.

@@ -123,6 +123,8 @@ func (g *Gateway) HTTPHandler(o HTTPOptions) http.Handler {
 	o = o.guarded()
 	if o.Logf == nil {
 		o.Logf = g.o.Logf
+	} else {
+		o.Logf = printable(o.Logf)
 	}
 	h := &httpServer{g: g, o: o, sessions: map[string]*httpSession{}, owned: map[int]int{}}
 	go h.expireLoop()

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -135,6 +137,33 @@ func TestOneLine(t *testing.T) {
 		}
 		if string(in) != tt.in {
 			t.Errorf("oneLine or appendLine changed its argument: %q", in)
+		}
+	}
+}
+
+// What the gateway logs holds what upstreams and agents wrote (an
+// upstream's error message, a session's name): each call is one line,
+// control characters escaped, so none can forge a line of the log or
+// drive the terminal it is read on.
+func TestTheLogIsALineACall(t *testing.T) {
+	t.Parallel()
+	var logged []string
+	capture := func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	g, err := New(context.Background(), Options{Governor: newBench(t, nil).gov, Version: "test", Logf: capture})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	forged := "no\nharness serve: http: 401 POST /mcp from 10.9.9.9:4444\r\x1b[2Jcleared"
+	g.o.Logf("upstream %s: %v (retrying)", "liar", errors.New(forged))
+	h := g.HTTPHandler(HTTPOptions{Logf: capture}).(*httpServer)
+	h.o.Logf("http: session %s expired", forged)
+	if len(logged) != 2 {
+		t.Fatalf("logged %q", logged)
+	}
+	for _, l := range logged {
+		if strings.ContainsAny(l, "\n\r\x1b") || !strings.Contains(l, `\n`) {
+			t.Errorf("logged %q", l)
 		}
 	}
 }
