@@ -34,10 +34,16 @@ func Protected(e Env, exe string) hook.Protected {
 		data = filepath.Join(e.Home, ".local", "share")
 	}
 	user := config.FindFiles(e.Home, "", nil).User
+	env := map[string]string{}
+	for _, k := range EnvVars {
+		env[k] = e.getenv(k)
+	}
+	env["HOME"] = e.Home
 	return hook.Protected{
 		Home:    e.Home,
 		Dirs:    []string{filepath.Join(e.Home, ".lean-ctx"), filepath.Join(data, "lean-ctx"), StateDir(e)},
 		Secrets: []string{user},
 		Exe:     exe,
+		Env:     env,
 	}
 }

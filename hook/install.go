@@ -54,12 +54,70 @@ func Beside(exe string) string {
 }
 
 // command is the hook's command line for this machine: the small hook
-// binary's when there is one beside the harness, else the harness's.
+// binary's when there is one beside the harness, else the harness's,
+// after the assignments of its pinned environment.
 func (p Protected) command() string {
 	if p.Hook != "" {
-		return SmallCommand(p.Hook)
+		return p.Pinned() + SmallCommand(p.Hook)
 	}
-	return Command(p.Exe)
+	return p.Pinned() + Command(p.Exe)
+}
+
+// Pinned is the shell's assignments of p.Env, in the order of
+// hookclient.EnvVars, each followed by a space (HOME='/home/u'
+// XDG_STATE_HOME=” ...): the start of a hook's command line that runs
+// with the installation's environment whatever a project's settings set.
+// "" when p.Env is nil.
+func (p Protected) Pinned() string {
+	if p.Env == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, k := range hookclient.EnvVars {
+		b.WriteString(k + "=" + shellQuote(p.Env[k]) + " ")
+	}
+	return b.String()
+}
+
+// withoutAssignments is a command line without the shell's variable
+// assignments it starts with (NAME=value, the value quoted as shellQuote
+// quotes it, or bare).
+func withoutAssignments(command string) string {
+	for {
+		eq := strings.IndexByte(command, '=')
+		if eq <= 0 || !isVarName(command[:eq]) {
+			return command
+		}
+		rest := command[eq+1:]
+		end := 0
+		for end < len(rest) && rest[end] != ' ' {
+			if rest[end] == '\\' { // an escaped character ('\'' in a quoted value)
+				end += 2
+				continue
+			}
+			if rest[end] == '\'' {
+				q := strings.IndexByte(rest[end+1:], '\'')
+				if q < 0 {
+					return command
+				}
+				end += q + 1
+			}
+			end++
+		}
+		if end >= len(rest) {
+			return command
+		}
+		command = rest[end+1:]
+	}
+}
+
+func isVarName(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // portable is the hook's command line for every machine: the small hook
@@ -73,8 +131,10 @@ func (p Protected) portable() string {
 
 // IsHarnessCommand reports whether a hook's command line runs the harness
 // hook: the harness's (… hook claude-code, PortableSmallCommand among
-// them) or the small hook binary's (…/harness-hook claude-code).
+// them) or the small hook binary's (…/harness-hook claude-code), after
+// any variable assignments (Pinned).
 func IsHarnessCommand(command string) bool {
+	command = withoutAssignments(command)
 	if strings.HasSuffix(command, " hook claude-code") {
 		return true
 	}

@@ -216,6 +216,13 @@ func TestSmallHookCommand(t *testing.T) {
 		{"/bin/other claude-code", false},
 		{"harness-hook", false},
 		{"prettier --write", false},
+		// A command line after the assignments of its pinned environment.
+		{Protected{Env: map[string]string{"HOME": "/home/it's me", "XDG_STATE_HOME": "/s t"}}.Pinned() + SmallCommand("/opt/my tools/harness-hook"), true},
+		{Protected{Env: map[string]string{"HOME": "/home/u"}}.Pinned() + Command("/opt/h/harness"), true},
+		{"HOME=/x LEAN_CTX_ROLE='' harness-hook claude-code", true},
+		{"HOME=/x prettier --write", false},
+		{"HOME='/x harness-hook claude-code", false},
+		{"=x harness-hook claude-code", false},
 	} {
 		if got := IsHarnessCommand(tt.command); got != tt.harness {
 			t.Errorf("IsHarnessCommand(%q) = %v", tt.command, got)

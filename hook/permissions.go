@@ -26,6 +26,13 @@ type Protected struct {
 	// Hook is the small hook binary beside Exe (Beside), "" for none: the
 	// installed hook runs it, and the agent may not edit it.
 	Hook string
+	// Env are the values at installation of the environment variables
+	// that locate the user's harness files and choose a new session's
+	// role (hookclient.EnvVars; "" for unset). An installed hook's command
+	// line sets them (Pinned): Claude Code gives its hooks the environment
+	// a project's settings file sets (its "env"), which would otherwise
+	// choose the configuration, roles and ledger the hook reads.
+	Env map[string]string
 }
 
 // OperatorCommands are the harness's commands for the operator only: an

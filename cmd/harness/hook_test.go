@@ -825,7 +825,7 @@ func TestHookInstallSharedSettings(t *testing.T) {
 		if code != 0 || strings.Contains(shared, "hook claude-code") || strings.Contains(shared, exe) || !strings.Contains(shared, "Edit(~/.lean-ctx/**)") {
 			t.Errorf("exit %d %s%s\nshared:\n%s", code, out, errOut, shared)
 		}
-		if strings.Count(local, `"command": "`+exe+` hook claude-code"`) != 3 || !strings.Contains(out, "settings.local.json") || !strings.Contains(out, "not committed") {
+		if strings.Count(local, exe+` hook claude-code"`) != 3 || strings.Count(local, `"command": "HOME=`) != 3 || !strings.Contains(out, "settings.local.json") || !strings.Contains(out, "not committed") {
 			t.Errorf("%s\nlocal:\n%s", out, local)
 		}
 	})
