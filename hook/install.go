@@ -64,10 +64,10 @@ func (p Protected) command() string {
 }
 
 // Pinned is the shell's assignments of p.Env, in the order of
-// hookclient.EnvVars, each followed by a space (HOME='/home/u'
-// XDG_STATE_HOME=” ...): the start of a hook's command line that runs
-// with the installation's environment whatever a project's settings set.
-// "" when p.Env is nil.
+// hookclient.EnvVars, each followed by a space (HOME=/home/u, an unset
+// variable set to the empty string): the start of a hook's command line
+// that runs with the installation's environment whatever a project's
+// settings set. "" when p.Env is nil.
 func (p Protected) Pinned() string {
 	if p.Env == nil {
 		return ""
