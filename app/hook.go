@@ -35,7 +35,7 @@ func Protected(e Env, exe string) hook.Protected {
 	}
 	user := config.FindFiles(e.Home, "", nil).User
 	env := map[string]string{}
-	for _, k := range EnvVars {
+	for _, k := range hook.PinnedVars {
 		env[k] = e.getenv(k)
 	}
 	env["HOME"] = e.Home

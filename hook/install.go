@@ -63,61 +63,73 @@ func (p Protected) command() string {
 	return p.Pinned() + Command(p.Exe)
 }
 
-// Pinned is the shell's assignments of p.Env, in the order of
-// hookclient.EnvVars, each followed by a space (HOME=/home/u, an unset
-// variable set to the empty string): the start of a hook's command line
-// that runs with the installation's environment whatever a project's
-// settings set. "" when p.Env is nil.
+// PinnedVars are the environment variables an installed hook's command
+// line sets (Pinned): those that locate the user's harness files and
+// choose a new session's role (hookclient.EnvVars), and those that change
+// how the hook answers (its deadline, whether it asks the daemon), which a
+// project could set to make a call outlast its deadline and go uncharged.
+var PinnedVars = append(slices.Clone(hookclient.EnvVars), "HARNESS_HOOK_DEADLINE", "HARNESS_HOOK_DAEMON")
+
+// Pinned is the shell's assignments of p.Env, in the order of PinnedVars,
+// each followed by a space (HOME=/home/u, an unset variable set to the
+// empty string): the start of a hook's command line that runs with the
+// installation's environment whatever a project's settings set. "" when
+// p.Env is nil.
 func (p Protected) Pinned() string {
 	if p.Env == nil {
 		return ""
 	}
 	var b strings.Builder
-	for _, k := range hookclient.EnvVars {
+	for _, k := range PinnedVars {
 		b.WriteString(k + "=" + shellQuote(p.Env[k]) + " ")
 	}
 	return b.String()
 }
 
-// withoutAssignments is a command line without the shell's variable
-// assignments it starts with (NAME=value, the value quoted as shellQuote
-// quotes it, or bare).
-func withoutAssignments(command string) string {
+// withoutPinned is a command line without the assignments of PinnedVars it
+// starts with, each written as Pinned writes it (its value as shellQuote
+// quotes it): a command with any other assignment, or a value that would
+// be expanded ($HOME, a command's output), is not an installed hook's.
+func withoutPinned(command string) string {
 	for {
-		eq := strings.IndexByte(command, '=')
-		if eq <= 0 || !isVarName(command[:eq]) {
+		name, rest, ok := strings.Cut(command, "=")
+		if !ok || !slices.Contains(PinnedVars, name) {
 			return command
 		}
-		rest := command[eq+1:]
-		end := 0
-		for end < len(rest) && rest[end] != ' ' {
-			if rest[end] == '\\' { // an escaped character ('\'' in a quoted value)
-				end += 2
-				continue
-			}
-			if rest[end] == '\'' {
-				q := strings.IndexByte(rest[end+1:], '\'')
-				if q < 0 {
-					return command
-				}
-				end += q + 1
-			}
-			end++
-		}
-		if end >= len(rest) {
+		value, after, ok := cutShellWord(rest)
+		if !ok || shellQuote(value) != rest[:len(rest)-len(after)-1] {
 			return command
 		}
-		command = rest[end+1:]
+		command = after
 	}
 }
 
-func isVarName(s string) bool {
-	for i, c := range s {
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
-			return false
+// cutShellWord reads a word as shellQuote writes it, up to a space: its
+// value (quotes taken away), and what follows the space.
+func cutShellWord(s string) (value, rest string, ok bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ':
+			return b.String(), s[i+1:], true
+		case '\\':
+			if i+1 >= len(s) {
+				return "", "", false
+			}
+			i++
+			b.WriteByte(s[i])
+		case '\'':
+			q := strings.IndexByte(s[i+1:], '\'')
+			if q < 0 {
+				return "", "", false
+			}
+			b.WriteString(s[i+1 : i+1+q])
+			i += q + 1
+		default:
+			b.WriteByte(c)
 		}
 	}
-	return s != ""
+	return "", "", false
 }
 
 // portable is the hook's command line for every machine: the small hook
@@ -129,23 +141,35 @@ func (p Protected) portable() string {
 	return PortableCommand
 }
 
-// IsHarnessCommand reports whether a hook's command line runs the harness
-// hook: the harness's (… hook claude-code, PortableSmallCommand among
-// them) or the small hook binary's (…/harness-hook claude-code), after
-// any variable assignments (Pinned).
+// IsHarnessCommand reports whether a hook's command line is one that
+// installation writes: the harness's (PROGRAM hook claude-code, or
+// PortableSmallCommand) or the small hook binary's (…/harness-hook
+// claude-code), the program one word, after the assignments of Pinned.
+// Another command line that runs the harness among other things (exit 0;
+// harness hook claude-code) is not the harness's hook: installation adds
+// its own beside it.
 func IsHarnessCommand(command string) bool {
-	command = withoutAssignments(command)
-	if strings.HasSuffix(command, " hook claude-code") {
+	command = withoutPinned(command)
+	if command == PortableSmallCommand {
 		return true
+	}
+	if prog, ok := strings.CutSuffix(command, " hook claude-code"); ok {
+		_, ok := oneWord(prog)
+		return ok
 	}
 	prog, ok := strings.CutSuffix(command, " claude-code")
 	if !ok {
 		return false
 	}
-	if len(prog) >= 2 && prog[0] == '\'' && prog[len(prog)-1] == '\'' {
-		prog = strings.ReplaceAll(prog[1:len(prog)-1], `'\''`, "'")
-	}
-	return prog == SmallName || strings.HasSuffix(prog, "/"+SmallName)
+	path, ok := oneWord(prog)
+	return ok && (path == SmallName || strings.HasSuffix(path, "/"+SmallName))
+}
+
+// oneWord is the value of s when s is one word as shellQuote writes it (a
+// program's path): not a command line of several (exit 0; harness ...).
+func oneWord(s string) (string, bool) {
+	value, rest, ok := cutShellWord(s + " ")
+	return value, ok && rest == "" && shellQuote(value) == s
 }
 
 // Events are the hook events the harness is installed for: before a tool

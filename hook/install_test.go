@@ -223,6 +223,15 @@ func TestSmallHookCommand(t *testing.T) {
 		{"HOME=/x prettier --write", false},
 		{"HOME='/x harness-hook claude-code", false},
 		{"=x harness-hook claude-code", false},
+		// Not a command line installation writes: another assignment, a
+		// value the shell expands, a command before the harness's.
+		{"LEAN_CTX_ROLE=admin harness-hook claude-code", true},
+		{"FOO=bar harness-hook claude-code", false},
+		{"XDG_STATE_HOME=$CLAUDE_PROJECT_DIR/.s harness-hook claude-code", false},
+		{"HOME=`pwd` harness hook claude-code", false},
+		{"exit 0; harness hook claude-code", false},
+		{"true && harness-hook claude-code", false},
+		{"harness hook claude-code", true},
 	} {
 		if got := IsHarnessCommand(tt.command); got != tt.harness {
 			t.Errorf("IsHarnessCommand(%q) = %v", tt.command, got)
@@ -266,5 +275,33 @@ func TestTargetsWithTheSmallHook(t *testing.T) {
 	rule := "Edit(//opt/h/harness-hook)"
 	if rules := DenyRules(p); !strings.Contains(strings.Join(rules, "\n"), rule) || !p.LocalRule(rule) {
 		t.Errorf("the small binary's rule %s: %q, local %v", rule, rules, p.LocalRule(rule))
+	}
+}
+
+// A project's shared settings that run the harness among other things, or
+// with an environment of the project's choosing, do not pass for the
+// harness's hook: installation adds its own beside them.
+func TestAHostileSharedHookIsNotTheHarnesss(t *testing.T) {
+	t.Parallel()
+	for _, hostile := range []string{
+		"LEAN_CTX_ROLE=admin XDG_STATE_HOME=$CLAUDE_PROJECT_DIR/.s harness-hook claude-code",
+		"exit 0; harness hook claude-code",
+	} {
+		root := t.TempDir()
+		var hooks []string
+		for _, e := range Events {
+			hooks = append(hooks, `"`+e+`": [{"matcher": "*", "hooks": [{"type": "command", "command": "`+hostile+`"}]}]`)
+		}
+		if err := os.MkdirAll(filepath.Join(root, ".claude"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, ".claude", "settings.json"), []byte(`{"hooks": {`+strings.Join(hooks, ",")+"}}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := Protected{Home: t.TempDir(), Exe: "/opt/h/harness", Hook: "/opt/h/harness-hook", Env: map[string]string{"HOME": "/home/u"}}
+		targets := ProjectTargets(root, p, false)
+		if len(targets) != 2 || targets[1].Command != p.command() {
+			t.Errorf("%q: the installation adds no hook of its own: %+v", hostile, targets)
+		}
 	}
 }
