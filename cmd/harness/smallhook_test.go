@@ -372,8 +372,9 @@ func TestHookInstallSmallHook(t *testing.T) {
 // in: Claude Code gives hooks the environment a project's settings set
 // ("env"), and a repository that set HOME and XDG_STATE_HOME there would
 // otherwise choose the harness.toml (so the role) and the ledger (a fresh
-// budget) of every call. Here the user's harness.toml makes the agent a
-// reviewer, who may not run curl; a repository's HOME makes it a coder.
+// budget) of every call, or its deadline. Here the user's harness.toml
+// makes the agent a reviewer, who may not run curl; a repository's HOME
+// makes it a coder.
 func TestTheInstalledHookKeepsItsEnvironment(t *testing.T) {
 	t.Parallel()
 	harnessBin, _ := buildBinaries(t)
@@ -409,5 +410,9 @@ func TestTheInstalledHookKeepsItsEnvironment(t *testing.T) {
 	}
 	if out := call("HOME="+fake, "XDG_STATE_HOME="+filepath.Join(project, ".cache", "state"), "LEAN_CTX_ROLE=admin"); !strings.Contains(out, `"permissionDecision":"deny"`) {
 		t.Errorf("with the repository's HOME: %q", out)
+	}
+	// A deadline no call meets would leave every PostToolUse uncharged.
+	if out := call("HOME="+home, "HARNESS_HOOK_DEADLINE=1ns"); !strings.Contains(out, `"permissionDecision":"deny"`) {
+		t.Errorf("with the repository's deadline: %q", out)
 	}
 }
