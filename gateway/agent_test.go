@@ -54,8 +54,10 @@ func rawUpstreamConfig(t *testing.T, name string) UpstreamConfig {
 // request of its client and answers the response it got as text. Reading the resource raw://R answers the result R (JSON,
 // in unpadded URL-safe base64: see rawURI); any other URI U, the text
 // "read U".
+// With completions, it offers a prompt "p" and completes its arguments:
+// a value "ask:METHOD" makes it make that request of its client first.
 // So a test can make it send anything an upstream could.
-func rawUpstream(in io.Reader, out io.Writer) {
+func rawUpstream(in io.Reader, out io.Writer, completions bool) {
 	r := bufio.NewReaderSize(in, 1<<20)
 	w := &lineWriter{w: out}
 	for {
@@ -72,6 +74,20 @@ func rawUpstream(in io.Reader, out io.Writer) {
 		switch m.Method {
 		case "initialize":
 			result = json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"resources":{},"logging":{}},"serverInfo":{"name":"raw","version":"1"}}`)
+			if completions {
+				result = json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"prompts":{},"completions":{}},"serverInfo":{"name":"raw","version":"1"}}`)
+			}
+		case "prompts/list":
+			result = json.RawMessage(`{"prompts":[{"name":"p","arguments":[{"name":"a"}]}]}`)
+		case "completion/complete":
+			var p struct {
+				Argument struct{ Value string } `json:"argument"`
+			}
+			json.Unmarshal(m.Params, &p)
+			if method, ok := strings.CutPrefix(p.Argument.Value, "ask:"); ok {
+				askClient(r, w, method, json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}`))
+			}
+			result = json.RawMessage(`{"completion":{"values":["a"]}}`)
 		case "tools/list":
 			result = json.RawMessage(`{"tools":[{"name":"raw","inputSchema":{"type":"object"}}]}`)
 		case "tools/call":

@@ -25,6 +25,10 @@ import (
 
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/events"
+	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/internal/testroles"
+	"github.com/agentharness/harness/policy"
 )
 
 // smallRole is a coder with a budget of a few tokens.
@@ -992,5 +996,52 @@ func TestAChargeStartsTheSessionInItsRole(t *testing.T) {
 		"argument": map[string]string{"name": "a", "value": ""}})
 	if c := b.counters(t, "a", "s"); c.Role != "small" || c.Tokens != 1 {
 		t.Errorf("after a completion first: role %q, %d tokens", c.Role, c.Tokens)
+	}
+}
+
+// A switch as a session's first request starts from the identity's role:
+// an agent that starts as a reviewer, whose most privileged role is
+// reviewer, asked to become a coder first thing and was "already" one
+// (the session opened in the default role).
+func TestASwitchFirstStartsFromTheSessionsRole(t *testing.T) {
+	t.Parallel()
+	set := testroles.Set(t, nil)
+	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetBounds(policy.Bounds{Timeout: time.Minute})
+	store, bus := budget.NewMemory(), events.NewBus()
+	b := &bench{gov: govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set, AgentMaxRoles: map[string]string{"a": "reviewer"}},
+		Store: store, Sinks: []events.Sink{bus}}), store: store, bus: bus}
+	a := stdioAgent(t, b.gateway(t, PrefixNever), Identity{Agent: "a", Session: "first", StartRole: "reviewer"})
+	a.initialize(nil)
+	a.call("tools/call", map[string]any{"name": SessionTool, "arguments": map[string]string{"action": "role", "value": "coder"}})
+	if role := b.counters(t, "a", "first").Role; role != "reviewer" {
+		t.Errorf("after a switch to coder as the first request: role %q", role)
+	}
+}
+
+// An upstream's sampling request charged before any call was decided (the
+// agent asked for completions) opens the session in the identity's role,
+// not the default one.
+func TestASamplingChargeFirstStartsTheSessionInItsRole(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, nil)
+	up := rawUpstreamConfig(t, "raw")
+	up.Env = []string{"GATEWAY_RAW_UPSTREAM=completions"}
+	a := stdioAgent(t, b.gateway(t, PrefixNever, up), Identity{Agent: "a", Session: "s", StartRole: "reviewer"})
+	a.initialize(map[string]any{"sampling": map[string]any{}})
+	// The upstream asks while it completes: nothing is decided.
+	id := a.request("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": "p"},
+		"argument": map[string]string{"name": "a", "value": "ask:sampling/createMessage"}})
+	ask := <-a.requests
+	if ask.Method != "sampling/createMessage" {
+		t.Fatalf("asked %s", ask.Method)
+	}
+	a.send(resultMessage(ask.ID, json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"hello"},"model":"x"}`)))
+	a.await(id)
+	if c := b.counters(t, "a", "s"); c.Role != "reviewer" || c.CostMicros == 0 {
+		t.Errorf("after a sampling request first: role %q, %d micro-dollars", c.Role, c.CostMicros)
 	}
 }

@@ -378,7 +378,7 @@ func (s *session) chargeSampling(ctx context.Context, params, result json.RawMes
 		Model string `json:"model"`
 	}
 	json.Unmarshal(result, &answer)
-	res := govern.Result{Session: s.id.key(), Tool: "sampling/createMessage", Arguments: string(params), Output: string(result), CostOnly: true}
+	res := govern.Result{Session: s.id.key(), Role: s.id.StartRole, Tool: "sampling/createMessage", Arguments: string(params), Output: string(result), CostOnly: true}
 	res.Model = answer.Model
 	if _, err := s.g.o.Governor.Record(context.WithoutCancel(ctx), res); err != nil {
 		res.Model = "" // a model the price table does not know: the default's prices

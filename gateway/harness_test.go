@@ -31,8 +31,8 @@ import (
 var upstreamBin string
 
 func TestMain(m *testing.M) {
-	if os.Getenv("GATEWAY_RAW_UPSTREAM") == "1" { // this binary as the attack tests' raw upstream
-		rawUpstream(os.Stdin, os.Stdout)
+	if v := os.Getenv("GATEWAY_RAW_UPSTREAM"); v != "" { // this binary as the attack tests' raw upstream
+		rawUpstream(os.Stdin, os.Stdout, v == "completions")
 		os.Exit(0)
 	}
 	dir, err := os.MkdirTemp("", "gateway-test-")

@@ -29,6 +29,11 @@ func (s *session) sessionTool(ctx context.Context, raw json.RawMessage) json.Raw
 	fail := func(err error) json.RawMessage { return textResult("[harness] "+err.Error(), true, nil, nil) }
 	switch {
 	case a.Action == "role" && a.Value != "":
+		// A switch starts from the session's role: one that is new opens
+		// in its identity's, not in the default role.
+		if _, err := gov.Session(ctx, id.key(), id.StartRole); err != nil {
+			return textResult("[harness] the switch could not be made: "+err.Error(), true, nil, nil)
+		}
 		o, err := gov.Switch(ctx, id.key(), a.Value, contract.ByAgent)
 		if err != nil {
 			return textResult("[harness] the switch could not be made: "+err.Error(), true, nil, nil)

@@ -420,7 +420,7 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 	if call.Transcript != "" && g.book != nil {
 		// What the agent's model used since its last call is charged
 		// first, so that the call is decided on the session's real cost.
-		ch, err := g.usage(ctx, r, call.Session, call.Tool, call.Transcript, 0, 0, events.ChargeResult{})
+		ch, err := g.usage(ctx, r, call.Session, call.Role, call.Tool, call.Transcript, 0, 0, events.ChargeResult{})
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -500,7 +500,10 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 // Result is a finished tool call, to charge.
 type Result struct {
 	Session budget.Key
-	Tool    string
+	// Role is the role the session starts in if this charge is its first
+	// (as Call.Role); "" for the agent's start role (StartRole).
+	Role string
+	Tool string
 	// Arguments as the agent sent them (JSON); their tokens are input.
 	Arguments string
 	// Output is the text that went back to the agent; its tokens are
@@ -563,20 +566,20 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	}
 	note := events.ChargeResult{DecisionID: res.DecisionID, InputTokens: in, CostOnly: res.CostOnly}
 	if res.Transcript == "" || g.book == nil {
-		ch, err := g.charge(ctx, r, res.Session, res.Tool, held, est, note)
+		ch, err := g.charge(ctx, r, res.Session, res.Role, res.Tool, held, est, note)
 		ch.InputTokens, ch.OutputTokens = in, out
 		return ch, err
 	}
-	ch, err := g.usage(ctx, r, res.Session, res.Tool, res.Transcript, held, est, note)
+	ch, err := g.usage(ctx, r, res.Session, res.Role, res.Tool, res.Transcript, held, est, note)
 	ch.InputTokens, ch.OutputTokens = in, out
 	return ch, err
 }
 
 // charge charges a session tokens and cost, gives a session charged before
-// any decision its role, logs the charge (note says what else the entry
+// any decision its role (role, else the agent's start role), logs the charge (note says what else the entry
 // tells: the decision, the input tokens) and emits the budget events the
 // charge crossed.
-func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, tool string, tokens, cost int64, note events.ChargeResult) (Charge, error) {
+func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, role, tool string, tokens, cost int64, note events.ChargeResult) (Charge, error) {
 	period := g.period(r, k.Agent)
 	after, err := g.store.Charge(ctx, k, period, tokens, cost)
 	if err != nil {
@@ -584,7 +587,7 @@ func (g *Governor) charge(ctx context.Context, r *Rules, k budget.Key, tool stri
 	}
 	if after.Role == "" { // a session charged before any decision: give it its role
 		agent := after.AgentUsage
-		if after, err = g.store.InitRole(ctx, k, g.startRole(r, k.Agent, "")); err != nil {
+		if after, err = g.store.InitRole(ctx, k, g.startRole(r, k.Agent, role)); err != nil {
 			return Charge{}, fmt.Errorf("ledger: %w", err)
 		}
 		after.AgentUsage = agent

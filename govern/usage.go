@@ -20,7 +20,7 @@ import (
 // the estimate. A transcript that may not be read (outside the home, not a
 // regular file) is said once (OnError); its session is charged the
 // estimate.
-func (g *Governor) usage(ctx context.Context, r *Rules, k budget.Key, tool, path string, tokens, est int64, note events.ChargeResult) (Charge, error) {
+func (g *Governor) usage(ctx context.Context, r *Rules, k budget.Key, role, tool, path string, tokens, est int64, note events.ChargeResult) (Charge, error) {
 	var ch Charge
 	var chargeErr error
 	ran := false
@@ -50,7 +50,7 @@ func (g *Governor) usage(ctx context.Context, r *Rules, k budget.Key, tool, path
 		}
 		cost := max(t.EstimateMicros+est, t.RealMicros+real) - t.Charged()
 		if tokens != 0 || cost != 0 {
-			if ch, chargeErr = g.charge(ctx, r, k, tool, tokens, cost, note); chargeErr != nil {
+			if ch, chargeErr = g.charge(ctx, r, k, role, tool, tokens, cost, note); chargeErr != nil {
 				return chargeErr
 			}
 		}
@@ -63,7 +63,7 @@ func (g *Governor) usage(ctx context.Context, r *Rules, k budget.Key, tool, path
 		// The book could not be used: charge the estimate, as for an
 		// agent that records nothing.
 		g.onError(fmt.Errorf("transcript of session %s: %w", k, err))
-		return g.charge(ctx, r, k, tool, tokens, est, note)
+		return g.charge(ctx, r, k, role, tool, tokens, est, note)
 	case chargeErr != nil:
 		return Charge{}, chargeErr
 	case err != nil:
