@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/gateway"
 	"github.com/agentharness/harness/govern"
@@ -80,7 +81,13 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "harness serve: "+format+"\n", args...) }
+	// A line a call, control characters escaped: what is logged holds what
+	// agents, upstreams and any peer of the HTTP server wrote (a refused
+	// request's path, an upstream's error), which must not forge a line
+	// of the log or drive the terminal it is read on.
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(o.Log, "harness serve: %s\n", contract.Printable(fmt.Sprintf(format, args...)))
+	}
 	m := metrics.New(Version)
 	h.Params.Metrics = m
 	for _, u := range ups {
@@ -121,7 +128,10 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 		h.Watch(wctx, func() { m.Reloaded(nil); logf("reloaded roles and policies") },
 			func(err error) {
 				m.Reloaded(err)
-				logf("reload failed; the last good policy stays in force:\n%v", err)
+				logf("reload failed; the last good policy stays in force:")
+				for _, line := range strings.Split(err.Error(), "\n") {
+					logf("  %s", line)
+				}
 			})
 	})
 	defer watching.Wait()

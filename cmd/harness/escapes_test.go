@@ -8,9 +8,12 @@ package main
 // the daemon's fingerprints), 7 and part of 11 in audit_test.go.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -479,5 +482,37 @@ func TestFakeDaemonIsNotAsked(t *testing.T) {
 	out, errOut, code := hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON="}, preToolUse("S", t.TempDir(), "Bash", `{"command": "rm -rf /"}`))
 	if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || strings.Contains(out, "fake") {
 		t.Errorf("exit %d: %s%s", code, out, errOut)
+	}
+}
+
+// What harness serve logs is a line a call, control characters escaped:
+// any peer of its HTTP server, without a token, had the path of a refused
+// request written raw, which forged a line of the log and drove the
+// terminal. The refusal is logged before it is answered.
+func TestServeLogsALineACall(t *testing.T) {
+	_, upstreamBin := buildBinaries(t)
+	home := t.TempDir()
+	addr := freeAddr(t)
+	var log syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- runEnv([]string{"serve", "--http", addr, "--project", t.TempDir(), "--", upstreamBin}, io.Discard, &log, env{
+			ctx: ctx, getenv: func(string) string { return "" }, workDir: home, home: home})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitListening(t, "http://"+addr+"/mcp")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /ui/x%%0Aharness%%20serve:%%20forged%%1B[2J HTTP/1.1\r\nHost: %s\r\nSec-Fetch-Site: cross-site\r\nConnection: close\r\n\r\n", addr)
+	if status, err := bufio.NewReader(conn).ReadString('\n'); err != nil || !strings.Contains(status, "403") {
+		t.Fatalf("%q %v", status, err)
+	}
+	got := log.String()
+	if strings.Contains(got, "\nharness serve: forged") || strings.Contains(got, "\x1b") || !strings.Contains(got, `/ui/x\nharness serve: forged\x1b[2J`) {
+		t.Errorf("the log:\n%q", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentharness/harness/app"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/hook"
 	"github.com/agentharness/harness/hookd"
 	"github.com/agentharness/harness/roles"
@@ -94,7 +95,9 @@ func (c *cli) hookDaemonCmd() *cobra.Command {
 			env := c.params().Env
 			o := hookd.Options{Socket: hookd.SocketPath(env), Idle: f.idle, Metrics: f.metrics, AllowRemote: f.allowRemote,
 				TLSCert: f.tlsCert, TLSKey: f.tlsKey, Env: env,
-				Logf: func(format string, a ...any) { fmt.Fprintf(c.stderr, "harness hook daemon: "+format+"\n", a...) }}
+				Logf: func(format string, a ...any) {
+					fmt.Fprintf(c.stderr, "harness hook daemon: %s\n", contract.Printable(fmt.Sprintf(format, a...)))
+				}}
 			if err := hookd.Serve(c.env.ctx, o); err != nil {
 				return c.fail("hook daemon: %v", err)
 			}
