@@ -103,6 +103,17 @@ func (c *Cluster) nodes(t testing.TB, from *Server) ([]node, error) {
 // sees it.
 func (c *Cluster) MasterOf(t testing.TB, from *Server, key string) *Server {
 	t.Helper()
+	m, why := c.masterOf(t, from, key)
+	if m == nil {
+		t.Fatal(why)
+	}
+	return m
+}
+
+// masterOf is MasterOf, nil and why when from knows no master of key's
+// slot: for a moment during a failover, as a node sees it.
+func (c *Cluster) masterOf(t testing.TB, from *Server, key string) (*Server, string) {
+	t.Helper()
 	slot := from.Do(t, "cluster", "keyslot", key).(int64)
 	list, err := c.nodes(t, from)
 	if err != nil {
@@ -120,12 +131,11 @@ func (c *Cluster) MasterOf(t testing.TB, from *Server, key string) *Server {
 			a, err1 := strconv.ParseInt(lo, 10, 64)
 			b, err2 := strconv.ParseInt(hi, 10, 64)
 			if err1 == nil && err2 == nil && a <= slot && slot <= b {
-				return c.byAddr(t, n.addr)
+				return c.byAddr(t, n.addr), ""
 			}
 		}
 	}
-	t.Fatalf("no master serves slot %d of %q", slot, key)
-	return nil
+	return nil, fmt.Sprintf("no master serves slot %d of %q", slot, key)
 }
 
 func (c *Cluster) byAddr(t testing.TB, addr string) *Server {
@@ -181,7 +191,11 @@ func (c *Cluster) WaitMaster(t testing.TB, n *Server, key string, nodes ...*Serv
 			if role := n.Info("replication", "role"); role != "master" {
 				return false, n.Addr() + " is " + role
 			}
-			if m := c.MasterOf(t, from, key); m != n {
+			m, why := c.masterOf(t, from, key)
+			if m == nil {
+				return false, from.Addr() + ": " + why
+			}
+			if m != n {
 				return false, from.Addr() + " says " + m.Addr()
 			}
 		}
