@@ -3,6 +3,8 @@
 #   make build   bin/harness and bin/harness-hook (the small hook binary)
 #   make install both into $(PREFIX)/bin (PREFIX=~/.local by default)
 #   make test    the whole test suite (builds the opa CLI first if needed)
+#   make test-grids  the policy's differential grids whole (slow; test runs
+#                a sample of them; CI runs both)
 #   make bench   the benchmarks, with allocations (bench-gateway, bench-memory
 #                and bench-hook among them)
 #   make bench-compare  one decision, the harness's against cedar-go deciding
@@ -35,7 +37,7 @@ export OPA_BIN := $(OPA)
 
 UPSTREAM    := $(BIN)/upstream
 
-.PHONY: all build install tools redis chromium npm conformance-npm bench-npm bench-memory test go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook bench-compare lint fuzz clean
+.PHONY: all build install tools redis chromium npm conformance-npm bench-npm bench-memory test test-grids go-test opa-test e2e conformance test-redis-cluster durability soak chaos bench bench-gateway bench-hook bench-compare lint fuzz clean
 
 all: build
 
@@ -106,8 +108,13 @@ test: go-test opa-test e2e
 go-test: $(OPA) redis chromium
 	go vet ./...
 	go test -race -count=1 -timeout 30m ./...
-	# the policy's differential grids whole (under -race they run a sample)
-	go test -count=1 -run 'TestCacheAgreesWithTheEngine|TestQuickAgrees' ./policy
+
+# The policy's differential grids whole (under -race, in test, they run
+# every fourth input): the quick rules and the decision cache held to the
+# rules one by one over every role, tool kind and usage around each
+# threshold. Slow (7 to 8 minutes); CI runs it.
+test-grids:
+	go test -count=1 -timeout 30m -run 'TestCacheAgreesWithTheEngine|TestQuickAgrees' ./policy
 
 # The compiled bundle, checked by the real opa CLI: its Rego tests pass, and
 # opa build accepts it.
