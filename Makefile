@@ -110,9 +110,9 @@ go-test: $(OPA) redis chromium
 	go test -race -count=1 -timeout 30m ./...
 
 # The policy's differential grids whole (under -race, in test, they run
-# every fourth input): the quick rules and the decision cache held to the
-# rules one by one over every role, tool kind and usage around each
-# threshold. Slow (7 to 8 minutes); CI runs it.
+# every fourth input): the quick rules and the decision cache held to
+# the rules one by one over every role, tool kind and usage around each
+# threshold. CI runs it after test.
 test-grids:
 	go test -count=1 -timeout 30m -run 'TestCacheAgreesWithTheEngine|TestQuickAgrees' ./policy
 
