@@ -924,37 +924,14 @@ func TestTextBesideABlobIsCharged(t *testing.T) {
 	}
 }
 
-// completeUpstream is a streamable HTTP upstream of one prompt whose
-// completions are the JSON text completion, as it is.
+// completeUpstream is an upstream of one prompt whose completions are the
+// JSON text completion, as it is.
 func completeUpstream(t *testing.T, completion string) UpstreamConfig {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var m message
-		json.Unmarshal(body, &m)
-		if !m.hasID() {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		res := `{}`
-		switch m.Method {
-		case "initialize":
-			res = `{"protocolVersion":"2025-06-18","capabilities":{"prompts":{},"completions":{}},"serverInfo":{"name":"c","version":"1"}}`
-		case "prompts/list":
-			res = `{"prompts":[{"name":"p","arguments":[{"name":"a"}]}]}`
-		case "completion/complete":
-			res = completion
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Mcp-Session-Id", "s-1")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+res+`}`)
-	}))
-	t.Cleanup(srv.Close)
-	return UpstreamConfig{Name: "c", URL: srv.URL}
+	return staticUpstream(t, "c", map[string]string{
+		"initialize":          `{"protocolVersion":"2025-06-18","capabilities":{"prompts":{},"completions":{}},"serverInfo":{"name":"c","version":"1"}}`,
+		"prompts/list":        `{"prompts":[{"name":"p","arguments":[{"name":"a"}]}]}`,
+		"completion/complete": completion,
+	})
 }
 
 // Completion values are read by their key as it is spelled, as a client

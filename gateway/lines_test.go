@@ -55,9 +55,10 @@ func TestAnAnswerReachesTheUpstreamWhole(t *testing.T) {
 	}
 }
 
-// lineUpstream is a streamable HTTP upstream of one tool whose result is
-// the JSON text result as it is, line breaks and all.
-func lineUpstream(t *testing.T, result string) UpstreamConfig {
+// staticUpstream is a streamable HTTP upstream named name that answers
+// each request by its method with the JSON text results[method], as it is
+// (line breaks and all), and "{}" for a method results does not name.
+func staticUpstream(t *testing.T, name string, results map[string]string) UpstreamConfig {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -71,21 +72,26 @@ func lineUpstream(t *testing.T, result string) UpstreamConfig {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		res := `{}`
-		switch m.Method {
-		case "initialize":
-			res = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"lines","version":"1"}}`
-		case "tools/list":
-			res = `{"tools":[{"name":"lines","inputSchema":{"type":"object"}}]}`
-		case "tools/call":
-			res = result
+		res, ok := results[m.Method]
+		if !ok {
+			res = `{}`
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Mcp-Session-Id", "s-1")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+res+`}`)
 	}))
 	t.Cleanup(srv.Close)
-	return UpstreamConfig{Name: "lines", URL: srv.URL}
+	return UpstreamConfig{Name: name, URL: srv.URL}
+}
+
+// lineUpstream is an upstream of one tool whose result is the JSON text
+// result as it is.
+func lineUpstream(t *testing.T, result string) UpstreamConfig {
+	return staticUpstream(t, "lines", map[string]string{
+		"initialize": `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"lines","version":"1"}}`,
+		"tools/list": `{"tools":[{"name":"lines","inputSchema":{"type":"object"}}]}`,
+		"tools/call": result,
+	})
 }
 
 // An HTTP upstream's result with line breaks, passed on raw to a stdio
