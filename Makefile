@@ -3,8 +3,8 @@
 #   make build   bin/harness and bin/harness-hook (the small hook binary)
 #   make install both into $(PREFIX)/bin (PREFIX=~/.local by default)
 #   make test    the whole test suite (builds the opa CLI first if needed)
-#   make test-grids  the policy's differential grids whole (slow; test runs
-#                a sample of them; CI runs both)
+#   make test-grids  the long grids whole (slow; test runs a sample of
+#                them under the race detector; CI runs both)
 #   make bench   the benchmarks, with allocations (bench-gateway, bench-memory
 #                and bench-hook among them)
 #   make bench-compare  one decision, the harness's against cedar-go deciding
@@ -109,12 +109,14 @@ go-test: $(OPA) redis chromium
 	go vet ./...
 	go test -race -count=1 -timeout 30m ./...
 
-# The policy's differential grids whole (under -race, in test, they run
-# every fourth input): the quick rules and the decision cache held to
-# the rules one by one over every role, tool kind and usage around each
-# threshold. CI runs it after test.
+# The long grids whole: the policy's differential grids (the quick rules
+# and the decision cache held to the rules one by one over every role,
+# tool kind and usage around each threshold), the soundness grids of role
+# inclusion, the tokenizer's long texts and the reports over 100,000
+# decisions. Under the race detector, in test, they run a sample (see
+# internal/race); CI runs both.
 test-grids:
-	go test -count=1 -timeout 30m -run 'TestCacheAgreesWithTheEngine|TestQuickAgrees' ./policy
+	go test -count=1 -timeout 30m -run '^(TestCacheAgreesWithTheEngine|TestQuickAgreesWithTheRules|TestQuickAgreesOnOriginsAgentsAndProtection|TestLevelsCacheAgrees|TestFloodOfMessages|TestCoveredByIsSound|TestToolsWithinIsSound|TestAsksWithinIsSound|TestLongPiecesCountNoFewer|TestPartsCountAsTheWhole|TestLargeLogTotalsEqualTheLedger|TestReportLargeLog)$$' ./policy ./compiler ./budget ./report ./cmd/harness
 
 # The compiled bundle, checked by the real opa CLI: its Rego tests pass, and
 # opa build accepts it.

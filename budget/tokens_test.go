@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agentharness/harness/internal/race"
 )
 
 // Known o200k_base counts (token ids checked against the published encoding:
@@ -73,7 +75,7 @@ func TestLongPiecesCountNoFewer(t *testing.T) {
 	}
 	rnd := rand.New(rand.NewPCG(5, 6))
 	syllables := []string{"a", "e", "i", "o", "u", "n", "t", "s", "r", "l", "th", "ing", "er", "re", "in", "an", "on", "st", "ed", "es", "ion", "at", "en"}
-	for i := range 40 {
+	for i := range race.Size(40, 8) {
 		var b strings.Builder
 		for b.Len() < 4<<10+rnd.IntN(12<<10) {
 			b.WriteString(syllables[rnd.IntN(len(syllables))])
@@ -173,7 +175,7 @@ func TestPartsCountAsTheWhole(t *testing.T) {
 	texts = append(texts, log.String())
 	rnd := rand.New(rand.NewPCG(3, 4))
 	alphabet := []string{"a", "Z", "7", " ", "\n", "\n\n", "\r\n", "/", "[", "'s", "é", "—", "\t", "x)", "\n/", "\n "}
-	for range 50 {
+	for range race.Size(50, 8) {
 		var b strings.Builder
 		for b.Len() < 3*parallelPart {
 			b.WriteString(alphabet[rnd.IntN(len(alphabet))])

@@ -205,7 +205,7 @@ func TestReloadWhileDeciding(t *testing.T) {
 			}
 		})
 	}
-	for i := range 20 {
+	for i := range 8 {
 		doc := strict
 		if i%2 == 0 {
 			doc = loose

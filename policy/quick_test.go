@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/internal/race"
 	"github.com/agentharness/harness/internal/testroles"
 	"github.com/agentharness/harness/roles"
 )
@@ -137,9 +138,10 @@ func TestQuickAgreesWithTheRules(t *testing.T) {
 			} {
 				inputs = append(inputs, ast.MustParseTerm(raw).Value)
 			}
-			quick, missed := 0, 0
+			quick, missed, checked := 0, 0, 0
+			keep := race.Sample(stride)
 			for i, in := range inputs {
-				if i < complete && i%stride != 0 {
+				if i < complete && !keep() {
 					continue // a sample under the race detector (see stride)
 				}
 				got, want := eval(fast, in), eval(full, in)
@@ -148,7 +150,10 @@ func TestQuickAgreesWithTheRules(t *testing.T) {
 				}
 				// Every complete input the quick rules are for is decided
 				// by them (tracing is slow: one input in 5 is checked).
-				if i >= complete || (i/stride)%5 != 0 || !quickFor(doc, in, got.(map[string]any)) {
+				if i >= complete {
+					continue
+				}
+				if checked++; checked%5 != 1 || !quickFor(doc, in, got.(map[string]any)) {
 					continue
 				}
 				quick++
@@ -312,6 +317,12 @@ func setUsage(u *contract.Usage, dim string, n int64) {
 
 // usages are the usages around every threshold of a role, and between
 // them (where a percentage leaves a remainder).
+// stride is how sparsely the differential grids sample their inputs: one
+// in 16 under the race detector, which checks the engine's concurrency and
+// not its logic (see race.Sample), all of them without it (make
+// test-grids).
+var stride = race.Stride(16)
+
 func usages(r compiler.RoleDoc) []contract.Usage {
 	out := []contract.Usage{{}, {Tokens: -1}, {Tokens: r.Thresholds["tokens"].WarnAt/3 + 1, Shell: r.Thresholds["shell"].WarnAt / 2, CostMicros: r.Thresholds["cost"].WarnAt/7 + 3}}
 	for _, dim := range []string{"tokens", "shell", "cost"} {
@@ -385,14 +396,15 @@ func TestQuickAgreesOnOriginsAgentsAndProtection(t *testing.T) {
 		map[string]any{"command": "rm -rf /srv/state"}, map[string]any{"command": "cp x $HOME/ledgers/main.db"}, "rm -rf /x",
 	}
 	roles := []string{"coder", "reviewer", "ops", "no-shell", "denies-some", "asks"}
-	count, allows, seen := 0, 0, 0
+	count, allows := 0, 0
+	keep := race.Sample(stride)
 	for _, role := range roles {
 		for _, tool := range origins {
 			for agent, list := range agentUsages {
 				for _, au := range list {
 					for _, args := range arguments {
 						for _, u := range []contract.Usage{[]contract.Usage{{}, {Tokens: 199_999}, {Shell: 99}}[count%3]} {
-							if seen++; seen%stride != 0 {
+							if !keep() {
 								continue // a sample under the race detector (see stride)
 							}
 							in, err := inputValue(contract.Input{Role: role, Tool: tool.Name, Upstream: tool.Upstream, UpstreamTool: tool.UpstreamTool,

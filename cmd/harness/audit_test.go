@@ -139,17 +139,18 @@ func logEntries(t *testing.T, home string) []logEntry {
 	return list
 }
 
-// floodPolicy answers one call with twenty thousand messages (2 MB).
-const floodPolicy = `package harness.custom.flood
+// floodPolicy answers one call with two thousand messages of a kilobyte
+// (2 MB).
+var floodPolicy = `package harness.custom.flood
 
-deny contains sprintf("flood message number %d of a great many", [i]) if {
+deny contains sprintf("flood message number %d of a great many: %s", [i, "` + strings.Repeat("flood ", 170) + `"]) if {
 	input.tool == "flood"
-	some i in numbers.range(1, 20000)
+	some i in numbers.range(1, 2000)
 }
 `
 
 // No call can push the calls before it out of the rotated logs: not a deny
-// with twenty thousand messages, not megabytes of arguments. The policy
+// with two thousand messages of a kilobyte, not megabytes of arguments. The policy
 // answers at most 20 messages of a kind, and each line is cut to 64 KiB,
 // so even files of 1 MiB, one kept, hold the first call. (The policy's
 // deadline is lifted: the flood must be answered, not cut short.)
@@ -195,7 +196,7 @@ func TestOneCallCannotFlushTheLogs(t *testing.T) {
 		t.Fatalf("%d entries kept of 5, the first of path %v", len(entries), entries[0].Input.Arguments["path"])
 	}
 	flood := entries[1].Result.Reasons
-	if len(flood) != 20 || flood[19].Message != "… and 19981 more refusals of custom policies" {
+	if len(flood) != 20 || flood[19].Message != "… and 1981 more refusals of custom policies" {
 		t.Errorf("the flood's reasons are not summarised: %d, the last %+v", len(flood), flood[len(flood)-1])
 	}
 	if s, _ := entries[4].Input.Arguments["new_string"].(string); !strings.HasSuffix(s, " bytes]") || len(s) > 64<<10 {

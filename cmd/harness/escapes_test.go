@@ -490,6 +490,7 @@ func TestFakeDaemonIsNotAsked(t *testing.T) {
 // request written raw, which forged a line of the log and drove the
 // terminal. The refusal is logged before it is answered.
 func TestServeLogsALineACall(t *testing.T) {
+	t.Parallel()
 	_, upstreamBin := buildBinaries(t)
 	home := t.TempDir()
 	addr := freeAddr(t)

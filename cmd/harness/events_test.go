@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentharness/harness/budget"
 )
 
 type loggedEvent struct {
@@ -88,12 +90,27 @@ func TestCrossingOnceUnderConcurrency(t *testing.T) {
 	// 24 decisions at once on a busy machine may wait for a core past the
 	// default deadline of 250 ms, which is not what this test is about.
 	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), "[policy]\ntimeout = \"1m\"\n")
-	// Use 79 of the coder's 100 shell slots, then race past 80% and 100%.
-	for range 79 {
-		if _, errOut, code := harnessIn(t, home, nil, "decide", "--tool", "ctx_shell", "--record", "--session", "c"); code != 0 {
-			t.Fatal(errOut)
+	// Use 79 of the coder's 100 shell slots (the first through the CLI,
+	// which opens the session, the others straight in its ledger), then
+	// race past 80% and 100%.
+	if _, errOut, code := harnessIn(t, home, nil, "decide", "--tool", "ctx_shell", "--record", "--session", "c"); code != 0 {
+		t.Fatal(errOut)
+	}
+	ctx := context.Background()
+	sq, err := budget.OpenSQLite(ctx, filepath.Join(home, ".local", "state", "lean-ctx", "harness", "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := sq.Sessions(ctx, "c")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("sessions c: %+v %v", list, err)
+	}
+	for range 78 {
+		if _, err := sq.AddShell(ctx, list[0].Key, ""); err != nil {
+			t.Fatal(err)
 		}
 	}
+	sq.Close()
 	var wg sync.WaitGroup
 	for range 24 {
 		wg.Go(func() { harnessIn(t, home, nil, "decide", "--tool", "ctx_shell", "--record", "--session", "c") })

@@ -50,6 +50,7 @@ var allowed = map[string][]string{
 	"cmd/harness-hook":     {"hookclient"},
 	"internal/testredis":   {},
 	"internal/testroles":   {"roles"},
+	"internal/race":        {},
 	"internal/layers":      {},
 	"internal/soak":        {},
 	"testdata/upstream":    {},
