@@ -9,7 +9,8 @@
 #                and bench-hook among them)
 #   make bench-compare  one decision, the harness's against cedar-go deciding
 #                an equivalent policy in the same run (the bench/ module)
-#   make lint    gofmt, go vet, opa fmt, opa check --strict, no binaries in git
+#   make lint    gofmt, go vet (with the build tags of the slow suites too),
+#                opa fmt, opa check --strict, no binaries in git
 #   make fuzz    the fuzz tests, FUZZTIME each (slow; not part of test)
 #   make conformance  the official MCP conformance suite, straight and through
 #                the gateway (installs its npm packages, Node 22 among them)
@@ -215,6 +216,7 @@ lint: $(OPA)
 	@! git ls-files -z | xargs -0 file --mime-type | grep -E ': *application/x-(executable|pie-executable|sharedlib|object)' \
 		|| { echo "lint: compiled files are committed (build outputs belong in bin/)"; exit 1; }
 	go vet ./...
+	go vet -tags failover,soak ./...    # the tests behind build tags (make test-redis-cluster, soak, chaos)
 	$(OPA) fmt --list --fail rego/ examples/policies/
 	$(OPA) check --strict rego/ examples/policies/
 

@@ -46,12 +46,12 @@ func (st *raceStats) took(start time.Time, err error) {
 	}
 }
 
-// race has n goroutines take session k's shell slots as governors do
+// racers has n goroutines take session k's shell slots as governors do
 // (read, check the limit, compare-and-swap, again on a conflict) until the
 // count reaches limit. An operation that fails is counted and the racer
 // starts again; the limit may be lowered from infinite while they run. It
 // returns a channel closed when every racer is done.
-func race(s Store, k Key, n int, limit *atomic.Int64, st *raceStats) <-chan struct{} {
+func racers(s Store, k Key, n int, limit *atomic.Int64, st *raceStats) <-chan struct{} {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for range n {
@@ -158,8 +158,8 @@ func TestRedisClusterFailover(t *testing.T) {
 	var limit, limitw atomic.Int64
 	limit.Store(math.MaxInt64)
 	limitw.Store(math.MaxInt64)
-	done := race(s, k, 12, &limit, &st1)
-	donew := race(waiting, k, 4, &limitw, &stw)
+	done := racers(s, k, 12, &limit, &st1)
+	donew := racers(waiting, k, 4, &limitw, &stw)
 	testredis.Eventually(t, 30*time.Second, "reservations before the failover", func() (bool, string) {
 		return st1.granted.Load() >= 50 && stw.granted.Load() >= 20, fmt.Sprint(st1.granted.Load(), stw.granted.Load())
 	})
@@ -177,7 +177,7 @@ func TestRedisClusterFailover(t *testing.T) {
 	// counts it failed after its node timeout and promotes its replica.
 	var st2 raceStats
 	limit.Store(math.MaxInt64)
-	done = race(s, k, 16, &limit, &st2)
+	done = racers(s, k, 16, &limit, &st2)
 	testredis.Eventually(t, 30*time.Second, "reservations before the hang", func() (bool, string) {
 		return st2.granted.Load() >= 50, fmt.Sprint(st2.granted.Load())
 	})
@@ -242,7 +242,7 @@ func TestRedisSentinel(t *testing.T) {
 	var limit atomic.Int64
 	limit.Store(math.MaxInt64)
 	k := Key{Agent: "racer", Session: "s"}
-	done := race(s, k, 8, &limit, &st)
+	done := racers(s, k, 8, &limit, &st)
 
 	testredis.Eventually(t, 30*time.Second, "charges before the failover", func() (bool, string) { return total() >= 200, fmt.Sprint(total()) })
 	t0 := time.Now()
