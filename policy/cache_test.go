@@ -339,7 +339,7 @@ func TestCacheAgreesWithTheEngine(t *testing.T) {
 			case race.Enabled:
 				// Under the race detector, which checks the engine's
 				// concurrency and not its logic (and where a call takes
-				// a hundred times as long), a corner of the grid: make
+				// fifty times as long), a corner of the grid: make
 				// test-grids runs it whole without it.
 				roles, tools, arguments = roles[:2], tools[:2], arguments[:1]
 				agents = []agent{{"budgeted", []*contract.Usage{{Shell: 2}}}}

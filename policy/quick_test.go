@@ -315,14 +315,14 @@ func setUsage(u *contract.Usage, dim string, n int64) {
 	}
 }
 
-// usages are the usages around every threshold of a role, and between
-// them (where a percentage leaves a remainder).
 // stride is how sparsely the differential grids sample their inputs: one
 // in 16 under the race detector, which checks the engine's concurrency and
 // not its logic (see race.Sample), all of them without it (make
 // test-grids).
 var stride = race.Stride(16)
 
+// usages are the usages around every threshold of a role, and between
+// them (where a percentage leaves a remainder).
 func usages(r compiler.RoleDoc) []contract.Usage {
 	out := []contract.Usage{{}, {Tokens: -1}, {Tokens: r.Thresholds["tokens"].WarnAt/3 + 1, Shell: r.Thresholds["shell"].WarnAt / 2, CostMicros: r.Thresholds["cost"].WarnAt/7 + 3}}
 	for _, dim := range []string{"tokens", "shell", "cost"} {
