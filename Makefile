@@ -225,6 +225,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzCacheAgrees -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzQuickAgreesWithTheRules -fuzztime $(FUZZTIME) ./policy
+	go test -run '^$$' -fuzz FuzzPlanAgrees -fuzztime $(FUZZTIME) ./policy/plan
 	go test -run '^$$' -fuzz FuzzSuspectCoversProtection -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzMatcherRegex -fuzztime $(FUZZTIME) ./compiler
 	go test -run '^$$' -fuzz FuzzConfig -fuzztime $(FUZZTIME) ./config

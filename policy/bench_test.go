@@ -37,6 +37,9 @@ max_context_tokens = %d
 	if err != nil {
 		b.Fatal(err)
 	}
+	if _, err := e.cur.Load().waitPlan(); err != nil {
+		b.Fatal(err)
+	}
 	return e
 }
 
@@ -82,9 +85,11 @@ func benchCases() []benchCase {
 }
 
 // BenchmarkDecide measures one decision of each kind. uncached evaluates
-// every call; cached makes calls that differ only in their usage, within
-// the same budget band, as a session's calls do (only where the call's
-// usage is in the band the cache keeps: elsewhere a call is evaluated).
+// every call (from the decision's plan, package plan); topdown evaluates
+// it with OPA's topdown evaluator instead, the reference in the same run;
+// cached makes calls that differ only in their usage, within the same
+// budget band, as a session's calls do (only where the call's usage is in
+// the band the cache keeps: elsewhere a call is evaluated).
 // p50-ns is the median of the calls.
 func BenchmarkDecide(b *testing.B) {
 	e := benchEngine(b)
@@ -96,6 +101,13 @@ func BenchmarkDecide(b *testing.B) {
 		b.Run("uncached/"+tt.want+"/"+tt.name, func(b *testing.B) {
 			p50(b, func(int) {
 				if _, err := e.decide(ctx, tt.in); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+		b.Run("topdown/"+tt.want+"/"+tt.name, func(b *testing.B) {
+			p50(b, func(int) {
+				if _, err := e.decideTopdown(ctx, tt.in); err != nil {
 					b.Fatal(err)
 				}
 			})

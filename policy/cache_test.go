@@ -212,10 +212,18 @@ func checkCached(t testing.TB, e *Engine, in contract.Input) bool {
 		_, ok = l.cache.m[key]
 		l.cache.mu.RUnlock()
 	}
+	if _, err := e.cur.Load().waitPlan(); err != nil {
+		t.Fatalf("no plan: %v", err)
+	}
 	got, err1 := e.Decide(context.Background(), in)
 	want, err2 := e.decide(context.Background(), in)
 	if err1 != nil || err2 != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("input %+v (from the cache: %v):\ncached   %+v %v\nuncached %+v %v", in, ok, got, err1, want, err2)
+	}
+	// The uncached decision, from the decision's plan, is topdown's.
+	ref, err3 := e.decideTopdown(context.Background(), in)
+	if err3 != nil || !reflect.DeepEqual(want, ref) {
+		t.Fatalf("input %+v:\nplan    %+v\ntopdown %+v %v", in, want, ref, err3)
 	}
 	return ok
 }

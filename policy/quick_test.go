@@ -21,6 +21,7 @@ import (
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/race"
 	"github.com/agentharness/harness/internal/testroles"
+	"github.com/agentharness/harness/policy/plan"
 	"github.com/agentharness/harness/roles"
 )
 
@@ -96,6 +97,7 @@ func TestQuickAgreesWithTheRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			fast, full := rawQuery(t, e, Query), rawQuery(t, e, "data.harness.full_decision")
+			fastPlan, fullPlan := planOf(t, e, Query), planOf(t, e, "data.harness.full_decision")
 			paths := []string{"main.go"}
 			if custom {
 				paths = append(paths, "secret", "big")
@@ -147,6 +149,13 @@ func TestQuickAgreesWithTheRules(t *testing.T) {
 				got, want := eval(fast, in), eval(full, in)
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("input %v:\ndecision      %v\nfull_decision %v", in, got, want)
+				}
+				// The plans of both give topdown's values.
+				if p := planEval(t, fastPlan, in); !reflect.DeepEqual(p, got) {
+					t.Fatalf("input %v:\nplan    %v\ntopdown %v", in, p, got)
+				}
+				if p := planEval(t, fullPlan, in); !reflect.DeepEqual(p, want) {
+					t.Fatalf("input %v:\nfull_decision's plan %v\ntopdown              %v", in, p, want)
 				}
 				// Every complete input the quick rules are for is decided
 				// by them (tracing is slow: one input in 5 is checked).
@@ -561,4 +570,30 @@ func TestQuickAllowanceAgrees(t *testing.T) {
 		}
 	}
 	t.Logf("%d inputs", len(inputs))
+}
+
+// planOf is the plan of query q on e's generation.
+func planOf(t testing.TB, e *Engine, q string) *plan.Program {
+	t.Helper()
+	l := e.cur.Load()
+	p, err := plan.Compile(context.Background(), l.compiler, l.store, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// planEval evaluates p on in, as JSON values (as topdown's results are
+// read here).
+func planEval(t testing.TB, p *plan.Program, in ast.Value) any {
+	t.Helper()
+	v, err := p.Eval(context.Background(), in, plan.Options{})
+	if err != nil || v == nil {
+		t.Fatalf("%v: %v %v", in, v, err)
+	}
+	x, err := ast.JSON(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }

@@ -1,0 +1,528 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
+	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/open-policy-agent/opa/v1/topdown/builtins"
+	"github.com/open-policy-agent/opa/v1/topdown/cache"
+)
+
+// Options are what an evaluation shares with its caller.
+type Options struct {
+	// Values is the cache of compiled patterns (regex.match, glob.match)
+	// the built-ins keep across evaluations; nil for OPA's process-wide one.
+	Values cache.InterQueryValueCache
+	// Cancel, when set, ends built-ins that look at it (as topdown's do);
+	// unset, Eval makes one that ctx's end cancels.
+	Cancel topdown.Cancel
+}
+
+// noMetrics is the built-ins' metrics: counted by no one.
+var noMetrics = metrics.NoOp()
+
+// ErrConflict is an evaluation's conflict: a complete rule or a function
+// with two different values, an object with two values for one key.
+var ErrConflict = errors.New("conflicting values")
+
+// Eval evaluates the query on input. It returns the value of the query's
+// one expression, nil when the query is undefined, and an error for a
+// conflict, a built-in's error (built-in errors are strict, as the
+// harness's topdown queries run) or the end of ctx.
+//
+// A panic inside the evaluation (a defect, here or in a built-in) is an
+// error, not the end of the process that decides.
+func (p *Program) Eval(ctx context.Context, input ast.Value, opts Options) (v ast.Value, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("plan evaluation failed: %v", r)
+		}
+	}()
+	e := &evaluation{
+		prog:  p,
+		ctx:   ctx,
+		input: ast.NewTerm(input),
+		memo:  make([]memoEntry, len(p.funcs)),
+		args:  make([]*ast.Term, p.maxArgs),
+		stack: make([]*ast.Term, 0, 256),
+	}
+	e.yield_ = e.yield
+	cancel := opts.Cancel
+	if cancel == nil && ctx.Done() != nil {
+		// The built-ins that run long (numbers.range, net.cidr_expand)
+		// watch a Cancel, not the context.
+		c := topdown.NewCancel()
+		defer context.AfterFunc(ctx, c.Cancel)()
+		cancel = c
+	}
+	e.bctx = topdown.BuiltinContext{
+		Context:                     ctx,
+		Metrics:                     noMetrics,
+		Cancel:                      cancel,
+		Cache:                       builtins.Cache{},
+		InterQueryBuiltinValueCache: opts.Values,
+	}
+	locals := make([]*ast.Term, p.locals)
+	locals[0], locals[1] = e.input, p.data
+	for _, b := range p.blocks {
+		r := e.block(b, locals)
+		if r == ctlError {
+			return nil, e.err
+		}
+		if r >= 1 || r == ctlReturn {
+			break
+		}
+	}
+	return e.result()
+}
+
+// result reads the query's value from the result set: one binding, an
+// object of one key (the query's expression) to its value.
+func (e *evaluation) result() (ast.Value, error) {
+	switch len(e.results) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, fmt.Errorf("%d results, want one", len(e.results))
+	}
+	o, ok := e.results[0].Value.(ast.Object)
+	if !ok || o.Len() != 1 {
+		return nil, fmt.Errorf("result %v is not one binding", e.results[0])
+	}
+	var v ast.Value
+	o.Foreach(func(_, t *ast.Term) { v = t.Value })
+	return v, nil
+}
+
+// evaluation is one run of a Program.
+type evaluation struct {
+	prog    *Program
+	ctx     context.Context
+	bctx    topdown.BuiltinContext
+	input   *ast.Term
+	memo    []memoEntry
+	results []*ast.Term
+	ret     *ast.Term
+	err     error
+	steps   int
+	// stack holds the locals of the calls in progress.
+	stack []*ast.Term
+
+	// A built-in's arguments, and what it yields (yield, a method value
+	// made once an evaluation).
+	args     []*ast.Term
+	yield_   func(*ast.Term) error
+	out      *ast.Term
+	all      []*ast.Term
+	relation bool
+	relTerms int
+}
+
+type memoEntry struct {
+	done bool
+	val  *ast.Term
+}
+
+// A block's outcome: it ran to its end (ctlEnd); it was left by an
+// undefined statement or a break (n >= 0: the number of blocks around it
+// to leave as well); a return statement ran (ctlReturn); evaluation failed
+// (ctlError, e.err).
+const (
+	ctlEnd    = -1
+	ctlReturn = -2
+	ctlError  = -3
+)
+
+// checkEvery is how many statements run between checks of ctx.
+const checkEvery = 1 << 12
+
+func (e *evaluation) fail(err error) int {
+	e.err = err
+	return ctlError
+}
+
+// get reads an operand.
+func (e *evaluation) get(L []*ast.Term, o int32) *ast.Term {
+	if o >= 0 {
+		return L[o]
+	}
+	return e.prog.consts[-1-o]
+}
+
+// block runs b with locals L.
+func (e *evaluation) block(b *block, L []*ast.Term) int {
+	for i := range b.stmts {
+		s := &b.stmts[i]
+		if e.steps++; e.steps%checkEvery == 0 {
+			if err := e.ctx.Err(); err != nil {
+				return e.fail(err)
+			}
+		}
+		switch s.kind {
+		case kArrayAppend:
+			arr, ok := L[s.b].Value.(*ast.Array)
+			v := e.get(L, s.a)
+			if !ok || v == nil {
+				return e.fail(fmt.Errorf("%s: append to %v", where(s), L[s.b]))
+			}
+			L[s.b].Value = arr.Append(v)
+		case kAssignInt:
+			L[s.b] = ast.InternedTerm(int(s.n))
+		case kAssignVarOnce:
+			v := e.get(L, s.a)
+			if cur := L[s.b]; cur != nil && v != nil && ast.Compare(cur.Value, v.Value) != 0 {
+				return e.fail(fmt.Errorf("%s: %w", where(s), ErrConflict))
+			}
+			L[s.b] = v
+		case kAssignVar:
+			L[s.b] = e.get(L, s.a)
+		case kBlock:
+			for _, inner := range s.blocks {
+				switch r := e.block(inner, L); {
+				case r == ctlReturn || r == ctlError:
+					return r
+				case r >= 1:
+					return r - 1
+				}
+			}
+		case kBreak:
+			return int(s.n)
+		case kCallFunc:
+			v, r := e.call(s, L)
+			if r == ctlError {
+				return r
+			}
+			if v == nil {
+				return 0
+			}
+			L[s.b] = v
+		case kCallBuiltin:
+			v, err := e.builtin(s, L)
+			if err != nil {
+				return e.fail(err)
+			}
+			if v == nil {
+				return 0
+			}
+			L[s.b] = v
+		case kDot:
+			v := dot(e.get(L, s.a), e.get(L, s.c))
+			if v == nil {
+				return 0
+			}
+			L[s.b] = v
+		case kEqual:
+			a, b := e.get(L, s.a), e.get(L, s.b)
+			if a == nil || b == nil || (a != b && ast.Compare(a.Value, b.Value) != 0) {
+				return 0
+			}
+		case kNotEqual:
+			a, b := e.get(L, s.a), e.get(L, s.b)
+			if a == nil || b == nil || a == b || ast.Compare(a.Value, b.Value) == 0 {
+				return 0
+			}
+		case kIsArray:
+			if v := e.get(L, s.a); v == nil || !isArray(v.Value) {
+				return 0
+			}
+		case kIsObject:
+			if v := e.get(L, s.a); v == nil || !isObject(v.Value) {
+				return 0
+			}
+		case kIsSet:
+			if v := e.get(L, s.a); v == nil || !isSet(v.Value) {
+				return 0
+			}
+		case kIsDefined:
+			if L[s.a] == nil {
+				return 0
+			}
+		case kIsUndefined:
+			if L[s.a] != nil {
+				return 0
+			}
+		case kLen:
+			v := e.get(L, s.a)
+			if v == nil {
+				return 0
+			}
+			L[s.b] = ast.InternedTerm(length(v.Value))
+		case kMakeArray:
+			L[s.b] = ast.NewTerm(ast.NewArrayWithCapacity(int(s.n)))
+		case kMakeNull:
+			L[s.b] = ast.InternedNullTerm
+		case kMakeNumberInt:
+			L[s.b] = ast.InternedTerm(int(s.n))
+		case kMakeNumberRef:
+			L[s.b] = ast.NewTerm(ast.Number(e.prog.consts[-1-s.a].Value.(ast.String)))
+		case kMakeObject:
+			L[s.b] = ast.NewTerm(ast.NewObject())
+		case kMakeSet:
+			L[s.b] = ast.NewTerm(ast.NewSet())
+		case kNop:
+		case kNot:
+			switch r := e.block(s.body, L); {
+			case r == ctlReturn || r == ctlError:
+				return r
+			case r == ctlEnd:
+				return 0
+			case r >= 1:
+				return r - 1
+			}
+		case kObjectInsertOnce, kObjectInsert:
+			obj, ok := L[s.b].Value.(ast.Object)
+			k, v := e.get(L, s.a), e.get(L, s.c)
+			if !ok || k == nil || v == nil {
+				return e.fail(fmt.Errorf("%s: insert into %v", where(s), L[s.b]))
+			}
+			if s.kind == kObjectInsertOnce {
+				if cur := obj.Get(k); cur != nil && ast.Compare(cur.Value, v.Value) != 0 {
+					return e.fail(fmt.Errorf("%s: %w", where(s), ErrConflict))
+				}
+			}
+			obj.Insert(k, v)
+		case kResetLocal:
+			L[s.b] = nil
+		case kResultSetAdd:
+			if v := L[s.a]; v != nil {
+				e.results = append(e.results, v)
+			}
+		case kReturnLocal:
+			e.ret = L[s.a]
+			return ctlReturn
+		case kScan:
+			if r, stop := e.scan(s, L); stop {
+				return r
+			}
+		case kSetAdd:
+			set, ok := L[s.b].Value.(ast.Set)
+			v := e.get(L, s.a)
+			if !ok || v == nil {
+				return e.fail(fmt.Errorf("%s: add to %v", where(s), L[s.b]))
+			}
+			set.Add(v)
+		default:
+			return e.fail(fmt.Errorf("%s: statement kind %d", where(s), s.kind))
+		}
+	}
+	return ctlEnd
+}
+
+// scan runs s's body for every key and value of its source: an array's
+// indexes, an object's keys in order, a set's members (each its own key);
+// a scalar has none. As in OPA's Wasm target, the body is left for the
+// next member by an undefined statement or break 0, and break 1 leaves
+// the scan. stop says the block holding s is left too, with outcome r.
+func (e *evaluation) scan(s *stmt, L []*ast.Term) (r int, stop bool) {
+	src := L[s.a]
+	if src == nil {
+		return 0, false
+	}
+	each := func(k, v *ast.Term) bool {
+		L[s.b], L[s.c] = k, v
+		switch r = e.block(s.body, L); {
+		case r == ctlReturn || r == ctlError:
+			stop = true
+			return true
+		case r == 1:
+			r = ctlEnd
+			return true
+		case r >= 2:
+			r, stop = r-2, true
+			return true
+		}
+		return false
+	}
+	switch x := src.Value.(type) {
+	case *ast.Array:
+		for i := range x.Len() {
+			if each(ast.InternedTerm(i), x.Elem(i)) {
+				break
+			}
+		}
+	case ast.Object:
+		done := false
+		x.Foreach(func(k, v *ast.Term) {
+			if !done {
+				done = each(k, v)
+			}
+		})
+	case ast.Set:
+		done := false
+		x.Foreach(func(m *ast.Term) {
+			if !done {
+				done = each(m, m)
+			}
+		})
+	}
+	return r, stop
+}
+
+// call calls a planned function; a nil value is undefined.
+func (e *evaluation) call(s *stmt, L []*ast.Term) (*ast.Term, int) {
+	fn := s.fn
+	memo := fn.memo && e.get(L, s.args[0]) == e.input && e.get(L, s.args[1]) == e.prog.data
+	if memo && e.memo[fn.index].done {
+		return e.memo[fn.index].val, 0
+	}
+	// A call's locals are the next fn.locals of the evaluation's stack
+	// (calls nest, so they are given back in the order they were taken).
+	base := len(e.stack)
+	if cap(e.stack)-base < fn.locals {
+		e.stack = slices.Grow(e.stack, fn.locals)
+	}
+	e.stack = e.stack[:base+fn.locals]
+	locals := e.stack[base:]
+	// A plan takes a call's locals to start undefined (a complete rule's
+	// default is given when its value is still undefined). Grown, the
+	// stack holds copies of the locals of the calls in progress.
+	clear(locals)
+	defer func() {
+		clear(locals)
+		e.stack = e.stack[:base]
+	}()
+	for i, p := range fn.params {
+		v := e.get(L, s.args[i])
+		if v == nil {
+			return nil, 0
+		}
+		locals[p] = v
+	}
+	var ret *ast.Term
+	returned := false
+	for _, b := range fn.blocks {
+		r := e.block(b, locals)
+		if r == ctlError {
+			return nil, r
+		}
+		if r == ctlReturn {
+			ret, returned = e.ret, true
+			break
+		}
+		if r >= 1 {
+			break
+		}
+	}
+	if !returned {
+		ret = locals[fn.ret]
+	}
+	if memo {
+		e.memo[fn.index] = memoEntry{done: true, val: ret}
+	}
+	return ret, 0
+}
+
+// builtin calls OPA's implementation of a built-in; a nil value is
+// undefined. A relation (walk) gives every value it yields, in an array.
+func (e *evaluation) builtin(s *stmt, L []*ast.Term) (*ast.Term, error) {
+	args := e.args[:len(s.args)]
+	for i, a := range s.args {
+		if args[i] = e.get(L, a); args[i] == nil {
+			return nil, nil
+		}
+	}
+	e.out, e.all, e.relation, e.relTerms = nil, nil, s.bi.relation, 0
+	e.bctx.Location = s.at
+	err := s.bi.f(e.bctx, args, e.yield_)
+	clear(args)
+	if err != nil {
+		return nil, err
+	}
+	if s.bi.relation {
+		return ast.ArrayTerm(e.all...), nil
+	}
+	return e.out, nil
+}
+
+// yield takes a value a built-in gives.
+func (e *evaluation) yield(t *ast.Term) error {
+	if !e.relation {
+		e.out = t
+		return nil
+	}
+	// A relation's values are all kept before the plan scans them (where
+	// topdown takes one at a time): walk's values hold their paths, which
+	// grow with an input's depth. Past maxRelation terms the plan gives
+	// up (a caller asks topdown, whose bounds then apply), and it stops
+	// when its context ends.
+	e.all = append(e.all, t)
+	e.relTerms++
+	if a, ok := t.Value.(*ast.Array); ok && a.Len() > 0 {
+		if path, ok := a.Elem(0).Value.(*ast.Array); ok {
+			e.relTerms += path.Len()
+		}
+	}
+	if e.relTerms > maxRelation {
+		return fmt.Errorf("%w: a relation of more than %d terms", ErrTooLarge, maxRelation)
+	}
+	if len(e.all)%256 == 0 {
+		return e.ctx.Err()
+	}
+	return nil
+}
+
+// maxRelation bounds the terms a relation's values (walk's paths and
+// values) hold in one call.
+const maxRelation = 1 << 16
+
+// ErrTooLarge is an evaluation the plan gave up as too large for it.
+var ErrTooLarge = errors.New("too large for the plan")
+
+// dot looks key up in src: an object's value, an array's element, a
+// set's member; nothing in a scalar.
+func dot(src, key *ast.Term) *ast.Term {
+	if src == nil || key == nil {
+		return nil
+	}
+	switch x := src.Value.(type) {
+	case ast.Object:
+		return x.Get(key)
+	case *ast.Array:
+		n, ok := key.Value.(ast.Number)
+		if !ok {
+			return nil
+		}
+		i, ok := n.Int()
+		if !ok || i < 0 || i >= x.Len() {
+			return nil
+		}
+		return x.Elem(i)
+	case ast.Set:
+		if x.Contains(key) {
+			return key
+		}
+	}
+	return nil
+}
+
+func length(v ast.Value) int {
+	switch x := v.(type) {
+	case *ast.Array:
+		return x.Len()
+	case ast.Object:
+		return x.Len()
+	case ast.Set:
+		return x.Len()
+	case ast.String:
+		return len([]rune(string(x)))
+	}
+	return 0
+}
+
+func isArray(v ast.Value) bool  { _, ok := v.(*ast.Array); return ok }
+func isObject(v ast.Value) bool { _, ok := v.(ast.Object); return ok }
+func isSet(v ast.Value) bool    { _, ok := v.(ast.Set); return ok }
+
+// where names a statement's place in the policy.
+func where(s *stmt) string {
+	if s.loc == nil {
+		return "plan"
+	}
+	return fmt.Sprintf("%d:%d", s.loc.Row, s.loc.Col)
+}

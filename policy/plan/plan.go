@@ -1,0 +1,394 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/ir"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// Target is the name under which the package is registered with OPA as a
+// target plugin (rego.Target).
+const Target = "harness-plan"
+
+func init() { rego.RegisterPlugin(Target, plugin{}) }
+
+// plugin is the target plugin: OPA gives it the plan of a prepared query.
+type plugin struct{}
+
+func (plugin) IsTarget(t string) bool { return t == Target }
+
+func (plugin) PrepareForEval(ctx context.Context, p *ir.Policy, _ ...rego.PrepareOption) (rego.TargetPluginEval, error) {
+	prog, err := build(p)
+	if err != nil {
+		return nil, err
+	}
+	if slot, ok := ctx.Value(slotKey{}).(*slot); ok {
+		slot.prog = prog
+	}
+	return planned{prog}, nil
+}
+
+// slot carries the Program that PrepareForEval built back to Compile,
+// which called it through rego (which gives a plugin's result no other
+// way out), in the context of that one call.
+type slot struct{ prog *Program }
+
+type slotKey struct{}
+
+// ErrUnsupported wraps the reason a plan cannot be interpreted.
+var ErrUnsupported = errors.New("plan not supported")
+
+// Compile plans query over the compiled modules of c and the data in store,
+// and prepares the plan for [Program.Eval]. The data is read once, now: a
+// Program answers on the data it was compiled with. An error wrapping
+// [ErrUnsupported] means the query needs what the interpreter does not do.
+func Compile(ctx context.Context, c *ast.Compiler, store storage.Store, query string) (*Program, error) {
+	out := &slot{}
+	_, err := rego.New(
+		rego.Query(query),
+		rego.Compiler(c),
+		rego.Store(store),
+		rego.SetRegoVersion(ast.RegoV1),
+		rego.Target(Target),
+	).PrepareForEval(context.WithValue(ctx, slotKey{}, out))
+	if err != nil {
+		return nil, err
+	}
+	prog := out.prog
+	if prog == nil {
+		return nil, fmt.Errorf("%w: OPA did not hand over the plan", ErrUnsupported)
+	}
+	data, err := storage.ReadOne(ctx, store, storage.Path{})
+	if err != nil {
+		return nil, err
+	}
+	v, ok := data.(ast.Value)
+	if !ok {
+		if v, err = ast.InterfaceToValue(data); err != nil {
+			return nil, err
+		}
+	}
+	prog.data = ast.NewTerm(v)
+	return prog, nil
+}
+
+// Program is a planned query, ready to evaluate. It is safe for concurrent
+// use: every evaluation has its own locals.
+type Program struct {
+	funcs  []*function
+	blocks []*block
+	locals int
+	consts []*ast.Term
+	data   *ast.Term
+	// maxArgs is the most arguments a built-in call has.
+	maxArgs int
+}
+
+// function is one planned function: a rule, a Rego function, or a part of
+// either.
+type function struct {
+	name   string
+	params []int32
+	ret    int32
+	blocks []*block
+	locals int
+	// memo: a function of the input and data alone is evaluated once per
+	// query, as OPA's Wasm target does; index is its slot.
+	memo  bool
+	index int
+}
+
+type block struct{ stmts []stmt }
+
+// kind is a statement's kind.
+type kind uint8
+
+const (
+	kArrayAppend kind = iota
+	kAssignInt
+	kAssignVarOnce
+	kAssignVar
+	kBlock
+	kBreak
+	kCallFunc
+	kCallBuiltin
+	kDot
+	kEqual
+	kIsArray
+	kIsDefined
+	kIsObject
+	kIsSet
+	kIsUndefined
+	kLen
+	kMakeArray
+	kMakeNull
+	kMakeNumberInt
+	kMakeNumberRef
+	kMakeObject
+	kMakeSet
+	kNop
+	kNotEqual
+	kNot
+	kObjectInsertOnce
+	kObjectInsert
+	kResetLocal
+	kResultSetAdd
+	kReturnLocal
+	kScan
+	kSetAdd
+)
+
+// stmt is a statement with its operands resolved. An operand is a local
+// (>= 0) or a constant (-1 - its index in Program.consts).
+type stmt struct {
+	kind    kind
+	a, b, c int32
+	n       int64
+	fn      *function
+	bi      *builtin
+	args    []int32
+	blocks  []*block
+	body    *block
+	loc     *ir.Location
+	// at is the place of a built-in call, for its errors.
+	at *ast.Location
+}
+
+// builtin is a built-in function the plan calls: OPA's own implementation.
+type builtin struct {
+	name     string
+	f        topdown.BuiltinFunc
+	relation bool
+}
+
+// impure are built-ins whose answer depends on more than their arguments
+// (besides those OPA marks non-deterministic): they read what only
+// topdown's evaluation context has.
+var impure = map[string]bool{
+	"print": true, "internal.print": true, "trace": true, "opa.runtime": true,
+	"rego.metadata.chain": true, "rego.metadata.rule": true, "internal.test_case": true,
+}
+
+// planned wraps a Program as OPA's TargetPluginEval; OPA's own Eval of a
+// plugin-prepared query is not used by this package, but must exist.
+type planned struct{ *Program }
+
+func (p planned) Eval(ctx context.Context, ec *rego.EvalContext, input ast.Value) (ast.Value, error) {
+	return nil, fmt.Errorf("%w: evaluate through plan.Program.Eval", ErrUnsupported)
+}
+
+// build resolves a plan into a Program.
+func build(p *ir.Policy) (*Program, error) {
+	if p.Plans == nil || len(p.Plans.Plans) != 1 {
+		return nil, fmt.Errorf("%w: want one plan", ErrUnsupported)
+	}
+	b := &builder{prog: &Program{}, funcs: map[string]*function{}, builtins: map[string]*builtin{}}
+	for _, s := range p.Static.Strings {
+		b.prog.consts = append(b.prog.consts, ast.StringTerm(s.Value))
+	}
+	b.strings = p.Static.Strings
+	b.prog.consts = append(b.prog.consts, ast.BooleanTerm(false), ast.BooleanTerm(true))
+	for _, d := range p.Static.BuiltinFuncs {
+		decl, ok := ast.BuiltinMap[d.Name]
+		f := topdown.GetBuiltin(d.Name)
+		if !ok || f == nil || decl.Nondeterministic || impure[d.Name] {
+			return nil, fmt.Errorf("%w: built-in %s", ErrUnsupported, d.Name)
+		}
+		b.builtins[d.Name] = &builtin{name: d.Name, f: f, relation: decl.Relation}
+	}
+	if p.Funcs != nil {
+		for i, f := range p.Funcs.Funcs {
+			fn := &function{name: f.Name, ret: int32(f.Return), index: i, memo: len(f.Params) == 2}
+			for _, l := range f.Params {
+				fn.params = append(fn.params, int32(l))
+			}
+			b.funcs[f.Name] = fn
+			b.prog.funcs = append(b.prog.funcs, fn)
+		}
+		for i, f := range p.Funcs.Funcs {
+			fn := b.prog.funcs[i]
+			b.max = int(f.Return)
+			for _, l := range f.Params {
+				b.max = max(b.max, int(l))
+			}
+			for _, bl := range f.Blocks {
+				rb, err := b.block(bl)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", f.Name, err)
+				}
+				fn.blocks = append(fn.blocks, rb)
+			}
+			fn.locals = b.max + 1
+		}
+	}
+	b.max = int(ir.Data)
+	for _, bl := range p.Plans.Plans[0].Blocks {
+		rb, err := b.block(bl)
+		if err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
+		b.prog.blocks = append(b.prog.blocks, rb)
+	}
+	b.prog.locals = b.max + 1
+	return b.prog, nil
+}
+
+// builder resolves statements: functions and built-ins by name, operands
+// to locals and constants, and counts the locals of each function.
+type builder struct {
+	prog     *Program
+	strings  []*ir.StringConst
+	funcs    map[string]*function
+	builtins map[string]*builtin
+	max      int
+}
+
+func (b *builder) local(l ir.Local) int32 {
+	b.max = max(b.max, int(l))
+	return int32(l)
+}
+
+func (b *builder) operand(o ir.Operand) (int32, error) {
+	switch v := o.Value.(type) {
+	case ir.Local:
+		return b.local(v), nil
+	case ir.StringIndex:
+		if int(v) < 0 || int(v) >= len(b.strings) {
+			return 0, fmt.Errorf("string constant %d out of range", v)
+		}
+		return -1 - int32(v), nil
+	case ir.Bool:
+		i := len(b.strings)
+		if v {
+			i++
+		}
+		return -1 - int32(i), nil
+	}
+	return 0, fmt.Errorf("%w: operand %T", ErrUnsupported, o.Value)
+}
+
+func (b *builder) block(in *ir.Block) (*block, error) {
+	out := &block{}
+	for _, s := range in.Stmts {
+		rs, err := b.stmt(s)
+		if err != nil {
+			return nil, err
+		}
+		out.stmts = append(out.stmts, rs)
+	}
+	return out, nil
+}
+
+func (b *builder) stmt(s ir.Stmt) (stmt, error) {
+	var (
+		out  = stmt{loc: s.GetLocation()}
+		errs []error
+	)
+	op := func(o ir.Operand) int32 {
+		v, err := b.operand(o)
+		errs = append(errs, err)
+		return v
+	}
+	blk := func(in *ir.Block) *block {
+		r, err := b.block(in)
+		errs = append(errs, err)
+		return r
+	}
+	switch s := s.(type) {
+	case *ir.ArrayAppendStmt:
+		out.kind, out.a, out.b = kArrayAppend, op(s.Value), b.local(s.Array)
+	case *ir.AssignIntStmt:
+		out.kind, out.n, out.b = kAssignInt, s.Value, b.local(s.Target)
+	case *ir.AssignVarOnceStmt:
+		out.kind, out.a, out.b = kAssignVarOnce, op(s.Source), b.local(s.Target)
+	case *ir.AssignVarStmt:
+		out.kind, out.a, out.b = kAssignVar, op(s.Source), b.local(s.Target)
+	case *ir.BlockStmt:
+		out.kind = kBlock
+		for _, x := range s.Blocks {
+			out.blocks = append(out.blocks, blk(x))
+		}
+	case *ir.BreakStmt:
+		out.kind, out.n = kBreak, int64(s.Index)
+	case *ir.CallStmt:
+		out.b = b.local(s.Result)
+		for _, a := range s.Args {
+			out.args = append(out.args, op(a))
+		}
+		if fn, ok := b.funcs[s.Func]; ok {
+			out.kind, out.fn = kCallFunc, fn
+			if len(s.Args) != len(fn.params) {
+				return out, fmt.Errorf("call of %s with %d arguments, want %d", s.Func, len(s.Args), len(fn.params))
+			}
+		} else if bi, ok := b.builtins[s.Func]; ok {
+			out.kind, out.bi = kCallBuiltin, bi
+			out.at = &ast.Location{Row: s.Location.Row, Col: s.Location.Col}
+			b.prog.maxArgs = max(b.prog.maxArgs, len(s.Args))
+		} else {
+			return out, fmt.Errorf("%w: call of %s", ErrUnsupported, s.Func)
+		}
+	case *ir.DotStmt:
+		out.kind, out.a, out.c, out.b = kDot, op(s.Source), op(s.Key), b.local(s.Target)
+	case *ir.EqualStmt:
+		out.kind, out.a, out.b = kEqual, op(s.A), op(s.B)
+	case *ir.NotEqualStmt:
+		out.kind, out.a, out.b = kNotEqual, op(s.A), op(s.B)
+	case *ir.IsArrayStmt:
+		out.kind, out.a = kIsArray, op(s.Source)
+	case *ir.IsObjectStmt:
+		out.kind, out.a = kIsObject, op(s.Source)
+	case *ir.IsSetStmt:
+		out.kind, out.a = kIsSet, op(s.Source)
+	case *ir.IsDefinedStmt:
+		out.kind, out.a = kIsDefined, b.local(s.Source)
+	case *ir.IsUndefinedStmt:
+		out.kind, out.a = kIsUndefined, b.local(s.Source)
+	case *ir.LenStmt:
+		out.kind, out.a, out.b = kLen, op(s.Source), b.local(s.Target)
+	case *ir.MakeArrayStmt:
+		out.kind, out.n, out.b = kMakeArray, int64(s.Capacity), b.local(s.Target)
+	case *ir.MakeNullStmt:
+		out.kind, out.b = kMakeNull, b.local(s.Target)
+	case *ir.MakeNumberIntStmt:
+		out.kind, out.n, out.b = kMakeNumberInt, s.Value, b.local(s.Target)
+	case *ir.MakeNumberRefStmt:
+		if s.Index < 0 || s.Index >= len(b.strings) {
+			return out, fmt.Errorf("number constant %d out of range", s.Index)
+		}
+		out.kind, out.a, out.b = kMakeNumberRef, -1-int32(s.Index), b.local(s.Target)
+	case *ir.MakeObjectStmt:
+		out.kind, out.b = kMakeObject, b.local(s.Target)
+	case *ir.MakeSetStmt:
+		out.kind, out.b = kMakeSet, b.local(s.Target)
+	case *ir.NopStmt:
+		out.kind = kNop
+	case *ir.NotStmt:
+		out.kind, out.body = kNot, blk(s.Block)
+	case *ir.ObjectInsertOnceStmt:
+		out.kind, out.a, out.c, out.b = kObjectInsertOnce, op(s.Key), op(s.Value), b.local(s.Object)
+	case *ir.ObjectInsertStmt:
+		out.kind, out.a, out.c, out.b = kObjectInsert, op(s.Key), op(s.Value), b.local(s.Object)
+	case *ir.ResetLocalStmt:
+		out.kind, out.b = kResetLocal, b.local(s.Target)
+	case *ir.ResultSetAddStmt:
+		out.kind, out.a = kResultSetAdd, b.local(s.Value)
+	case *ir.ReturnLocalStmt:
+		out.kind, out.a = kReturnLocal, b.local(s.Source)
+	case *ir.ScanStmt:
+		out.kind, out.a, out.b, out.c = kScan, b.local(s.Source), b.local(s.Key), b.local(s.Value)
+		out.body = blk(s.Block)
+	case *ir.SetAddStmt:
+		out.kind, out.a, out.b = kSetAdd, op(s.Value), b.local(s.Set)
+	default:
+		name := fmt.Sprintf("%T", s)
+		return out, fmt.Errorf("%w: %s", ErrUnsupported, strings.TrimPrefix(name, "*ir."))
+	}
+	return out, errors.Join(errs...)
+}

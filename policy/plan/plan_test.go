@@ -1,0 +1,370 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// data is the base document of every case: some of it beside rules of the
+// same package, as the harness's roles are.
+const data = `{"t": {"roles": {"coder": {"allowed": ["read", "edit"], "limit": 10}, "reviewer": {"allowed": ["read"], "limit": 3}},
+	"lists": [1, 2, 3], "big": 12345678901234567890, "half": 0.5}}`
+
+// fixture compiles src (package t) and returns topdown's prepared query q
+// and its plan.
+func fixture(t testing.TB, src, q string) (rego.PreparedEvalQuery, *Program, error) {
+	t.Helper()
+	m, err := ast.ParseModuleWithOpts("t.rego", src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ast.NewCompiler().WithEnablePrintStatements(false)
+	if c.Compile(map[string]*ast.Module{"t.rego": m}); c.Failed() {
+		t.Fatal(c.Errors)
+	}
+	var doc map[string]any
+	if err := util.UnmarshalJSON([]byte(data), &doc); err != nil {
+		t.Fatal(err)
+	}
+	store := inmem.NewFromObjectWithOpts(doc, inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
+	ctx := context.Background()
+	pq, err := rego.New(rego.Query(q), rego.Compiler(c), rego.Store(store), rego.SetRegoVersion(ast.RegoV1),
+		rego.StrictBuiltinErrors(true)).PrepareForEval(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(ctx, c, store, q)
+	return pq, p, err
+}
+
+// outcome is what a query gave: a value, nothing, or an error.
+func outcome(v ast.Value, err error) string {
+	switch {
+	case err != nil:
+		return "error"
+	case v == nil:
+		return "undefined"
+	}
+	return v.String()
+}
+
+// topdownOutcome evaluates pq on input as the harness does.
+func topdownOutcome(pq rego.PreparedEvalQuery, input ast.Value) string {
+	rs, err := pq.Eval(context.Background(), rego.EvalParsedInput(input), asTerm)
+	if err != nil {
+		return "error"
+	}
+	if len(rs) == 0 {
+		return "undefined"
+	}
+	return rs[0].Expressions[0].Value.(*ast.Term).Value.String()
+}
+
+// agrees says whether the plan's outcome is topdown's: the same value, or
+// no value from either. Where one finds an error and the other nothing,
+// the order of evaluation decided which it met first (a plan evaluates an
+// object's members in another order than topdown); callers evaluate with
+// topdown whenever a plan gives no value.
+func agrees(plan, topdown string) bool {
+	none := func(o string) bool { return o == "error" || o == "undefined" }
+	return plan == topdown || none(plan) && none(topdown)
+}
+
+// asTerm leaves topdown's results as AST values (sets stay sets).
+var asTerm = rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil })
+
+// agree holds the plan of q in src equal to topdown on every input.
+func agree(t testing.TB, src, q string, inputs []string) {
+	t.Helper()
+	pq, p, err := fixture(t, src, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range inputs {
+		in := ast.MustParseTerm(raw).Value
+		want := topdownOutcome(pq, in)
+		got := outcome(p.Eval(context.Background(), in, Options{}))
+		if !agrees(got, want) {
+			t.Errorf("input %s:\nplan    %s\ntopdown %s", raw, got, want)
+		}
+	}
+}
+
+// planCases are policies that use every kind of statement a plan has, each
+// with inputs that take each of its ways.
+var planCases = []struct {
+	name, src string
+	inputs    []string
+}{
+	{"complete rules, defaults and else", `package t
+default level := "none"
+level := "high" if input.n > 10
+else := "mid" if input.n > 5
+else := "low" if input.n >= 0
+x := {"level": level, "n": input.n, "half": data.t.half, "big": data.t.big}`,
+		[]string{`{"n": 11}`, `{"n": 6}`, `{"n": 0}`, `{"n": -1}`, `{}`, `{"n": "x"}`, `{"n": 1.5}`, `[]`, `null`}},
+	{"partial sets and objects, several bodies", `package t
+reasons contains "too many" if input.n > 3
+reasons contains sprintf("role %s", [input.role]) if not data.t.roles[input.role]
+reasons contains r if { some r in input.extra; is_string(r) }
+counts[k] := count(v) if { some k, v in input.groups }
+x := {"reasons": reasons, "counts": counts}`,
+		[]string{`{"n": 4, "role": "coder"}`, `{"n": 1, "role": "nobody", "extra": ["a", 1, "b", "a"]}`,
+			`{"groups": {"a": [1, 2], "b": "xyz", "c": {"k": 1}}}`, `{"groups": [[1], [2, 3]]}`, `{"extra": {"k": "v"}}`, `{"extra": "abc"}`}},
+	{"functions of several bodies", `package t
+kind(x) := "number" if is_number(x)
+kind(x) := "string" if is_string(x)
+kind(x) := "other" if { not is_number(x); not is_string(x) }
+limit(role) := data.t.roles[role].limit
+limit(role) := 0 if not data.t.roles[role]
+x := [kind(v) | some v in input.values]
+y := limit(input.role)`,
+		[]string{`{"values": [1, "a", null, [], {"k": 1}], "role": "coder"}`, `{"values": [], "role": "x"}`, `{"role": 7}`}},
+	{"loops: every, not, comprehensions, sets, walk", `package t
+all_read if every r in data.t.roles { "read" in r.allowed }
+some_edit if { some name; "edit" in data.t.roles[name].allowed; name == input.role }
+strings := {s | walk(input, [_, s]); is_string(s)}
+paths := [p | walk(input, [p, v]); v == "secret"]
+pairs := {[a, b] | some a in data.t.lists; some b in data.t.lists; a < b}
+obj := {k: v | some k, v in input; k != "skip"}
+missing if not input.present
+x := {"all_read": all_read, "some_edit": some_edit, "strings": strings, "paths": paths, "pairs": pairs, "obj": obj, "missing": missing}`,
+		[]string{`{"role": "coder", "a": {"b": ["secret", {"c": "secret"}]}, "skip": 1}`, `{"role": "reviewer", "present": true}`,
+			`{"role": "coder", "n": {"1": [2, 3]}, "s": "secret"}`}},
+	{"built-ins the harness uses", `package t
+x := {
+	"glob": glob.match("ctx_*", ["_"], input.tool),
+	"regex": regex.match("^[a-z]+$", input.tool),
+	"get": object.get(input, ["a", "b"], "default"),
+	"keys": object.keys(data.t.roles),
+	"union": object.union({"a": 1}, input),
+	"arith": [floor(input.n / 3), input.n % 4, input.n * 2, input.n - 1, input.n + 0.5],
+	"strings": [lower(input.tool), trim_right(input.tool, "_"), substring(input.tool, 1, 3), startswith(input.tool, "ctx"), endswith(input.tool, "x"), concat(",", ["a", input.tool])],
+	"sorted": sort(["b", "a", input.tool]),
+	"type": type_name(input.tool),
+	"or": {1, 2} | {input.n},
+	"member": input.tool in {"ctx_read", "ctx_edit"},
+}`,
+		[]string{`{"tool": "ctx_read", "n": 7}`, `{"tool": "Ab_", "n": -7, "a": {"b": 1}}`, `{"tool": "", "n": 0}`, `{"tool": "ctx_edit", "n": 1e3}`}},
+	{"errors: conflicts and built-ins", `package t
+one := input.a
+one := input.b
+f(x) := 1 if x > 0
+f(x) := 2 if x > 1
+x := {"one": one, "f": f(input.n), "div": 1 / input.d, "s": sprintf("%d", [input.n])}`,
+		[]string{`{"a": 1, "b": 1, "n": 1, "d": 1}`, `{"a": 1, "b": 2, "n": 1, "d": 1}`, `{"a": 1, "n": 2, "d": 1}`, `{"a": 1, "n": 1, "d": 0}`, `{"n": 1}`}},
+	{"undefined", `package t
+x := 1 if input.yes`,
+		[]string{`{"yes": true}`, `{"yes": false}`, `{}`}},
+}
+
+func TestPlanAgreesWithTopdown(t *testing.T) {
+	for _, tt := range planCases {
+		t.Run(tt.name, func(t *testing.T) {
+			agree(t, tt.src, "data.t.x", tt.inputs)
+		})
+	}
+}
+
+// The cases give each outcome, so that agreement is not agreement on one.
+func TestPlanCasesCoverOutcomes(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tt := range planCases {
+		pq, _, err := fixture(t, tt.src, "data.t.x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range tt.inputs {
+			o := topdownOutcome(pq, ast.MustParseTerm(raw).Value)
+			if o != "error" && o != "undefined" {
+				o = "value"
+			}
+			seen[o] = true
+		}
+	}
+	for _, o := range []string{"value", "undefined", "error"} {
+		if !seen[o] {
+			t.Errorf("no case gives %s", o)
+		}
+	}
+}
+
+// What the interpreter cannot run is refused when compiled, never run
+// differently: a with statement, a built-in that is not a function of its
+// arguments.
+func TestUnsupportedIsRefused(t *testing.T) {
+	for _, src := range []string{
+		"package t\ny := input.a\nx := z if {\n\tz := y with input.a as 1\n}",
+		"package t\nx := time.now_ns()",
+		"package t\nx := opa.runtime()",
+		"package t\nx := http.send({\"method\": \"get\", \"url\": input.url})",
+		"package t\nx := rand.intn(\"k\", 10)",
+	} {
+		_, _, err := fixture(t, src, "data.t.x")
+		if !errors.Is(err, ErrUnsupported) {
+			t.Errorf("%q: %v, want ErrUnsupported", src, err)
+		}
+	}
+}
+
+// A long evaluation ends with its context: loops, and built-ins that
+// watch topdown's Cancel.
+func TestEvalEndsWithItsContext(t *testing.T) {
+	for _, src := range []string{
+		"package t\nx := count([1 | some i in numbers.range(1, 3000); some j in numbers.range(1, 3000); i == j + 1])",
+		"package t\nx := count(numbers.range(1, 100000000))",
+	} {
+		_, p, err := fixture(t, src, "data.t.x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		v, err := p.Eval(ctx, ast.NewObject(), Options{})
+		cancel()
+		if err == nil {
+			t.Errorf("%q: %v, want an error", src, v)
+		}
+	}
+}
+
+// A plan is read by many evaluations at once; each has its own locals,
+// and what one builds is not seen by another.
+func TestConcurrentEvaluations(t *testing.T) {
+	src := planCases[3].src
+	_, p, err := fixture(t, src, "data.t.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := planCases[3].inputs
+	want := make([]string, len(inputs))
+	for i, raw := range inputs {
+		want[i] = outcome(p.Eval(context.Background(), ast.MustParseTerm(raw).Value, Options{}))
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for n := range 50 {
+				i := (g + n) % len(inputs)
+				if got := outcome(p.Eval(context.Background(), ast.MustParseTerm(inputs[i]).Value, Options{})); got != want[i] {
+					errs <- errors.New(got)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// FuzzPlanAgrees holds every case's plan equal to topdown on any input.
+func FuzzPlanAgrees(f *testing.F) {
+	type fx struct {
+		pq rego.PreparedEvalQuery
+		p  *Program
+	}
+	var fxs []fx
+	for _, tt := range planCases {
+		pq, p, err := fixture(f, tt.src, "data.t.x")
+		if err != nil {
+			f.Fatal(err)
+		}
+		fxs = append(fxs, fx{pq, p})
+		for _, in := range tt.inputs {
+			f.Add(in)
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		term, err := ast.ParseTerm(raw)
+		if err != nil || !term.IsGround() || strings.Contains(raw, "data") {
+			return
+		}
+		if _, err := ast.JSON(term.Value); err != nil {
+			return // not a document an input can be
+		}
+		for i, x := range fxs {
+			want := topdownOutcome(x.pq, term.Value)
+			got := outcome(x.p.Eval(context.Background(), term.Value, Options{}))
+			if !agrees(got, want) {
+				t.Fatalf("%s, input %s:\nplan    %s\ntopdown %s", planCases[i].name, raw, got, want)
+			}
+		}
+	})
+}
+
+// A defect that panics inside an evaluation gives an error (the engine
+// then asks topdown), not a crashed process.
+func TestPanicIsAnError(t *testing.T) {
+	p := &Program{locals: 3, consts: []*ast.Term{ast.BooleanTerm(true)},
+		blocks: []*block{{stmts: []stmt{{kind: kMakeNumberRef, a: -1, b: 2}}}}}
+	v, err := p.Eval(context.Background(), ast.NewObject(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "plan evaluation failed") {
+		t.Fatalf("%v, %v: want an error", v, err)
+	}
+}
+
+// bigRule is a rule of n locals and more: a call of it grows the
+// evaluation's stack of locals past its first 256.
+func bigRule(n int) string {
+	var b strings.Builder
+	b.WriteString("big := [")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "input.k%d", i)
+	}
+	b.WriteString("]\n")
+	return b.String()
+}
+
+// A call's locals start undefined after the stack of locals grows: the
+// copies of the locals of the calls in progress are not a new call's
+// (they made a complete rule skip its default, and an undefined rule a
+// value).
+func TestFreshLocalsAfterTheStackGrows(t *testing.T) {
+	for _, src := range []string{
+		"package t\n" + bigRule(300) + "a contains 1 if big\nc := 5 if input.never\nx := [a, c]\n",
+		"package t\n" + bigRule(300) + "a if true\na if big\ndefault allow := false\nallow if input.admin == true\nx := [a, allow]\n",
+	} {
+		agree(t, src, "data.t.x", []string{`{}`, `{"admin": false}`, `{"admin": true}`, `{"k0": 1}`})
+	}
+}
+
+// nested is an input depth objects deep.
+func nested(depth int) string {
+	return strings.Repeat(`{"a":[`, depth) + `"x"` + strings.Repeat(`]}`, depth)
+}
+
+// walk's values are all kept before they are scanned, and their paths
+// grow with the depth of the input: a plan gives up on a walk of more
+// than maxRelation terms (a caller asks topdown) rather than hold the
+// square of an agent's nesting; shallower, it agrees with topdown.
+func TestWalkIsBounded(t *testing.T) {
+	src := `package t
+x := count([p | walk(input, [p, v]); v == "secret"])
+y := count([v | walk(input, [_, v]); v == "secret"])`
+	for _, q := range []string{"data.t.x", "data.t.y"} {
+		_, p, err := fixture(t, src, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := p.Eval(context.Background(), ast.MustParseTerm(nested(2500)).Value, Options{})
+		if !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%s: %v, %v: want ErrTooLarge", q, v, err)
+		}
+		agree(t, src, q, []string{nested(1), nested(20), nested(100)})
+	}
+}

@@ -1,0 +1,103 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/policy/plan"
+)
+
+// The decision is evaluated from its plan for the built-in policy alone,
+// with each example policy, and with the benchmark's: none of them falls
+// back to topdown unnoticed. A policy the plan cannot run (here one that
+// uses with) is decided by topdown, with the same decisions.
+func TestDecisionIsPlanned(t *testing.T) {
+	examples, err := filepath.Glob("../examples/policies/*.rego")
+	if err != nil || len(examples) == 0 {
+		t.Fatalf("no example policies: %v", err)
+	}
+	cases := map[string][]compiler.Module{"built-ins": nil, "bench": {{Name: "bench.rego", Source: []byte(benchPolicy)}}}
+	for _, path := range examples {
+		if strings.HasSuffix(path, "_test.rego") {
+			continue
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases[filepath.Base(path)] = []compiler.Module{{Name: filepath.Base(path), Source: src}}
+	}
+	doc := compiler.Compile(testSet(t), compiler.DefaultConfig())
+	for name, mods := range cases {
+		t.Run(name, func(t *testing.T) {
+			e, err := New(context.Background(), doc, mods...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, err := e.cur.Load().waitPlan(); p == nil || err != nil {
+				t.Fatalf("no plan: %v", err)
+			}
+		})
+	}
+	t.Run("with", func(t *testing.T) {
+		src := "package harness.custom.w\n\nshadow := input.tool\n\ndeny contains \"with\" if {\n\t\"x\" == shadow with input.tool as \"x\"\n\tinput.tool == \"ctx_edit\"\n}\n"
+		e, err := New(context.Background(), doc, compiler.Module{Name: "w.rego", Source: []byte(src)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		relaxed(e)
+		if p, err := e.cur.Load().waitPlan(); p != nil || !errors.Is(err, plan.ErrUnsupported) {
+			t.Fatalf("plan %v, %v: want ErrUnsupported", p, err)
+		}
+		for _, tool := range []string{"ctx_edit", "ctx_read"} {
+			in := contract.Input{Role: "coder", Tool: tool, Session: "s", Agent: "a"}
+			got, err1 := e.Decide(context.Background(), in)
+			want, err2 := e.decideTopdown(context.Background(), in)
+			if err1 != nil || err2 != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: %+v %v, topdown %+v %v", tool, got, err1, want, err2)
+			}
+			if denied := got.Decision == contract.Deny; denied != (tool == "ctx_edit") {
+				t.Errorf("%s: %s %+v", tool, got.Decision, got.Reasons)
+			}
+		}
+	})
+}
+
+// An agent's deeply nested arguments are more than the plan holds (the
+// harness's rules walk the arguments): the plan gives up, and the call is
+// decided by topdown, as before the plan.
+func TestDeepArgumentsAreDecidedByTopdown(t *testing.T) {
+	e := testEngine(t)
+	l := e.cur.Load()
+	p, err := l.waitPlan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args any = "x"
+	for range 1000 {
+		args = map[string]any{"a": []any{args}}
+	}
+	in := contract.Input{Role: "coder", Tool: "ctx_edit", Session: "s", Agent: "a", Arguments: args.(map[string]any)}
+	value, err := inputValue(in, l.shellPolicy(in.Role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := p.Eval(context.Background(), value, plan.Options{}); !errors.Is(err, plan.ErrTooLarge) {
+		t.Fatalf("the plan gave %v, %v: want ErrTooLarge", v, err)
+	}
+	got, err1 := e.Decide(context.Background(), in)
+	want, err2 := e.decideTopdown(context.Background(), in)
+	if err1 != nil || err2 != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%+v %v, topdown %+v %v", got, err1, want, err2)
+	}
+	if got.Decision != contract.Allow {
+		t.Errorf("%s %+v", got.Decision, got.Reasons)
+	}
+}
