@@ -275,6 +275,14 @@ func (l *loaded) planned() *plan.Program {
 	l.planOnce.Do(func() {
 		go func() {
 			defer close(l.planDone)
+			defer func() {
+				// A panic in planning (OPA's planner, a custom policy it
+				// did not foresee) leaves the decision to topdown; it
+				// must not end the process that decides.
+				if r := recover(); r != nil {
+					l.planErr = fmt.Errorf("planning failed: %v", r)
+				}
+			}()
 			p, err := plan.Compile(context.Background(), l.compiler, l.store, Query)
 			if err != nil {
 				l.planErr = err
