@@ -72,6 +72,9 @@ type loaded struct {
 	values cache.InterQueryValueCache
 	mu     sync.Mutex
 	others map[string]*lazyQuery
+	// prepMu serialises preparing queries on compiler, which OPA's
+	// rego.New writes to (the evaluation mode it is set to).
+	prepMu sync.Mutex
 }
 
 // lazyQuery is an entry point prepared on first use.
@@ -90,7 +93,11 @@ func (l *loaded) prepared(ctx context.Context, q string) (rego.PreparedEvalQuery
 		l.others[q] = lq
 	}
 	l.mu.Unlock()
-	lq.once.Do(func() { lq.pq, lq.err = prepareQuery(context.WithoutCancel(ctx), l.compiler, l.store, q) })
+	lq.once.Do(func() {
+		l.prepMu.Lock()
+		defer l.prepMu.Unlock()
+		lq.pq, lq.err = prepareQuery(context.WithoutCancel(ctx), l.compiler, l.store, q)
+	})
 	return lq.pq, lq.err
 }
 
@@ -283,6 +290,8 @@ func (l *loaded) planned() *plan.Program {
 					l.planErr = fmt.Errorf("planning failed: %v", r)
 				}
 			}()
+			l.prepMu.Lock()
+			defer l.prepMu.Unlock()
 			p, err := plan.Compile(context.Background(), l.compiler, l.store, Query)
 			if err != nil {
 				l.planErr = err

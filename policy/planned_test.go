@@ -101,3 +101,31 @@ func TestDeepArgumentsAreDecidedByTopdown(t *testing.T) {
 		t.Errorf("%s %+v", got.Decision, got.Reasons)
 	}
 }
+
+// The plan is compiled in the background while other entry points are
+// prepared on the same compiler, which OPA's rego.New writes to: under
+// the race detector, this failed before preparing was serialised.
+func TestPlanningBesideOtherQueries(t *testing.T) {
+	e := testEngine(t)
+	ctx := context.Background()
+	done := make(chan error, 2)
+	go func() {
+		_, err := e.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read", Session: "s", Agent: "a"})
+		done <- err
+	}()
+	go func() {
+		_, err := e.Visible(ctx, "coder", []contract.Tool{{Name: "ctx_read"}})
+		done <- err
+	}()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Switch(ctx, contract.SwitchInput{From: "coder", To: "reviewer", By: "agent"}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := e.cur.Load().waitPlan(); p == nil {
+		t.Fatal(err)
+	}
+}

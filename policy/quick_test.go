@@ -576,6 +576,8 @@ func TestQuickAllowanceAgrees(t *testing.T) {
 func planOf(t testing.TB, e *Engine, q string) *plan.Program {
 	t.Helper()
 	l := e.cur.Load()
+	l.prepMu.Lock()
+	defer l.prepMu.Unlock()
 	p, err := plan.Compile(context.Background(), l.compiler, l.store, q)
 	if err != nil {
 		t.Fatal(err)
