@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
@@ -38,20 +39,15 @@ var ErrConflict = errors.New("conflicting values")
 // A panic inside the evaluation (a defect, here or in a built-in) is an
 // error, not the end of the process that decides.
 func (p *Program) Eval(ctx context.Context, input ast.Value, opts Options) (v ast.Value, err error) {
+	e := p.evaluation(ctx, input)
 	defer func() {
 		if r := recover(); r != nil {
+			// Its state is whatever the panic left: not reused.
 			v, err = nil, fmt.Errorf("plan evaluation failed: %v", r)
+			return
 		}
+		e.release()
 	}()
-	e := &evaluation{
-		prog:  p,
-		ctx:   ctx,
-		input: ast.NewTerm(input),
-		memo:  make([]memoEntry, len(p.funcs)),
-		args:  make([]*ast.Term, p.maxArgs),
-		stack: make([]*ast.Term, 0, 256),
-	}
-	e.yield_ = e.yield
 	cancel := opts.Cancel
 	if cancel == nil && ctx.Done() != nil {
 		// The built-ins that run long (numbers.range, net.cidr_expand)
@@ -64,10 +60,10 @@ func (p *Program) Eval(ctx context.Context, input ast.Value, opts Options) (v as
 		Context:                     ctx,
 		Metrics:                     noMetrics,
 		Cancel:                      cancel,
-		Cache:                       builtins.Cache{},
+		Cache:                       e.cache,
 		InterQueryBuiltinValueCache: opts.Values,
 	}
-	locals := make([]*ast.Term, p.locals)
+	locals := e.frame(p.locals)
 	locals[0], locals[1] = e.input, p.data
 	for _, b := range p.blocks {
 		r := e.block(b, locals)
@@ -79,6 +75,61 @@ func (p *Program) Eval(ctx context.Context, input ast.Value, opts Options) (v as
 		}
 	}
 	return e.result()
+}
+
+// evaluations are evaluations done with, their slices and maps kept for
+// the next: an evaluation's locals, memos and arguments would otherwise
+// be a tenth of what a decision allocates.
+var evaluations sync.Pool
+
+// evaluation returns an evaluation of p on input, from the pool.
+func (p *Program) evaluation(ctx context.Context, input ast.Value) *evaluation {
+	e, _ := evaluations.Get().(*evaluation)
+	if e == nil {
+		e = &evaluation{cache: builtins.Cache{}}
+		e.yield_ = e.yield
+	}
+	e.prog, e.ctx, e.input = p, ctx, ast.NewTerm(input)
+	e.memo = slices.Grow(e.memo[:0], len(p.funcs))[:len(p.funcs)]
+	e.args = slices.Grow(e.args[:0], p.maxArgs)[:p.maxArgs]
+	return e
+}
+
+// release clears e, keeping nothing of its evaluation, and returns it to
+// the pool.
+func (e *evaluation) release() {
+	clear(e.memo)
+	clear(e.args)
+	clear(e.stack[:cap(e.stack)])
+	clear(e.results)
+	clear(e.cache)
+	// A relation's values are not kept: they are the elements of the
+	// array the built-in's call gave, which the plan may have kept.
+	*e = evaluation{memo: e.memo[:0], args: e.args[:0], stack: e.stack[:0], results: e.results[:0],
+		cache: e.cache, yield_: e.yield_}
+	evaluations.Put(e)
+}
+
+// frame takes n locals from the evaluation's stack, all undefined. Calls
+// nest, so frames are given back (drop) in the order they were taken.
+func (e *evaluation) frame(n int) []*ast.Term {
+	base := len(e.stack)
+	if cap(e.stack)-base < n {
+		e.stack = slices.Grow(e.stack, n)
+	}
+	e.stack = e.stack[:base+n]
+	locals := e.stack[base:]
+	// A plan takes a call's locals to start undefined (a complete rule's
+	// default is given when its value is still undefined). Grown, the
+	// stack holds copies of the locals of the calls in progress.
+	clear(locals)
+	return locals
+}
+
+// drop gives back the last frame of n locals.
+func (e *evaluation) drop(n int) {
+	clear(e.stack[len(e.stack)-n:])
+	e.stack = e.stack[:len(e.stack)-n]
 }
 
 // result reads the query's value from the result set: one binding, an
@@ -113,6 +164,7 @@ type evaluation struct {
 	steps   int
 	// stack holds the locals of the calls in progress.
 	stack []*ast.Term
+	cache builtins.Cache
 
 	// A built-in's arguments, and what it yields (yield, a method value
 	// made once an evaluation).
@@ -371,22 +423,8 @@ func (e *evaluation) call(s *stmt, L []*ast.Term) (*ast.Term, int) {
 	if memo && e.memo[fn.index].done {
 		return e.memo[fn.index].val, 0
 	}
-	// A call's locals are the next fn.locals of the evaluation's stack
-	// (calls nest, so they are given back in the order they were taken).
-	base := len(e.stack)
-	if cap(e.stack)-base < fn.locals {
-		e.stack = slices.Grow(e.stack, fn.locals)
-	}
-	e.stack = e.stack[:base+fn.locals]
-	locals := e.stack[base:]
-	// A plan takes a call's locals to start undefined (a complete rule's
-	// default is given when its value is still undefined). Grown, the
-	// stack holds copies of the locals of the calls in progress.
-	clear(locals)
-	defer func() {
-		clear(locals)
-		e.stack = e.stack[:base]
-	}()
+	locals := e.frame(fn.locals)
+	defer e.drop(fn.locals)
 	for i, p := range fn.params {
 		v := e.get(L, s.args[i])
 		if v == nil {
