@@ -111,13 +111,14 @@ go-test: $(OPA) redis chromium
 	go test -race -count=1 -timeout 30m ./...
 
 # The long grids whole: the policy's differential grids (the quick rules
-# and the decision cache held to the rules one by one over every role,
+# and the decision cache held to the rules one by one, the plans of the
+# other entry points to topdown, over every role,
 # tool kind and usage around each threshold), the soundness grids of role
 # inclusion, the tokenizer's long texts and the reports over 100,000
 # decisions. Under the race detector, in test, they run a sample (see
 # internal/race); CI runs both.
 test-grids:
-	go test -count=1 -timeout 30m -run '^(TestCacheAgreesWithTheEngine|TestQuickAgreesWithTheRules|TestQuickAgreesOnOriginsAgentsAndProtection|TestLevelsCacheAgrees|TestFloodOfMessages|TestCoveredByIsSound|TestToolsWithinIsSound|TestAsksWithinIsSound|TestLongPiecesCountNoFewer|TestPartsCountAsTheWhole|TestLargeLogTotalsEqualTheLedger|TestReportLargeLog)$$' ./policy ./compiler ./budget ./report ./cmd/harness
+	go test -count=1 -timeout 30m -run '^(TestCacheAgreesWithTheEngine|TestViewsAgreeWithTopdown|TestQuickAgreesWithTheRules|TestQuickAgreesOnOriginsAgentsAndProtection|TestLevelsCacheAgrees|TestFloodOfMessages|TestCoveredByIsSound|TestToolsWithinIsSound|TestAsksWithinIsSound|TestLongPiecesCountNoFewer|TestPartsCountAsTheWhole|TestLargeLogTotalsEqualTheLedger|TestReportLargeLog)$$' ./policy ./compiler ./budget ./report ./cmd/harness
 
 # The compiled bundle, checked by the real opa CLI: its Rego tests pass, and
 # opa build accepts it.
@@ -226,6 +227,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzCacheAgrees -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzQuickAgreesWithTheRules -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzPlanAgrees -fuzztime $(FUZZTIME) ./policy/plan
+	go test -run '^$$' -fuzz FuzzViewsAgree -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzSuspectCoversProtection -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzMatcherRegex -fuzztime $(FUZZTIME) ./compiler
 	go test -run '^$$' -fuzz FuzzConfig -fuzztime $(FUZZTIME) ./config

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -37,7 +38,7 @@ max_context_tokens = %d
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.cur.Load().waitPlan(); err != nil {
+	if _, err := e.cur.Load().waitPlan(Query); err != nil {
 		b.Fatal(err)
 	}
 	return e
@@ -211,38 +212,70 @@ warn contains "big" if {
 	}
 }
 
+// viewEngines are the engines of the benchmarks of the entry points
+// beside the decision: "plan" evaluates each from its plan, "topdown" with
+// OPA's topdown evaluator (the reference, as before the plans), in one
+// process.
+func viewEngines(b *testing.B) []struct {
+	name string
+	e    *Engine
+} {
+	planned, planless := benchEngine(b), benchEngine(b)
+	for _, q := range viewEntryPoints {
+		if _, err := planned.cur.Load().waitPlan(q); err != nil {
+			b.Fatal(err)
+		}
+		qp := planless.cur.Load().planOf(q)
+		qp.once.Do(func() {
+			qp.done = make(chan struct{})
+			close(qp.done)
+			qp.err = errors.New("the reference evaluates with topdown")
+		})
+	}
+	return []struct {
+		name string
+		e    *Engine
+	}{{"plan", planned}, {"topdown", planless}}
+}
+
 // BenchmarkStatus measures a session's budget as the status entry point
 // gives it (the status line), and the levels of two usages in one
-// evaluation (what a charge asks to find crossed thresholds), against the
-// reference they replaced: the full decision of an exempt tool on the same
-// usage.
+// evaluation (what a charge asks to find crossed thresholds), beside the
+// full decision of an exempt tool on the same usage.
 func BenchmarkStatus(b *testing.B) {
-	e := benchEngine(b)
 	ctx := context.Background()
-	for _, u := range []struct {
-		name  string
-		usage contract.Usage
-	}{{"ok", contract.Usage{Tokens: 1000, Shell: 1}}, {"warning", contract.Usage{Tokens: 170000, Shell: 90}}} {
-		b.Run("status/"+u.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := e.Status(ctx, contract.Input{Role: "coder", Budget: u.usage}); err != nil {
-					b.Fatal(err)
+	for _, x := range viewEngines(b) {
+		e := x.e
+		for _, u := range []struct {
+			name  string
+			usage contract.Usage
+		}{{"ok", contract.Usage{Tokens: 1000, Shell: 1}}, {"warning", contract.Usage{Tokens: 170000, Shell: 90}}} {
+			b.Run(x.name+"/status/"+u.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := e.Status(ctx, contract.Input{Role: "coder", Budget: u.usage}); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
-		b.Run("levels-of-2/"+u.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := e.Levels(ctx, RoleUsage{Role: "coder", Usage: u.usage}, RoleUsage{Role: "reviewer", Usage: u.usage}); err != nil {
-					b.Fatal(err)
+			})
+			b.Run(x.name+"/levels-of-2/"+u.name, func(b *testing.B) {
+				e.SetCaching(false)
+				defer e.SetCaching(true)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := e.Levels(ctx, RoleUsage{Role: "coder", Usage: u.usage}, RoleUsage{Role: "reviewer", Usage: u.usage}); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
-		b.Run("exempt-decision/"+u.name, func(b *testing.B) {
+			})
+		}
+	}
+	for _, u := range []contract.Usage{{Tokens: 1000, Shell: 1}, {Tokens: 170000, Shell: 90}} {
+		e := benchEngine(b)
+		b.Run(fmt.Sprintf("exempt-decision/%d-tokens", u.Tokens), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := e.Decide(ctx, contract.Input{Role: "coder", Tool: contract.SessionTool, Budget: u.usage}); err != nil {
+				if _, err := e.Decide(ctx, contract.Input{Role: "coder", Tool: contract.SessionTool, Budget: u}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -253,30 +286,36 @@ func BenchmarkStatus(b *testing.B) {
 // BenchmarkVisible measures what a tools/list asks of the policy for 40
 // tools.
 func BenchmarkVisible(b *testing.B) {
-	e := benchEngine(b)
 	ctx := context.Background()
 	tools := []string{"ctx_read", "ctx_edit", "ctx_shell", "ctx_session"}
 	for i := range 36 {
 		tools = append(tools, fmt.Sprintf("mcp__server%d__tool", i))
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := e.Visible(ctx, "reviewer", contract.Named(tools...)); err != nil {
-			b.Fatal(err)
-		}
+	for _, x := range viewEngines(b) {
+		b.Run(x.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := x.e.Visible(ctx, "reviewer", contract.Named(tools...)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
 // BenchmarkAllowance measures what a charge asks of the policy: how much
 // the session may still spend.
 func BenchmarkAllowance(b *testing.B) {
-	e := benchEngine(b)
 	ctx := context.Background()
 	in := contract.Input{Role: "coder", Budget: contract.Usage{Tokens: 1000, Shell: 1}, Agent: "bench"}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := e.Allowance(ctx, in); err != nil {
-			b.Fatal(err)
-		}
+	for _, x := range viewEngines(b) {
+		b.Run(x.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := x.e.Allowance(ctx, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

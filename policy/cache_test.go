@@ -199,6 +199,7 @@ var cachePolicies = map[string]string{
 	"agent":   "package harness.custom.p\n\nwarn contains sprintf(\"agent %v\", [input.agent_budget.shell]) if input.agent_budget.shell > 0\n",
 	"whole":   "package harness.custom.p\n\ndeny contains \"session\" if { some k, v in input; k == \"session\"; v == \"s-deny\" }\n",
 	"rules":   "package harness.custom.p\n\nwarn contains sprintf(\"at %d%%\", [data.harness.budget.tokens.percent]) if data.harness.budget.tokens.used > 0\n",
+	"with":    "package harness.custom.p\n\nwarn contains sprintf(\"twice: %d%%\", [p]) if {\n\tp := data.harness.budget.tokens.percent with input.budget.tokens as input.budget.tokens * 2\n\tp >= 50\n}\n",
 }
 
 // checkCached decides in on e from the cache and without it, and fails
@@ -212,7 +213,7 @@ func checkCached(t testing.TB, e *Engine, in contract.Input) bool {
 		_, ok = l.cache.m[key]
 		l.cache.mu.RUnlock()
 	}
-	if _, err := e.cur.Load().waitPlan(); err != nil {
+	if _, err := e.cur.Load().waitPlan(Query); err != nil {
 		t.Fatalf("no plan: %v", err)
 	}
 	got, err1 := e.Decide(context.Background(), in)
@@ -342,7 +343,7 @@ func TestCacheAgreesWithTheEngine(t *testing.T) {
 			}
 			agents := []agent{{"none", []*contract.Usage{nil}}, {"budgeted", []*contract.Usage{{Shell: 2}, nil}},
 				{"shell-only", []*contract.Usage{{Tokens: 5}}}, {"cost-only", []*contract.Usage{{}, {CostMicros: 3_600_000}, {CostMicros: 4_500_000}}}}
-			exact := name == "usage" || name == "agent" || name == "whole" || name == "rules"
+			exact := name == "usage" || name == "agent" || name == "whole" || name == "rules" || name == "with"
 			switch {
 			case race.Enabled:
 				// Under the race detector, which checks the engine's

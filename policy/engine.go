@@ -52,17 +52,11 @@ func (e *Engine) SetCaching(on bool) { e.uncached.Store(!on) }
 // asks one or two of them).
 type loaded struct {
 	query rego.PreparedEvalQuery
-	// program is the decision's plan (package plan), compiled in the
-	// background after the generation's first decision (see planned);
-	// until it is ready, and when it cannot be run (planErr says why),
-	// topdown decides.
-	program  atomic.Pointer[plan.Program]
-	planOnce sync.Once
-	planDone chan struct{}
-	planErr  error
-	doc      *compiler.Document
-	bundle   *compiler.Bundle
-	custom   []compiler.Module
+	// plan is the decision's plan (see queryPlan).
+	plan   queryPlan
+	doc    *compiler.Document
+	bundle *compiler.Bundle
+	custom []compiler.Module
 
 	compiler *ast.Compiler
 	store    storage.Store
@@ -77,28 +71,56 @@ type loaded struct {
 	prepMu sync.Mutex
 }
 
-// lazyQuery is an entry point prepared on first use.
+// lazyQuery is an entry point prepared on first use, and its plan.
 type lazyQuery struct {
 	once sync.Once
 	pq   rego.PreparedEvalQuery
 	err  error
+	plan queryPlan
+}
+
+// queryPlan is the plan of an entry point (package plan), compiled in the
+// background from the entry point's second evaluation on its generation
+// (see loaded.planned). Until it is ready, and when it cannot be run (err
+// says why), topdown evaluates the entry point.
+type queryPlan struct {
+	asked   atomic.Int64 // evaluations before the plan was ready
+	once    sync.Once
+	done    chan struct{}
+	program atomic.Pointer[plan.Program]
+	err     error
 }
 
 // prepared returns the prepared query of entry point q.
 func (l *loaded) prepared(ctx context.Context, q string) (rego.PreparedEvalQuery, error) {
-	l.mu.Lock()
-	lq, ok := l.others[q]
-	if !ok {
-		lq = &lazyQuery{}
-		l.others[q] = lq
-	}
-	l.mu.Unlock()
+	lq := l.lazy(q)
 	lq.once.Do(func() {
 		l.prepMu.Lock()
 		defer l.prepMu.Unlock()
 		lq.pq, lq.err = prepareQuery(context.WithoutCancel(ctx), l.compiler, l.store, q)
 	})
 	return lq.pq, lq.err
+}
+
+// lazy returns the entry of entry point q (not the decision's), made on
+// first use.
+func (l *loaded) lazy(q string) *lazyQuery {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lq, ok := l.others[q]
+	if !ok {
+		lq = &lazyQuery{}
+		l.others[q] = lq
+	}
+	return lq
+}
+
+// planOf is the plan of entry point q.
+func (l *loaded) planOf(q string) *queryPlan {
+	if q == Query {
+		return &l.plan
+	}
+	return &l.lazy(q).plan
 }
 
 // prepareQuery prepares one entry point on the compiled modules and data.
@@ -269,46 +291,73 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 		return nil, err
 	}
 	return &loaded{query: pq, doc: doc, bundle: b, compiler: c, store: store, others: map[string]*lazyQuery{},
-		cache: cacheFor(b.Modules), values: newValueCache(), planDone: make(chan struct{})}, nil
+		cache: cacheFor(b.Modules), values: newValueCache()}, nil
 }
 
-// planned returns the decision's plan, or nil while it is not ready or
-// cannot be run. The first call starts compiling it in the background:
-// planning takes about a tenth of preparing a generation (25 ms with 55
-// roles), which a command that decides once (decide, a hook without its
-// daemon) would pay for nothing; a gateway or daemon has it from about
-// its second decision on.
-func (l *loaded) planned() *plan.Program {
-	l.planOnce.Do(func() {
+// planned returns the plan of entry point q, or nil while it is not ready
+// or cannot be run. The second call starts compiling it in the background:
+// planning the decision takes about a tenth of preparing a generation (25
+// ms with 55 roles), which a command that asks an entry point once
+// (decide, status, a hook without its daemon) would pay for nothing; a
+// gateway or daemon has it from about the third call on.
+func (l *loaded) planned(q string) *plan.Program {
+	qp := l.planOf(q)
+	if p := qp.program.Load(); p != nil {
+		return p
+	}
+	if qp.asked.Add(1) >= 2 {
+		l.startPlan(q, qp)
+	}
+	return nil
+}
+
+// startPlan starts compiling the plan of entry point q, once.
+func (l *loaded) startPlan(q string, qp *queryPlan) {
+	qp.once.Do(func() {
+		qp.done = make(chan struct{})
 		go func() {
-			defer close(l.planDone)
+			defer close(qp.done)
 			defer func() {
 				// A panic in planning (OPA's planner, a custom policy it
-				// did not foresee) leaves the decision to topdown; it
+				// did not foresee) leaves the entry point to topdown; it
 				// must not end the process that decides.
 				if r := recover(); r != nil {
-					l.planErr = fmt.Errorf("planning failed: %v", r)
+					qp.err = fmt.Errorf("planning failed: %v", r)
 				}
 			}()
 			l.prepMu.Lock()
 			defer l.prepMu.Unlock()
-			p, err := plan.Compile(context.Background(), l.compiler, l.store, Query)
+			p, err := plan.Compile(context.Background(), l.compiler, l.store, q)
 			if err != nil {
-				l.planErr = err
+				qp.err = err
 				return
 			}
-			l.program.Store(p)
+			qp.program.Store(p)
 		}()
 	})
-	return l.program.Load()
 }
 
-// waitPlan waits for the decision's plan, returning it or why there is
-// none.
-func (l *loaded) waitPlan() (*plan.Program, error) {
-	l.planned()
-	<-l.planDone
-	return l.program.Load(), l.planErr
+// evalPlanned evaluates entry point q (prepared for topdown as pq) on
+// input, from its plan when it has one. Topdown evaluates what the plan
+// does not answer: an undefined value, an error (so that a refusal names
+// OPA's own message), a plan not ready yet or that gave up, a policy the
+// plan cannot run.
+func (l *loaded) evalPlanned(ctx context.Context, q string, pq rego.PreparedEvalQuery, input ast.Value) (ast.Value, error) {
+	if p := l.planned(q); p != nil {
+		if v, err := p.Eval(ctx, input, plan.Options{Values: l.values}); v != nil || ctx.Err() != nil {
+			return v, err
+		}
+	}
+	return l.run(ctx, pq, input)
+}
+
+// waitPlan waits for the plan of entry point q, returning it or why there
+// is none.
+func (l *loaded) waitPlan(q string) (*plan.Program, error) {
+	qp := l.planOf(q)
+	l.startPlan(q, qp)
+	<-qp.done
+	return qp.program.Load(), qp.err
 }
 
 // cacheFor makes the decision cache of modules: the harness's own and the
@@ -396,15 +445,9 @@ func (e *Engine) evaluate(ctx context.Context, l *loaded, in contract.Input, top
 	defer stop()
 	var v ast.Value
 	if len(opts) == 0 && !topdown {
-		if p := l.planned(); p != nil {
-			v, err = p.Eval(bctx, value, plan.Options{Values: l.values})
-		}
-	}
-	if v == nil && bctx.Err() == nil {
-		// Topdown evaluates what the plan does not answer: a tracer's
-		// evaluation, an undefined decision, an error (so that the deny
-		// names OPA's own message), a policy the plan cannot run.
-		v, err = l.run(bctx, l.query, value, opts...)
+		v, err = l.evalPlanned(bctx, Query, l.query, value)
+	} else {
+		v, err = l.run(bctx, l.query, value, opts...) // a tracer's evaluation
 	}
 	if bctx.Err() != nil {
 		msg, err := stopped(ctx, bctx)

@@ -17,7 +17,7 @@ import (
 // The decision is evaluated from its plan for the built-in policy alone,
 // with each example policy, and with the benchmark's: none of them falls
 // back to topdown unnoticed. A policy the plan cannot run (here one that
-// uses with) is decided by topdown, with the same decisions.
+// reads the clock) is decided by topdown, with the same decisions.
 func TestDecisionIsPlanned(t *testing.T) {
 	examples, err := filepath.Glob("../examples/policies/*.rego")
 	if err != nil || len(examples) == 0 {
@@ -41,33 +41,46 @@ func TestDecisionIsPlanned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p, err := e.cur.Load().waitPlan(); p == nil || err != nil {
+			if p, err := e.cur.Load().waitPlan(Query); p == nil || err != nil {
 				t.Fatalf("no plan: %v", err)
 			}
 		})
 	}
-	t.Run("with", func(t *testing.T) {
-		src := "package harness.custom.w\n\nshadow := input.tool\n\ndeny contains \"with\" if {\n\t\"x\" == shadow with input.tool as \"x\"\n\tinput.tool == \"ctx_edit\"\n}\n"
-		e, err := New(context.Background(), doc, compiler.Module{Name: "w.rego", Source: []byte(src)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		relaxed(e)
-		if p, err := e.cur.Load().waitPlan(); p != nil || !errors.Is(err, plan.ErrUnsupported) {
-			t.Fatalf("plan %v, %v: want ErrUnsupported", p, err)
-		}
-		for _, tool := range []string{"ctx_edit", "ctx_read"} {
-			in := contract.Input{Role: "coder", Tool: tool, Session: "s", Agent: "a"}
-			got, err1 := e.Decide(context.Background(), in)
-			want, err2 := e.decideTopdown(context.Background(), in)
-			if err1 != nil || err2 != nil || !reflect.DeepEqual(got, want) {
-				t.Fatalf("%s: %+v %v, topdown %+v %v", tool, got, err1, want, err2)
+	// A policy with with is planned; one with a built-in that is not a
+	// function of its arguments is refused, and decided by topdown. Both
+	// decide as topdown does.
+	for _, p := range []struct {
+		name, src string
+		planned   bool
+	}{
+		{"with", "package harness.custom.w\n\nshadow := input.tool\n\ndeny contains \"with\" if {\n\t\"x\" == shadow with input.tool as \"x\"\n\tinput.tool == \"ctx_edit\"\n}\n", true},
+		{"time", "package harness.custom.w\n\ndeny contains \"now\" if {\n\ttime.now_ns() > 0\n\tinput.tool == \"ctx_edit\"\n}\n", false},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			e, err := New(context.Background(), doc, compiler.Module{Name: "w.rego", Source: []byte(p.src)})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if denied := got.Decision == contract.Deny; denied != (tool == "ctx_edit") {
-				t.Errorf("%s: %s %+v", tool, got.Decision, got.Reasons)
+			relaxed(e)
+			switch prog, err := e.cur.Load().waitPlan(Query); {
+			case p.planned && (prog == nil || err != nil):
+				t.Fatalf("no plan: %v", err)
+			case !p.planned && (prog != nil || !errors.Is(err, plan.ErrUnsupported)):
+				t.Fatalf("plan %v, %v: want ErrUnsupported", prog, err)
 			}
-		}
-	})
+			for _, tool := range []string{"ctx_edit", "ctx_read"} {
+				in := contract.Input{Role: "coder", Tool: tool, Session: "s", Agent: "a"}
+				got, err1 := e.Decide(context.Background(), in)
+				want, err2 := e.decideTopdown(context.Background(), in)
+				if err1 != nil || err2 != nil || !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s: %+v %v, topdown %+v %v", tool, got, err1, want, err2)
+				}
+				if denied := got.Decision == contract.Deny; denied != (tool == "ctx_edit") {
+					t.Errorf("%s: %s %+v", tool, got.Decision, got.Reasons)
+				}
+			}
+		})
+	}
 }
 
 // An agent's deeply nested arguments are more than the plan holds (the
@@ -76,7 +89,7 @@ func TestDecisionIsPlanned(t *testing.T) {
 func TestDeepArgumentsAreDecidedByTopdown(t *testing.T) {
 	e := testEngine(t)
 	l := e.cur.Load()
-	p, err := l.waitPlan()
+	p, err := l.waitPlan(Query)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,24 +121,43 @@ func TestDeepArgumentsAreDecidedByTopdown(t *testing.T) {
 func TestPlanningBesideOtherQueries(t *testing.T) {
 	e := testEngine(t)
 	ctx := context.Background()
-	done := make(chan error, 2)
+	done := make(chan error, 3)
+	// The second call of an entry point starts its planning.
 	go func() {
-		_, err := e.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read", Session: "s", Agent: "a"})
-		done <- err
+		for range 2 {
+			if _, err := e.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read", Session: "s", Agent: "a"}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
 	}()
 	go func() {
-		_, err := e.Visible(ctx, "coder", []contract.Tool{{Name: "ctx_read"}})
-		done <- err
+		for range 2 {
+			if _, err := e.Visible(ctx, "coder", []contract.Tool{{Name: "ctx_read"}}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
 	}()
-	for range 2 {
+	go func() {
+		for range 2 {
+			if _, err := e.Switch(ctx, contract.SwitchInput{From: "coder", To: "reviewer", By: "agent"}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range 3 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.Switch(ctx, contract.SwitchInput{From: "coder", To: "reviewer", By: "agent"}); err != nil {
-		t.Fatal(err)
-	}
-	if p, err := e.cur.Load().waitPlan(); p == nil {
-		t.Fatal(err)
+	for _, q := range []string{Query, VisibleQuery, SwitchQuery} {
+		if p, err := e.cur.Load().waitPlan(q); p == nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }

@@ -26,7 +26,7 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 	}
 	bctx, stop := e.bounded(ctx)
 	defer stop()
-	v, err := l.run(bctx, pq, input)
+	v, err := l.evalPlanned(bctx, SwitchQuery, pq, input)
 	if bctx.Err() != nil {
 		msg, err := stopped(ctx, bctx)
 		return refused(msg), err

@@ -45,7 +45,7 @@ func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Valu
 	}
 	bctx, stop := bound(ctx)
 	defer stop()
-	v, err := l.run(bctx, pq, input)
+	v, err := l.evalPlanned(bctx, q, pq, input)
 	if bctx.Err() != nil {
 		msg, perr := stopped(ctx, bctx)
 		if perr != nil {
@@ -127,19 +127,7 @@ func (e *Engine) Levels(ctx context.Context, usages ...RoleUsage) ([]Levels, err
 
 // levelsOf evaluates the levels of usages on generation l.
 func (e *Engine) levelsOf(ctx context.Context, l *loaded, usages []RoleUsage) ([]Levels, error) {
-	list := make([]*ast.Term, len(usages))
-	for i, u := range usages {
-		o := ast.NewObject(
-			ast.Item(ast.StringTerm("role"), ast.StringTerm(u.Role)),
-			ast.Item(ast.StringTerm("budget"), usageTerm(u.Usage)),
-			ast.Item(ast.StringTerm("agent"), ast.StringTerm(u.Agent)),
-		)
-		if u.AgentUsage != nil {
-			o.Insert(ast.StringTerm("agent_budget"), usageTerm(*u.AgentUsage))
-		}
-		list[i] = ast.NewTerm(o)
-	}
-	v, err := e.evalOn(ctx, l, LevelsQuery, ast.NewObject(ast.Item(ast.StringTerm("usages"), ast.ArrayTerm(list...))))
+	v, err := e.evalOn(ctx, l, LevelsQuery, levelsInput(usages))
 	if err != nil {
 		return nil, err
 	}
@@ -176,18 +164,7 @@ func (e *Engine) levelsOf(ctx context.Context, l *loaded, usages []RoleUsage) ([
 // shows. Budgets and custom policies are left to the call. On an error it
 // returns none.
 func (e *Engine) Visible(ctx context.Context, role string, tools []contract.Tool) (map[string]bool, error) {
-	list := make([]*ast.Term, len(tools))
-	for i, t := range tools {
-		list[i] = ast.ObjectTerm(
-			ast.Item(ast.StringTerm("name"), ast.StringTerm(t.Name)),
-			ast.Item(ast.StringTerm("upstream"), ast.StringTerm(t.Upstream)),
-			ast.Item(ast.StringTerm("upstream_tool"), ast.StringTerm(t.UpstreamTool)),
-		)
-	}
-	v, err := e.eval(ctx, VisibleQuery, ast.NewObject(
-		ast.Item(ast.StringTerm("role"), ast.StringTerm(role)),
-		ast.Item(ast.StringTerm("tools"), ast.ArrayTerm(list...)),
-	))
+	v, err := e.eval(ctx, VisibleQuery, visibleInput(role, tools))
 	if err != nil {
 		return map[string]bool{}, err
 	}
@@ -202,6 +179,22 @@ func (e *Engine) Visible(ctx context.Context, role string, tools []contract.Tool
 		}
 	})
 	return out, nil
+}
+
+// visibleInput is the input of VisibleQuery: a role and tools.
+func visibleInput(role string, tools []contract.Tool) ast.Value {
+	list := make([]*ast.Term, len(tools))
+	for i, t := range tools {
+		list[i] = ast.ObjectTerm(
+			ast.Item(ast.StringTerm("name"), ast.StringTerm(t.Name)),
+			ast.Item(ast.StringTerm("upstream"), ast.StringTerm(t.Upstream)),
+			ast.Item(ast.StringTerm("upstream_tool"), ast.StringTerm(t.UpstreamTool)),
+		)
+	}
+	return ast.NewObject(
+		ast.Item(ast.StringTerm("role"), ast.StringTerm(role)),
+		ast.Item(ast.StringTerm("tools"), ast.ArrayTerm(list...)),
+	)
 }
 
 // Explanation is what the policy says of a decision for people: the
@@ -300,6 +293,23 @@ func (e *Engine) Allowance(ctx context.Context, in contract.Input) (Allowance, e
 		return Allowance{}, fmt.Errorf("policy evaluation failed: malformed allowance: %w", r.err)
 	}
 	return a, nil
+}
+
+// levelsInput is the input of LevelsQuery: usages, each under its role.
+func levelsInput(usages []RoleUsage) ast.Value {
+	list := make([]*ast.Term, len(usages))
+	for i, u := range usages {
+		o := ast.NewObject(
+			ast.Item(ast.StringTerm("role"), ast.StringTerm(u.Role)),
+			ast.Item(ast.StringTerm("budget"), usageTerm(u.Usage)),
+			ast.Item(ast.StringTerm("agent"), ast.StringTerm(u.Agent)),
+		)
+		if u.AgentUsage != nil {
+			o.Insert(ast.StringTerm("agent_budget"), usageTerm(*u.AgentUsage))
+		}
+		list[i] = ast.NewTerm(o)
+	}
+	return ast.NewObject(ast.Item(ast.StringTerm("usages"), ast.ArrayTerm(list...)))
 }
 
 // statusValue is the input of the views of a session's budget: its role

@@ -14,10 +14,13 @@
 // The interpreter follows the semantics OPA's Wasm compiler gives each
 // statement (internal/compiler/wasm in OPA): a block ends at its first
 // undefined statement, a break leaves that many enclosing blocks, a
-// function of the input and data alone is evaluated once per query. A plan
-// that needs what the interpreter does not do (a with statement, a dynamic
-// call, a built-in that is not a pure function of its arguments) is
-// refused by [Compile]; its caller evaluates that query with topdown.
+// function of the input and data alone is evaluated once per query. A with
+// statement runs its block on a copy of the input or data changed along
+// its path, as topdown's with does (OPA's planner has already replaced
+// the rules and functions it mocks). A plan that needs what the
+// interpreter does not do (a dynamic call, a built-in that is not a pure
+// function of its arguments) is refused by [Compile]; its caller evaluates
+// that query with topdown.
 //
 // A value from [Program.Eval] is topdown's value. Where a query has none,
 // the two may differ in how: a plan evaluates the members of an object or

@@ -359,11 +359,55 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 				return e.fail(fmt.Errorf("%s: add to %v", where(s), L[s.b]))
 			}
 			set.Add(v)
+		case kWith:
+			// The block runs with the input or data changed at a path
+			// (Rego's with), as topdown evaluates it: the document is
+			// copied along the path, each object on it that is missing or
+			// not an object made one. Memos stay apart: a function is
+			// memoised only when called with the evaluation's own input
+			// and data, and the changed document is neither.
+			v := e.get(L, s.a)
+			if v == nil {
+				return e.fail(fmt.Errorf("%s: with an undefined value", where(s)))
+			}
+			saved := L[s.b]
+			L[s.b] = e.upsert(saved, s.args, v)
+			r := e.block(s.body, L)
+			L[s.b] = saved
+			switch {
+			case r == ctlReturn || r == ctlError:
+				return r
+			case r >= 1:
+				return r - 1
+			case r == 0: // the block was left: the statement is undefined
+				return 0
+			}
 		default:
 			return e.fail(fmt.Errorf("%s: statement kind %d", where(s), s.kind))
 		}
 	}
 	return ctlEnd
+}
+
+// upsert returns doc with v at path (string constants): doc itself left
+// as it is, the objects along the path copied, or made where doc has
+// none (as topdown does, whatever was there that is not an object is
+// replaced). An empty path is v.
+func (e *evaluation) upsert(doc *ast.Term, path []int32, v *ast.Term) *ast.Term {
+	if len(path) == 0 {
+		return v
+	}
+	out := ast.NewObject()
+	var child *ast.Term
+	if doc != nil {
+		if obj, ok := doc.Value.(ast.Object); ok {
+			obj.Foreach(func(k, v *ast.Term) { out.Insert(k, v) })
+			child = obj.Get(e.prog.consts[-1-path[0]])
+		}
+	}
+	key := e.prog.consts[-1-path[0]]
+	out.Insert(key, e.upsert(child, path[1:], v))
+	return ast.NewTerm(out)
 }
 
 // scan runs s's body for every key and value of its source: an array's

@@ -143,6 +143,7 @@ const (
 	kReturnLocal
 	kScan
 	kSetAdd
+	kWith
 )
 
 // stmt is a statement with its operands resolved. An operand is a local
@@ -386,6 +387,15 @@ func (b *builder) stmt(s ir.Stmt) (stmt, error) {
 		out.body = blk(s.Block)
 	case *ir.SetAddStmt:
 		out.kind, out.a, out.b = kSetAdd, op(s.Value), b.local(s.Set)
+	case *ir.WithStmt:
+		out.kind, out.b, out.a = kWith, b.local(s.Local), op(s.Value)
+		for _, i := range s.Path {
+			if i < 0 || i >= len(b.strings) {
+				return out, fmt.Errorf("with: path constant %d out of range", i)
+			}
+			out.args = append(out.args, -1-int32(i))
+		}
+		out.body = blk(s.Block)
 	default:
 		name := fmt.Sprintf("%T", s)
 		return out, fmt.Errorf("%w: %s", ErrUnsupported, strings.TrimPrefix(name, "*ir."))

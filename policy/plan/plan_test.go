@@ -162,6 +162,36 @@ f(x) := 1 if x > 0
 f(x) := 2 if x > 1
 x := {"one": one, "f": f(input.n), "div": 1 / input.d, "s": sprintf("%d", [input.n])}`,
 		[]string{`{"a": 1, "b": 1, "n": 1, "d": 1}`, `{"a": 1, "b": 2, "n": 1, "d": 1}`, `{"a": 1, "n": 2, "d": 1}`, `{"a": 1, "n": 1, "d": 0}`, `{"n": 1}`}},
+	{"with: input and data, along paths, nested, with functions and memos", `package t
+y := input.a
+g := {"a": input.a, "b": input.b}
+f(v) := v + input.b
+twice(v) := v * 2
+size(_) := 42
+no_b if not input.b
+x := {
+	"y": [v | v := y with input.a as 1],
+	"from input": [v | v := y with input.a as input.b],
+	"deep": [v | v := input.p.q.r with input.p.q.r as "z"],
+	"kept": [v | v := input.p with input.p.q.r as "z"],
+	"made": [v | v := input.m.n.o with input.m.n.o as 3],
+	"replaced": [v | v := input.s with input.s.t as 4],
+	"root": [v | v := input with input as {"k": 1}],
+	"memo": [[v | v := g], [v | v := g with input.b as 9], [v | v := g], [v | v := y]],
+	"function": [v | v := f(1) with input.b as 10],
+	"two": [v | v := [y, input.b] with input.a as "A" with input.b as "B"],
+	"not": [v | v := no_b with input.b as false],
+	"after not": [v | not y with input.a as false; v := y],
+	"after undefined": [w | v := [1 | y == 7 with input.a as 1]; w := [v, input.a]],
+	"undefined value": [v | v := y with input.a as input.nope],
+	"data": [v | v := data.t.half with data.t.half as 7],
+	"data path": [v | v := data.t.roles.coder with data.t.roles.coder.limit as 99],
+	"mock": [v | v := twice(3) with twice as 5],
+	"mocked by": [v | v := count([1, 2]) with count as size],
+	"after": [[v | v := y], [v | v := input.b]],
+}`,
+		[]string{`{"a": 5, "b": 2, "p": {"q": {"r": "x", "o": 1}, "w": 0}, "s": "str", "m": {}}`, `{}`, `{"p": "x", "m": {"n": 1}}`,
+			`{"a": {"k": 1}, "b": 1.5, "s": {"t": 0, "u": 1}}`, `[]`, `null`, `"x"`}},
 	{"undefined", `package t
 x := 1 if input.yes`,
 		[]string{`{"yes": true}`, `{"yes": false}`, `{}`}},
@@ -199,11 +229,9 @@ func TestPlanCasesCoverOutcomes(t *testing.T) {
 }
 
 // What the interpreter cannot run is refused when compiled, never run
-// differently: a with statement, a built-in that is not a function of its
-// arguments.
+// differently: a built-in that is not a function of its arguments.
 func TestUnsupportedIsRefused(t *testing.T) {
 	for _, src := range []string{
-		"package t\ny := input.a\nx := z if {\n\tz := y with input.a as 1\n}",
 		"package t\nx := time.now_ns()",
 		"package t\nx := opa.runtime()",
 		"package t\nx := http.send({\"method\": \"get\", \"url\": input.url})",
