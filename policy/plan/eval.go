@@ -509,12 +509,27 @@ func (e *evaluation) builtin(s *stmt, L []*ast.Term) (*ast.Term, error) {
 			return nil, nil
 		}
 	}
+	var key matchKey
+	keep := false
+	if s.bi.memo {
+		if key, keep = keyOf(args); keep {
+			if answer, ok := e.prog.matches.get(key); ok {
+				clear(args)
+				return ast.InternedTerm(answer), nil
+			}
+		}
+	}
 	e.out, e.all, e.relation, e.relTerms = nil, nil, s.bi.relation, 0
 	e.bctx.Location = s.at
 	err := s.bi.f(e.bctx, args, e.yield_)
 	clear(args)
 	if err != nil {
 		return nil, err
+	}
+	if keep && e.out != nil {
+		if answer, ok := e.out.Value.(ast.Boolean); ok {
+			e.prog.matches.put(key, bool(answer))
+		}
 	}
 	if s.bi.relation {
 		return ast.ArrayTerm(e.all...), nil

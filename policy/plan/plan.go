@@ -89,6 +89,7 @@ type Program struct {
 	data   *ast.Term
 	// maxArgs is the most arguments a built-in call has.
 	maxArgs int
+	matches matches
 }
 
 // function is one planned function: a rule, a Rego function, or a part of
@@ -167,6 +168,8 @@ type builtin struct {
 	name     string
 	f        topdown.BuiltinFunc
 	relation bool
+	// memo: its answers are kept across evaluations (see matches).
+	memo bool
 }
 
 // impure are built-ins whose answer depends on more than their arguments
@@ -202,7 +205,7 @@ func build(p *ir.Policy) (*Program, error) {
 		if !ok || f == nil || decl.Nondeterministic || impure[d.Name] {
 			return nil, fmt.Errorf("%w: built-in %s", ErrUnsupported, d.Name)
 		}
-		b.builtins[d.Name] = &builtin{name: d.Name, f: f, relation: decl.Relation}
+		b.builtins[d.Name] = &builtin{name: d.Name, f: f, relation: decl.Relation, memo: memoised[d.Name]}
 	}
 	if p.Funcs != nil {
 		for i, f := range p.Funcs.Funcs {

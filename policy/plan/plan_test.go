@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -192,6 +193,19 @@ x := {
 }`,
 		[]string{`{"a": 5, "b": 2, "p": {"q": {"r": "x", "o": 1}, "w": 0}, "s": "str", "m": {}}`, `{}`, `{"p": "x", "m": {"n": 1}}`,
 			`{"a": {"k": 1}, "b": 1.5, "s": {"t": 0, "u": 1}}`, `[]`, `null`, `"x"`}},
+	{"regex.match answers remembered across evaluations", `package t
+x := [
+	regex.match(input.p, input.s),
+	regex.match("^a", input.s),
+	regex.match(input.p, "abc"),
+	[m | some v in input.list; m := regex.match(input.p, v)],
+]`,
+		// One program evaluates the inputs in turn: an answer kept for one
+		// pair must never answer another (same subject, other pattern;
+		// same pattern, other subject), and an error is not kept.
+		[]string{`{"p": "^a", "s": "abc", "list": ["a", "b"]}`, `{"p": "^b", "s": "abc", "list": ["a", "b"]}`,
+			`{"p": "^a", "s": "bcd", "list": ["b", "a"]}`, `{"p": "(", "s": "abc"}`, `{"p": "^a", "s": "abc", "list": ["a", "b"]}`,
+			`{"p": "c$", "s": "abc", "list": [1, "xc"]}`, `{"p": "^a", "s": 7}`}},
 	{"undefined", `package t
 x := 1 if input.yes`,
 		[]string{`{"yes": true}`, `{"yes": false}`, `{}`}},
@@ -394,5 +408,44 @@ y := count([v | walk(input, [_, v]); v == "secret"])`
 			t.Errorf("%s: %v, %v: want ErrTooLarge", q, v, err)
 		}
 		agree(t, src, q, []string{nested(1), nested(20), nested(100)})
+	}
+}
+
+// What regex.match's answers are kept for is bounded: an agent that sends
+// a new string on every call fills the memo only to its bounds, and a
+// long string is never kept.
+func TestMatchesAreBounded(t *testing.T) {
+	_, p, err := fixture(t, "package t\nx := [regex.match(\"^a\", input.s), regex.match(input.p, \"a\")]", "data.t.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval := func(s, pattern string) {
+		in := ast.NewObject(ast.Item(ast.StringTerm("s"), ast.StringTerm(s)), ast.Item(ast.StringTerm("p"), ast.StringTerm(pattern)))
+		want := ast.NewArray(ast.BooleanTerm(strings.HasPrefix(s, "a")), ast.BooleanTerm(regexp.MustCompile(pattern).MatchString("a")))
+		if v, err := p.Eval(context.Background(), in, Options{}); err != nil || v.Compare(want) != 0 {
+			t.Fatalf("%.40q %.40q: %v %v, want %v", s, pattern, v, err, want)
+		}
+	}
+	for i := range 3 * maxMatches {
+		eval(fmt.Sprintf("a%d", i), "a")
+		if n := len(p.matches.m); n > maxMatches {
+			t.Fatalf("%d answers kept, at most %d", n, maxMatches)
+		}
+	}
+	long := strings.Repeat("a", maxMatchString+1)
+	eval(long, "a")
+	if _, ok := p.matches.get(matchKey{"^a", long}); ok {
+		t.Error("an answer for a subject longer than maxMatchString was kept")
+	}
+	if _, ok := p.matches.get(matchKey{"^a", "a0"}); ok {
+		t.Error("the memo was not forgotten when full")
+	}
+	// Patterns an agent could have a policy build: bounded in bytes.
+	big := "c|" + strings.Repeat("b", 40_000)
+	for i := range maxMatchBytes/len(big) + 10 {
+		eval("x", fmt.Sprintf("%s%d", big, i))
+		if p.matches.bytes > maxMatchBytes {
+			t.Fatalf("%d bytes of keys kept, at most %d", p.matches.bytes, maxMatchBytes)
+		}
 	}
 }
