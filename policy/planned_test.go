@@ -46,15 +46,18 @@ func TestDecisionIsPlanned(t *testing.T) {
 			}
 		})
 	}
-	// A policy with with is planned; one with a built-in that is not a
-	// function of its arguments is refused, and decided by topdown. Both
-	// decide as topdown does.
+	// A policy with a with on the input is planned; one with a built-in
+	// that is not a function of its arguments, or a with on data, is
+	// refused, and decided by topdown. All decide as topdown does.
 	for _, p := range []struct {
 		name, src string
 		planned   bool
 	}{
 		{"with", "package harness.custom.w\n\nshadow := input.tool\n\ndeny contains \"with\" if {\n\t\"x\" == shadow with input.tool as \"x\"\n\tinput.tool == \"ctx_edit\"\n}\n", true},
 		{"time", "package harness.custom.w\n\ndeny contains \"now\" if {\n\ttime.now_ns() > 0\n\tinput.tool == \"ctx_edit\"\n}\n", false},
+		// Topdown lays the value over the roles (the coder keeps its
+		// other fields); a plan that replaced the coder allowed the edit.
+		{"with on data", "package harness.custom.w\n\ndeny contains \"coder overridden\" if {\n\tr := data.harness.roles with data.harness.roles.coder as {\"note\": \"override\"}\n\tcount(r.coder) > 1\n\tinput.tool == \"ctx_edit\"\n}\n", false},
 	} {
 		t.Run(p.name, func(t *testing.T) {
 			e, err := New(context.Background(), doc, compiler.Module{Name: "w.rego", Source: []byte(p.src)})

@@ -89,7 +89,7 @@ func (p *Program) evaluation(ctx context.Context, input ast.Value) *evaluation {
 		e = &evaluation{cache: builtins.Cache{}}
 		e.yield_ = e.yield
 	}
-	e.prog, e.ctx, e.input = p, ctx, ast.NewTerm(input)
+	e.prog, e.ctx, e.input, e.left = p, ctx, ast.NewTerm(input), checkEvery
 	e.memo = slices.Grow(e.memo[:0], len(p.funcs))[:len(p.funcs)]
 	e.args = slices.Grow(e.args[:0], p.maxArgs)[:p.maxArgs]
 	return e
@@ -161,7 +161,11 @@ type evaluation struct {
 	results []*ast.Term
 	ret     *ast.Term
 	err     error
-	steps   int
+	// left is the work before ctx is looked at next: a statement is one
+	// unit, a built-in call or a with as many as the values it is given
+	// hold (an agent's large input must not make one statement a long
+	// way between two looks).
+	left int
 	// stack holds the locals of the calls in progress.
 	stack []*ast.Term
 	cache builtins.Cache
@@ -191,7 +195,8 @@ const (
 	ctlError  = -3
 )
 
-// checkEvery is how many statements run between checks of ctx.
+// checkEvery is how much work (see evaluation.left) is done between
+// looks at ctx.
 const checkEvery = 1 << 12
 
 func (e *evaluation) fail(err error) int {
@@ -211,7 +216,8 @@ func (e *evaluation) get(L []*ast.Term, o int32) *ast.Term {
 func (e *evaluation) block(b *block, L []*ast.Term) int {
 	for i := range b.stmts {
 		s := &b.stmts[i]
-		if e.steps++; e.steps%checkEvery == 0 {
+		if e.left--; e.left <= 0 {
+			e.left = checkEvery
 			if err := e.ctx.Err(); err != nil {
 				return e.fail(err)
 			}
@@ -389,6 +395,25 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 	return ctlEnd
 }
 
+// size is the work a built-in or a with may do on t, at most: the members
+// of a collection, the bytes of a string, 1 for anything else.
+func size(t *ast.Term) int {
+	if t == nil {
+		return 1
+	}
+	switch x := t.Value.(type) {
+	case ast.String:
+		return len(x)>>6 + 1
+	case *ast.Array:
+		return x.Len() + 1
+	case ast.Object:
+		return x.Len() + 1
+	case ast.Set:
+		return x.Len() + 1
+	}
+	return 1
+}
+
 // upsert returns doc with v at path (string constants): doc itself left
 // as it is, the objects along the path copied, or made where doc has
 // none (as topdown does, whatever was there that is not an object is
@@ -401,6 +426,7 @@ func (e *evaluation) upsert(doc *ast.Term, path []int32, v *ast.Term) *ast.Term 
 	var child *ast.Term
 	if doc != nil {
 		if obj, ok := doc.Value.(ast.Object); ok {
+			e.left -= obj.Len() // work between looks at ctx
 			obj.Foreach(func(k, v *ast.Term) { out.Insert(k, v) })
 			child = obj.Get(e.prog.consts[-1-path[0]])
 		}
@@ -508,6 +534,7 @@ func (e *evaluation) builtin(s *stmt, L []*ast.Term) (*ast.Term, error) {
 		if args[i] = e.get(L, a); args[i] == nil {
 			return nil, nil
 		}
+		e.left -= size(args[i])
 	}
 	var key matchKey
 	keep := false

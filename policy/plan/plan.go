@@ -391,6 +391,15 @@ func (b *builder) stmt(s ir.Stmt) (stmt, error) {
 	case *ir.SetAddStmt:
 		out.kind, out.a, out.b = kSetAdd, op(s.Value), b.local(s.Set)
 	case *ir.WithStmt:
+		if len(s.Path) > 0 && s.Local != ir.Input {
+			// Topdown's with on data is not a changed document: it lays
+			// the value over the data, and a read at or below the path
+			// sees the value alone, a read above it the data merged with
+			// it. No one document the plan could give its statements
+			// reads both ways. (An empty path is the planner's restore of
+			// a local after a with, of input and data alike.)
+			return out, fmt.Errorf("%w: with on data", ErrUnsupported)
+		}
 		out.kind, out.b, out.a = kWith, b.local(s.Local), op(s.Value)
 		for _, i := range s.Path {
 			if i < 0 || i >= len(b.strings) {
