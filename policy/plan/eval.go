@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
@@ -49,12 +50,20 @@ func (p *Program) Eval(ctx context.Context, input ast.Value, opts Options) (v as
 		e.release()
 	}()
 	cancel := opts.Cancel
-	if cancel == nil && ctx.Done() != nil {
+	if ctx.Done() != nil {
 		// The built-ins that run long (numbers.range, net.cidr_expand)
-		// watch a Cancel, not the context.
-		c := topdown.NewCancel()
-		defer context.AfterFunc(ctx, c.Cancel)()
-		cancel = c
+		// watch a Cancel, not the context; the statements watch ended,
+		// set with it (a flag of this call's own: a pooled evaluation
+		// may outlive the function that sets it).
+		c, ended := topdown.NewCancel(), new(atomic.Bool)
+		defer context.AfterFunc(ctx, func() {
+			ended.Store(true)
+			c.Cancel()
+		})()
+		if cancel == nil {
+			cancel = c
+		}
+		e.ended = ended
 	}
 	e.bctx = topdown.BuiltinContext{
 		Context:                     ctx,
@@ -89,7 +98,7 @@ func (p *Program) evaluation(ctx context.Context, input ast.Value) *evaluation {
 		e = &evaluation{cache: builtins.Cache{}}
 		e.yield_ = e.yield
 	}
-	e.prog, e.ctx, e.input, e.left = p, ctx, ast.NewTerm(input), checkEvery
+	e.prog, e.ctx, e.input, e.left, e.ended = p, ctx, ast.NewTerm(input), checkEvery, &never
 	e.memo = slices.Grow(e.memo[:0], len(p.funcs))[:len(p.funcs)]
 	e.args = slices.Grow(e.args[:0], p.maxArgs)[:p.maxArgs]
 	return e
@@ -166,6 +175,10 @@ type evaluation struct {
 	// hold (an agent's large input must not make one statement a long
 	// way between two looks).
 	left int
+	// ended is set when ctx ends: looked at every statement, since what
+	// a statement costs is not known before it runs (a built-in may
+	// format or copy all of an agent's arguments).
+	ended *atomic.Bool
 	// stack holds the locals of the calls in progress.
 	stack []*ast.Term
 	cache builtins.Cache
@@ -195,6 +208,9 @@ const (
 	ctlError  = -3
 )
 
+// never is the ended flag of an evaluation whose context cannot end.
+var never atomic.Bool
+
 // checkEvery is how much work (see evaluation.left) is done between
 // looks at ctx.
 const checkEvery = 1 << 12
@@ -216,7 +232,7 @@ func (e *evaluation) get(L []*ast.Term, o int32) *ast.Term {
 func (e *evaluation) block(b *block, L []*ast.Term) int {
 	for i := range b.stmts {
 		s := &b.stmts[i]
-		if e.left--; e.left <= 0 {
+		if e.left--; e.left <= 0 || e.ended.Load() {
 			e.left = checkEvery
 			if err := e.ctx.Err(); err != nil {
 				return e.fail(err)
@@ -234,7 +250,7 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 			L[s.b] = ast.InternedTerm(int(s.n))
 		case kAssignVarOnce:
 			v := e.get(L, s.a)
-			if cur := L[s.b]; cur != nil && v != nil && ast.Compare(cur.Value, v.Value) != 0 {
+			if cur := L[s.b]; cur != nil && v != nil && cur != v && ast.Compare(cur.Value, v.Value) != 0 {
 				return e.fail(fmt.Errorf("%s: %w", where(s), ErrConflict))
 			}
 			L[s.b] = v
@@ -340,7 +356,7 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 				return e.fail(fmt.Errorf("%s: insert into %v", where(s), L[s.b]))
 			}
 			if s.kind == kObjectInsertOnce {
-				if cur := obj.Get(k); cur != nil && ast.Compare(cur.Value, v.Value) != 0 {
+				if cur := obj.Get(k); cur != nil && cur != v && ast.Compare(cur.Value, v.Value) != 0 {
 					return e.fail(fmt.Errorf("%s: %w", where(s), ErrConflict))
 				}
 			}

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -51,6 +52,10 @@ func (m *matches) get(k matchKey) (answer, ok bool) {
 }
 
 func (m *matches) put(k matchKey, answer bool) {
+	// A key is copied: an argument may be a slice of a far larger string
+	// (a submatch of an agent's command), which the memo would otherwise
+	// keep alive for as long as the program.
+	k = matchKey{strings.Clone(k.pattern), strings.Clone(k.s)}
 	size := len(k.pattern) + len(k.s)
 	m.mu.Lock()
 	if m.m == nil || len(m.m) >= maxMatches || m.bytes+size > maxMatchBytes {

@@ -515,3 +515,112 @@ func TestWorkBetweenLooksIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// jsonInput reads raw as the engine reads an agent's arguments: JSON,
+// then ast.InterfaceToValue.
+func jsonInput(t testing.TB, raw string) ast.Value {
+	t.Helper()
+	var x any
+	if err := util.UnmarshalJSON([]byte(raw), &x); err != nil {
+		t.Fatal(err)
+	}
+	v, err := ast.InterfaceToValue(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// A remembered answer keeps no more than its key: a subject may be a
+// slice of a far larger string (a submatch of an agent's command, as
+// examples/policies/destructive_shell.rego matches a command's flags),
+// which a key that was the argument itself kept alive for as long as the
+// program (63 MiB after 64 calls, before keys were copied).
+func TestMatchesKeepNoLargeStrings(t *testing.T) {
+	src := "package t\nx := [r | some m in regex.find_all_string_submatch_n(`rm\\s+(-[A-Za-z]+)`, input.cmd, -1); r := regex.match(`r`, m[1])]"
+	_, p, err := fixture(t, src, "data.t.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat(" x", 1<<19) // 1 MiB of command
+	const n = 64
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		flags := fmt.Sprintf("-r%s", strings.Map(func(r rune) rune { return 'a' + (r - '0') }, fmt.Sprint(i)))
+		in := ast.NewObject(ast.Item(ast.StringTerm("cmd"), ast.StringTerm("rm "+flags+" /tmp/y"+pad)))
+		if _, err := p.Eval(context.Background(), in, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t.Logf("answers kept %d, key bytes counted %d", len(p.matches.m), p.matches.bytes)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 16<<20 {
+		t.Errorf("%d MiB kept alive by %d remembered answers (%d key bytes counted)", grew>>20, len(p.matches.m), p.matches.bytes)
+	}
+	runtime.KeepAlive(p)
+}
+
+// canceled evaluates src's x on in with a context already ended and
+// reports the bytes allocated.
+func canceled(t *testing.T, src string, in ast.Value) {
+	t.Helper()
+	_, p, err := fixture(t, src, "data.t.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	v, err := p.Eval(ctx, in, Options{})
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("%q: %v, %v: want the context's error", src, v, err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("%q: %d MiB allocated after the context ended", src, grew>>20)
+	}
+}
+
+// bigObject is {"k0": 0, ...} of n keys, as JSON.
+func bigObject(n int) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"k%d": %d`, i, i)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// A statement's cost is not known before it runs: a custom policy that
+// names the arguments in its message, in a loop over them, formats all of
+// them once a pass (sprintf of a value whose top level is small). The
+// plan stops at the first statement after its context ends: when work was
+// only counted, hundreds of passes ran first (298 to 910 MiB).
+func TestNestedWorkEndsWithTheContext(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"tool": "ctx_edit", "arguments": {"files": [`)
+	for i := range 20_000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"/etc/f%d"`, i)
+	}
+	b.WriteString(`], "options": ` + bigObject(20_000) + `}}`)
+	in := jsonInput(t, b.String())
+	const head = "package t\nx := count(deny)\ndeny contains msg if {\n\tsome f in input.arguments.files\n\tnot startswith(f, \"/proj/\")\n"
+	for _, src := range []string{
+		head + "\tmsg := sprintf(\"%s: %s is outside the project (%v)\", [input.tool, f, input.arguments])\n}",
+		head + "\tmsg := sprintf(\"%s %s\", [f, json.marshal(input.arguments)])\n}",
+		head + "\tmsg := object.union({\"options\": {\"x\": 1}}, input.arguments)\n}",
+	} {
+		canceled(t, src, in)
+	}
+}
