@@ -63,6 +63,9 @@ func (p *Program) Eval(ctx context.Context, input ast.Value, opts Options) (v as
 		if cancel == nil {
 			cancel = c
 		}
+		if ctx.Err() != nil { // AfterFunc's own goroutine may start late
+			ended.Store(true)
+		}
 		e.ended = ended
 	}
 	e.bctx = topdown.BuiltinContext{
@@ -98,7 +101,7 @@ func (p *Program) evaluation(ctx context.Context, input ast.Value) *evaluation {
 		e = &evaluation{cache: builtins.Cache{}}
 		e.yield_ = e.yield
 	}
-	e.prog, e.ctx, e.input, e.left, e.ended = p, ctx, ast.NewTerm(input), checkEvery, &never
+	e.prog, e.ctx, e.input, e.ended = p, ctx, ast.NewTerm(input), &never
 	e.memo = slices.Grow(e.memo[:0], len(p.funcs))[:len(p.funcs)]
 	e.args = slices.Grow(e.args[:0], p.maxArgs)[:p.maxArgs]
 	return e
@@ -170,14 +173,9 @@ type evaluation struct {
 	results []*ast.Term
 	ret     *ast.Term
 	err     error
-	// left is the work before ctx is looked at next: a statement is one
-	// unit, a built-in call or a with as many as the values it is given
-	// hold (an agent's large input must not make one statement a long
-	// way between two looks).
-	left int
 	// ended is set when ctx ends: looked at every statement, since what
-	// a statement costs is not known before it runs (a built-in may
-	// format or copy all of an agent's arguments).
+	// a statement costs is not known before it runs (a with copies the
+	// input, a built-in may format or copy all of an agent's arguments).
 	ended *atomic.Bool
 	// stack holds the locals of the calls in progress.
 	stack []*ast.Term
@@ -211,10 +209,6 @@ const (
 // never is the ended flag of an evaluation whose context cannot end.
 var never atomic.Bool
 
-// checkEvery is how much work (see evaluation.left) is done between
-// looks at ctx.
-const checkEvery = 1 << 12
-
 func (e *evaluation) fail(err error) int {
 	e.err = err
 	return ctlError
@@ -232,11 +226,8 @@ func (e *evaluation) get(L []*ast.Term, o int32) *ast.Term {
 func (e *evaluation) block(b *block, L []*ast.Term) int {
 	for i := range b.stmts {
 		s := &b.stmts[i]
-		if e.left--; e.left <= 0 || e.ended.Load() {
-			e.left = checkEvery
-			if err := e.ctx.Err(); err != nil {
-				return e.fail(err)
-			}
+		if e.ended.Load() {
+			return e.fail(e.ctx.Err())
 		}
 		switch s.kind {
 		case kArrayAppend:
@@ -382,12 +373,14 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 			}
 			set.Add(v)
 		case kWith:
-			// The block runs with the input or data changed at a path
-			// (Rego's with), as topdown evaluates it: the document is
-			// copied along the path, each object on it that is missing or
-			// not an object made one. Memos stay apart: a function is
-			// memoised only when called with the evaluation's own input
-			// and data, and the changed document is neither.
+			// The block runs with the input changed at a path (Rego's
+			// with; one on data is refused when compiled), as topdown
+			// evaluates it: the input is copied along the path, each
+			// object on it that is missing or not an object made one; an
+			// empty path sets the local (the planner's restore after a
+			// with). Memos stay apart: a function is memoised only when
+			// called with the evaluation's own input and data, and the
+			// changed input is neither.
 			v := e.get(L, s.a)
 			if v == nil {
 				return e.fail(fmt.Errorf("%s: with an undefined value", where(s)))
@@ -411,25 +404,6 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 	return ctlEnd
 }
 
-// size is the work a built-in or a with may do on t, at most: the members
-// of a collection, the bytes of a string, 1 for anything else.
-func size(t *ast.Term) int {
-	if t == nil {
-		return 1
-	}
-	switch x := t.Value.(type) {
-	case ast.String:
-		return len(x)>>6 + 1
-	case *ast.Array:
-		return x.Len() + 1
-	case ast.Object:
-		return x.Len() + 1
-	case ast.Set:
-		return x.Len() + 1
-	}
-	return 1
-}
-
 // upsert returns doc with v at path (string constants): doc itself left
 // as it is, the objects along the path copied, or made where doc has
 // none (as topdown does, whatever was there that is not an object is
@@ -442,7 +416,6 @@ func (e *evaluation) upsert(doc *ast.Term, path []int32, v *ast.Term) *ast.Term 
 	var child *ast.Term
 	if doc != nil {
 		if obj, ok := doc.Value.(ast.Object); ok {
-			e.left -= obj.Len() // work between looks at ctx
 			obj.Foreach(func(k, v *ast.Term) { out.Insert(k, v) })
 			child = obj.Get(e.prog.consts[-1-path[0]])
 		}
@@ -550,7 +523,6 @@ func (e *evaluation) builtin(s *stmt, L []*ast.Term) (*ast.Term, error) {
 		if args[i] = e.get(L, a); args[i] == nil {
 			return nil, nil
 		}
-		e.left -= size(args[i])
 	}
 	var key matchKey
 	keep := false

@@ -476,12 +476,12 @@ func TestMatchesAreBounded(t *testing.T) {
 	}
 }
 
-// Work between two looks at the context is bounded by what a statement
-// is given, not by the count of statements: a with in a loop copies the
-// input once a pass, a built-in takes all of it, and an agent chooses how
-// large it is. With the context already ended, such a loop over 40,000
-// keys stops within a pass or two: before work was counted, it ran
-// thousands of passes (seconds, and gigabytes of copies) first.
+// Between two looks at the context the plan does one statement, whatever
+// it costs: a with in a loop copies the input once a pass, a built-in
+// takes all of it, and an agent chooses how large it is. With the context
+// already ended, such a loop over 40,000 keys stops at once; when the
+// plan looked every 4,096 statements, it ran thousands of passes
+// (seconds, and a gigabyte of copies) first.
 func TestWorkBetweenLooksIsBounded(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("{")
