@@ -299,15 +299,7 @@ func (e *Engine) Allowance(ctx context.Context, in contract.Input) (Allowance, e
 func levelsInput(usages []RoleUsage) ast.Value {
 	list := make([]*ast.Term, len(usages))
 	for i, u := range usages {
-		o := ast.NewObject(
-			ast.Item(ast.StringTerm("role"), ast.StringTerm(u.Role)),
-			ast.Item(ast.StringTerm("budget"), usageTerm(u.Usage)),
-			ast.Item(ast.StringTerm("agent"), ast.StringTerm(u.Agent)),
-		)
-		if u.AgentUsage != nil {
-			o.Insert(ast.StringTerm("agent_budget"), usageTerm(*u.AgentUsage))
-		}
-		list[i] = ast.NewTerm(o)
+		list[i] = ast.NewTerm(statusValue(contract.Input{Role: u.Role, Budget: u.Usage, Agent: u.Agent, AgentBudget: u.AgentUsage}))
 	}
 	return ast.NewObject(ast.Item(ast.StringTerm("usages"), ast.ArrayTerm(list...)))
 }
