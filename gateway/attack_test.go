@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1021,4 +1022,67 @@ func TestASamplingChargeFirstStartsTheSessionInItsRole(t *testing.T) {
 	if c := b.counters(t, "a", "s"); c.Role != "reviewer" || c.CostMicros == 0 {
 		t.Errorf("after a sampling request first: role %q, %d micro-dollars", c.Role, c.CostMicros)
 	}
+}
+
+// headersSeen is a ResponseWriter that notes, when the event stream's
+// headers are flushed to the client, whether the session would already
+// deliver a message on it.
+type headersSeen struct {
+	*httptest.ResponseRecorder
+	g       *Gateway
+	flushed chan bool
+	once    sync.Once
+}
+
+func (w *headersSeen) Flush() {
+	w.once.Do(func() {
+		w.g.mu.Lock()
+		defer w.g.mu.Unlock()
+		routed := false
+		for _, s := range w.g.sessions {
+			s.mu.Lock()
+			routed = routed || s.out != nil
+			s.mu.Unlock()
+		}
+		w.flushed <- routed
+	})
+	w.ResponseRecorder.Flush()
+}
+
+// Once a client sees its stream open, the session's messages go on it: a
+// client that opens its stream and then makes a call whose event comes on
+// it at once loses none. (The stream's headers were flushed before the
+// session took the stream as its way to the agent, and an event sent in
+// between was dropped: under load, TestAttackStalledStreamHoldsUpNoOtherSession
+// waited for it in vain.)
+func TestStreamIsRoutedBeforeItOpens(t *testing.T) {
+	b := newBench(t, nil)
+	g := b.gateway(t, PrefixNever, fixtureUpstream(t, "lean"))
+	handler := g.HTTPHandler(HTTPOptions{Tokens: []Token{{Token: "good-token-0123456789", Agent: "agent-good", Role: "reviewer"}}, Loopback: true})
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	a := newHTTPAgent(t, srv.URL+"/mcp", "good-token-0123456789")
+	a.initialize(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/mcp", nil)
+	req.RemoteAddr = "127.0.0.1:1"
+	a.header(req)
+	req.Header.Set("Accept", "text/event-stream")
+	w := &headersSeen{ResponseRecorder: httptest.NewRecorder(), g: g, flushed: make(chan bool, 1)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		handler.ServeHTTP(w, req)
+	}()
+	select {
+	case routed := <-w.flushed:
+		if !routed {
+			t.Error("the stream's headers went out before the session sent its messages on it")
+		}
+	case <-done:
+		t.Fatalf("the stream did not open: %d %s", w.Code, w.Body)
+	}
+	cancel()
+	<-done
 }

@@ -514,11 +514,13 @@ func (h *httpServer) get(w http.ResponseWriter, r *http.Request, owner int) {
 	}
 	hs.stream = stream
 	hs.mu.Unlock()
+	// The session sends on the stream before its client sees it open: a
+	// message sent in between is queued, not dropped.
+	hs.s.setPeer(stream)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	stream.rc.Flush()
-	hs.s.setPeer(stream)
 	stream.write(r.Context(), hs.s.done)
 	stream.end()
 	hs.s.dropPeer(stream)
