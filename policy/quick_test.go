@@ -127,6 +127,25 @@ func TestQuickAgreesWithTheRules(t *testing.T) {
 					}
 				}
 			}
+			// Arguments the self-protection rules refuse, for every tool
+			// (a shell command and an edit of the harness's own files),
+			// with usage clear of every threshold: only the protect rules
+			// can refuse these calls of tools the lists admit.
+			for _, name := range slices.Sorted(maps.Keys(doc.Roles)) {
+				for _, tool := range tools {
+					for _, args := range []map[string]any{
+						{"command": "cat ~/.lean-ctx/harness.toml"},
+						{"path": ".lean-ctx/roles/coder.toml", "content": "x"},
+					} {
+						v, err := inputValue(contract.Input{Role: name, Tool: tool, Session: "s", Agent: "a",
+							Arguments: args}, doc.Roles[name].ShellPolicy)
+						if err != nil {
+							t.Fatal(err)
+						}
+						inputs = append(inputs, v)
+					}
+				}
+			}
 			complete := len(inputs) // the inputs with every field
 			for _, raw := range []string{
 				`{"role": "coder", "tool": "ctx_read"}`,

@@ -477,15 +477,17 @@ _outcome(reasons, listed, levels) := "deny" if {
 # tool (by its two names; st: whether it is a shell tool): they are off;
 # or the tool neither runs shell commands nor edits files; or no string of
 # its arguments holds a match of the protect data's suspect expression,
-# which every string they refuse does (TestSuspectCoversProtection).
-_protect_quiet(_, _, _) if data.harness.config.protect.enabled == false
-
-_protect_quiet(false, t, ut) if {
+# which every string they refuse does (TestSuspectCoversProtection). An
+# else chain tries them in that order and stops at the first that holds,
+# so the arguments of a tool that edits nothing are not walked (the bodies
+# of a function are all evaluated).
+_protect_quiet(st, t, ut) if {
+	data.harness.config.protect.enabled == false
+} else if {
+	st == false
 	not regex.match(data.harness.config.edit_tools.regex, lower(t))
 	not regex.match(data.harness.config.edit_tools.regex, lower(ut))
-}
-
-_protect_quiet(_, _, _) if not _protect_suspects
+} else if not _protect_suspects
 
 _protect_suspects if {
 	walk(input.arguments, [_, v])
