@@ -72,35 +72,65 @@ func (e *errBound) Error() string { return e.msg }
 // deadline, and 10 s at least.
 func viewTimeout(b Bounds) time.Duration { return max(10*b.Timeout, 10*time.Second) }
 
-// bounded returns ctx with the engine's bounds on it: a deadline, and a
-// watch of the heap from memoryWatchAfter on. stop releases them.
-func (e *Engine) bounded(ctx context.Context) (context.Context, func()) {
+// bounded puts the engine's bounds on an evaluation under ctx: a deadline,
+// and a watch of the heap from memoryWatchAfter on.
+func (e *Engine) bounded(ctx context.Context) bound {
 	return e.boundedBy(ctx, e.bounds.get())
 }
 
 // boundedView is bounded for an evaluation of none of the custom
 // policies' rules: the memory bound, and the longer deadline of views.
-func (e *Engine) boundedView(ctx context.Context) (context.Context, func()) {
+func (e *Engine) boundedView(ctx context.Context) bound {
 	b := e.bounds.get()
 	b.Timeout = viewTimeout(b)
 	return e.boundedBy(ctx, b)
 }
 
-func (e *Engine) boundedBy(ctx context.Context, b Bounds) (context.Context, func()) {
-	ctx, cancelTimeout := context.WithTimeoutCause(ctx, b.Timeout,
-		&errBound{fmt.Sprintf("it ran past its deadline of %v ([policy] timeout)", b.Timeout)})
+func (e *Engine) boundedBy(ctx context.Context, b Bounds) bound {
 	ctx, cancel := context.WithCancelCause(ctx)
-	watch := time.AfterFunc(memoryWatchAfter, func() { watchMemory(ctx, cancel, b.Memory) })
-	return ctx, func() {
-		watch.Stop()
-		cancel(nil)
-		cancelTimeout()
-	}
+	// One timer watches both bounds, and it fires only for evaluations
+	// that last (few do): a decision pays for one context and one timer,
+	// not for a context and a timer per bound.
+	deadline := time.Now().Add(b.Timeout)
+	watch := time.AfterFunc(min(memoryWatchAfter, b.Timeout), func() { watchBounds(ctx, cancel, b, deadline) })
+	return bound{ctx: ctx, cancel: cancel, watch: watch, deadline: deadline, timeout: b.Timeout}
 }
 
-// watchMemory cancels ctx when the heap grows by more than limit before ctx
-// ends.
-func watchMemory(ctx context.Context, cancel context.CancelCauseFunc, limit uint64) {
+// bound is one evaluation's bounds: ctx, the evaluation's context, ends
+// when it passes one (or its caller's context ends).
+type bound struct {
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	watch    *time.Timer
+	deadline time.Time
+	timeout  time.Duration
+}
+
+// over reports whether the evaluation passed a bound or its caller gave
+// up. An evaluation that ended past its deadline passed it, whether or not
+// the timer has fired yet: ctx is ended now.
+func (b *bound) over() bool {
+	if b.ctx.Err() == nil && !time.Now().Before(b.deadline) {
+		b.cancel(pastDeadline(b.timeout))
+	}
+	return b.ctx.Err() != nil
+}
+
+// stop releases the bounds.
+func (b *bound) stop() {
+	b.watch.Stop()
+	b.cancel(nil)
+}
+
+func pastDeadline(timeout time.Duration) error {
+	return &errBound{fmt.Sprintf("it ran past its deadline of %v ([policy] timeout)", timeout)}
+}
+
+// watchBounds cancels ctx at deadline, or when the heap grows by more than
+// b.Memory first, whichever comes before ctx ends.
+func watchBounds(ctx context.Context, cancel context.CancelCauseFunc, b Bounds, deadline time.Time) {
+	late := time.NewTimer(time.Until(deadline))
+	defer late.Stop()
 	base := heapBytes()
 	tick := time.NewTicker(memoryWatchEvery)
 	defer tick.Stop()
@@ -108,9 +138,12 @@ func watchMemory(ctx context.Context, cancel context.CancelCauseFunc, limit uint
 		select {
 		case <-ctx.Done():
 			return
+		case <-late.C:
+			cancel(pastDeadline(b.Timeout))
+			return
 		case <-tick.C:
-			if h := heapBytes(); h > base && h-base > limit {
-				cancel(&errBound{fmt.Sprintf("it grew the heap by more than %d MiB", limit>>20)})
+			if h := heapBytes(); h > base && h-base > b.Memory {
+				cancel(&errBound{fmt.Sprintf("it grew the heap by more than %d MiB", b.Memory>>20)})
 				return
 			}
 		}

@@ -441,16 +441,16 @@ func (e *Engine) evaluate(ctx context.Context, l *loaded, in contract.Input, top
 	if err != nil {
 		return denied(in, contract.CodeInvalidInput, err.Error()), false, nil
 	}
-	bctx, stop := e.bounded(ctx)
-	defer stop()
+	b := e.bounded(ctx)
+	defer b.stop()
 	var v ast.Value
 	if len(opts) == 0 && !topdown {
-		v, err = l.evalPlanned(bctx, Query, l.query, value)
+		v, err = l.evalPlanned(b.ctx, Query, l.query, value)
 	} else {
-		v, err = l.run(bctx, l.query, value, opts...) // a tracer's evaluation
+		v, err = l.run(b.ctx, l.query, value, opts...) // a tracer's evaluation
 	}
-	if bctx.Err() != nil {
-		msg, err := stopped(ctx, bctx)
+	if b.over() {
+		msg, err := stopped(ctx, b.ctx)
 		return denied(in, contract.CodeEvalError, msg), false, err
 	}
 	if err != nil {
@@ -479,29 +479,41 @@ func inputValue(in contract.Input, shellPolicy string) (ast.Value, error) {
 		args = v
 	}
 	obj := ast.NewObject(
-		ast.Item(ast.StringTerm("role"), ast.StringTerm(in.Role)),
-		ast.Item(ast.StringTerm("tool"), ast.StringTerm(in.Tool)),
-		ast.Item(ast.StringTerm("upstream"), ast.StringTerm(in.Upstream)),
-		ast.Item(ast.StringTerm("upstream_tool"), ast.StringTerm(in.UpstreamTool)),
-		ast.Item(ast.StringTerm("arguments"), ast.NewTerm(args)),
-		ast.Item(ast.StringTerm("shell_policy"), ast.StringTerm(shellPolicy)),
-		ast.Item(ast.StringTerm("budget"), usageTerm(in.Budget)),
-		ast.Item(ast.StringTerm("session"), ast.StringTerm(in.Session)),
-		ast.Item(ast.StringTerm("agent"), ast.StringTerm(in.Agent)),
-		ast.Item(ast.StringTerm("project"), ast.StringTerm(in.Project)),
+		ast.Item(inputKeys.role, ast.StringTerm(in.Role)),
+		ast.Item(inputKeys.tool, ast.StringTerm(in.Tool)),
+		ast.Item(inputKeys.upstream, ast.StringTerm(in.Upstream)),
+		ast.Item(inputKeys.upstreamTool, ast.StringTerm(in.UpstreamTool)),
+		ast.Item(inputKeys.arguments, ast.NewTerm(args)),
+		ast.Item(inputKeys.shellPolicy, ast.StringTerm(shellPolicy)),
+		ast.Item(inputKeys.budget, usageTerm(in.Budget)),
+		ast.Item(inputKeys.session, ast.StringTerm(in.Session)),
+		ast.Item(inputKeys.agent, ast.StringTerm(in.Agent)),
+		ast.Item(inputKeys.project, ast.StringTerm(in.Project)),
 	)
 	if in.AgentBudget != nil {
-		obj.Insert(ast.StringTerm("agent_budget"), usageTerm(*in.AgentBudget))
+		obj.Insert(inputKeys.agentBudget, usageTerm(*in.AgentBudget))
 	}
 	return obj, nil
+}
+
+// inputKeys are the keys of the input document, made once: a term is not
+// changed once made, so every input can hold the same.
+var inputKeys = struct {
+	role, tool, upstream, upstreamTool, arguments, shellPolicy, budget, session, agent, project, agentBudget,
+	tokens, shell, costMicros *ast.Term
+}{
+	ast.StringTerm("role"), ast.StringTerm("tool"), ast.StringTerm("upstream"), ast.StringTerm("upstream_tool"),
+	ast.StringTerm("arguments"), ast.StringTerm("shell_policy"), ast.StringTerm("budget"), ast.StringTerm("session"),
+	ast.StringTerm("agent"), ast.StringTerm("project"), ast.StringTerm("agent_budget"),
+	ast.StringTerm("tokens"), ast.StringTerm("shell"), ast.StringTerm("cost_micros"),
 }
 
 // usageTerm is a usage as the policy reads input.budget.
 func usageTerm(u contract.Usage) *ast.Term {
 	return ast.ObjectTerm(
-		ast.Item(ast.StringTerm("tokens"), ast.IntNumberTerm(int(u.Tokens))),
-		ast.Item(ast.StringTerm("shell"), ast.IntNumberTerm(int(u.Shell))),
-		ast.Item(ast.StringTerm("cost_micros"), ast.IntNumberTerm(int(u.CostMicros))),
+		ast.Item(inputKeys.tokens, ast.IntNumberTerm(int(u.Tokens))),
+		ast.Item(inputKeys.shell, ast.IntNumberTerm(int(u.Shell))),
+		ast.Item(inputKeys.costMicros, ast.IntNumberTerm(int(u.CostMicros))),
 	)
 }
 

@@ -24,11 +24,11 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 	if err != nil {
 		return refused("policy evaluation failed: " + err.Error()), nil
 	}
-	bctx, stop := e.bounded(ctx)
-	defer stop()
-	v, err := l.evalPlanned(bctx, SwitchQuery, pq, input)
-	if bctx.Err() != nil {
-		msg, err := stopped(ctx, bctx)
+	b := e.bounded(ctx)
+	defer b.stop()
+	v, err := l.evalPlanned(b.ctx, SwitchQuery, pq, input)
+	if b.over() {
+		msg, err := stopped(ctx, b.ctx)
 		return refused(msg), err
 	}
 	if err != nil {

@@ -39,15 +39,15 @@ func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Valu
 	if err != nil {
 		return nil, err
 	}
-	bound := e.bounded
+	bounded := e.bounded
 	if viewQueries[q] {
-		bound = e.boundedView
+		bounded = e.boundedView
 	}
-	bctx, stop := bound(ctx)
-	defer stop()
-	v, err := l.evalPlanned(bctx, q, pq, input)
-	if bctx.Err() != nil {
-		msg, perr := stopped(ctx, bctx)
+	b := bounded(ctx)
+	defer b.stop()
+	v, err := l.evalPlanned(b.ctx, q, pq, input)
+	if b.over() {
+		msg, perr := stopped(ctx, b.ctx)
 		if perr != nil {
 			return nil, perr
 		}

@@ -324,10 +324,8 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 			L[s.b] = ast.InternedNullTerm
 		case kMakeNumberInt:
 			L[s.b] = ast.InternedTerm(int(s.n))
-		case kMakeNumberRef:
-			L[s.b] = ast.NewTerm(ast.Number(e.prog.consts[-1-s.a].Value.(ast.String)))
 		case kMakeObject:
-			L[s.b] = ast.NewTerm(ast.NewObject())
+			L[s.b] = ast.NewTerm(ast.NewObjectWithCapacity(int(s.n)))
 		case kMakeSet:
 			L[s.b] = ast.NewTerm(ast.NewSet())
 		case kNop:

@@ -131,7 +131,6 @@ const (
 	kMakeArray
 	kMakeNull
 	kMakeNumberInt
-	kMakeNumberRef
 	kMakeObject
 	kMakeSet
 	kNop
@@ -193,7 +192,7 @@ func build(p *ir.Policy) (*Program, error) {
 	if p.Plans == nil || len(p.Plans.Plans) != 1 {
 		return nil, fmt.Errorf("%w: want one plan", ErrUnsupported)
 	}
-	b := &builder{prog: &Program{}, funcs: map[string]*function{}, builtins: map[string]*builtin{}}
+	b := &builder{prog: &Program{}, funcs: map[string]*function{}, builtins: map[string]*builtin{}, numbers: map[int]int32{}}
 	for _, s := range p.Static.Strings {
 		b.prog.consts = append(b.prog.consts, ast.StringTerm(s.Value))
 	}
@@ -252,6 +251,9 @@ type builder struct {
 	funcs    map[string]*function
 	builtins map[string]*builtin
 	max      int
+	// numbers are the operands of the numbers made so far, by the string
+	// constant each is made of.
+	numbers map[int]int32
 }
 
 func (b *builder) local(l ir.Local) int32 {
@@ -278,6 +280,17 @@ func (b *builder) operand(o ir.Operand) (int32, error) {
 	return 0, fmt.Errorf("%w: operand %T", ErrUnsupported, o.Value)
 }
 
+// number is the operand of the number the string constant i spells.
+func (b *builder) number(i int) int32 {
+	if c, ok := b.numbers[i]; ok {
+		return c
+	}
+	b.prog.consts = append(b.prog.consts, ast.NewTerm(ast.Number(b.strings[i].Value)))
+	c := -int32(len(b.prog.consts))
+	b.numbers[i] = c
+	return c
+}
+
 func (b *builder) block(in *ir.Block) (*block, error) {
 	out := &block{}
 	for _, s := range in.Stmts {
@@ -287,7 +300,33 @@ func (b *builder) block(in *ir.Block) (*block, error) {
 		}
 		out.stmts = append(out.stmts, rs)
 	}
+	sizeObjects(out.stmts)
 	return out, nil
+}
+
+// sizeObjects gives each object a block makes the number of inserts into
+// it that follow in the block (an object literal's members), for it to be
+// made with room for them. A size is only a hint: an insert past it, or
+// one fewer, is still right.
+func sizeObjects(stmts []stmt) {
+	for i := range stmts {
+		if stmts[i].kind != kMakeObject {
+			continue
+		}
+		n := 0
+		for _, s := range stmts[i+1:] {
+			if s.b != stmts[i].b {
+				continue
+			}
+			if s.kind == kMakeObject {
+				break // the local is made another object
+			}
+			if s.kind == kObjectInsert || s.kind == kObjectInsertOnce {
+				n++
+			}
+		}
+		stmts[i].n = int64(n)
+	}
 }
 
 func (b *builder) stmt(s ir.Stmt) (stmt, error) {
@@ -366,7 +405,10 @@ func (b *builder) stmt(s ir.Stmt) (stmt, error) {
 		if s.Index < 0 || s.Index >= len(b.strings) {
 			return out, fmt.Errorf("number constant %d out of range", s.Index)
 		}
-		out.kind, out.a, out.b = kMakeNumberRef, -1-int32(s.Index), b.local(s.Target)
+		// A number is made once, when the plan is built: a term is
+		// never changed once made (only a made array's value is, by an
+		// append), so every evaluation can share it.
+		out.kind, out.a, out.b = kAssignVar, b.number(s.Index), b.local(s.Target)
 	case *ir.MakeObjectStmt:
 		out.kind, out.b = kMakeObject, b.local(s.Target)
 	case *ir.MakeSetStmt:

@@ -134,6 +134,10 @@ else := "mid" if input.n > 5
 else := "low" if input.n >= 0
 x := {"level": level, "n": input.n, "half": data.t.half, "big": data.t.big}`,
 		[]string{`{"n": 11}`, `{"n": 6}`, `{"n": 0}`, `{"n": -1}`, `{}`, `{"n": "x"}`, `{"n": 1.5}`, `[]`, `null`}},
+	{"number literals, made once and shared by every evaluation", `package t
+scaled := input.n * 2.5
+x := {"a": 1.5, "b": scaled, "c": 12345678901234567890, "d": [0.5 | input.n > 1e3], "e": 1.5 + 1.5, "f": [1.5, 1.5, scaled]}`,
+		[]string{`{"n": 2}`, `{"n": 2000}`, `{"n": 0.5}`, `{}`, `{"n": "x"}`}},
 	{"partial sets and objects, several bodies", `package t
 reasons contains "too many" if input.n > 3
 reasons contains sprintf("role %s", [input.role]) if not data.t.roles[input.role]
@@ -376,7 +380,7 @@ func FuzzPlanAgrees(f *testing.F) {
 // then asks topdown), not a crashed process.
 func TestPanicIsAnError(t *testing.T) {
 	p := &Program{locals: 3, consts: []*ast.Term{ast.BooleanTerm(true)},
-		blocks: []*block{{stmts: []stmt{{kind: kMakeNumberRef, a: -1, b: 2}}}}}
+		blocks: []*block{{stmts: []stmt{{kind: kAssignVar, a: 7, b: 2}}}}} // no local 7
 	v, err := p.Eval(context.Background(), ast.NewObject(), Options{})
 	if err == nil || !strings.Contains(err.Error(), "plan evaluation failed") {
 		t.Fatalf("%v, %v: want an error", v, err)
