@@ -104,6 +104,7 @@ func (p *Program) evaluation(ctx context.Context, input ast.Value) *evaluation {
 	e.prog, e.ctx, e.input, e.ended = p, ctx, ast.NewTerm(input), &never
 	e.memo = slices.Grow(e.memo[:0], len(p.funcs))[:len(p.funcs)]
 	e.args = slices.Grow(e.args[:0], p.maxArgs)[:p.maxArgs]
+	e.items = slices.Grow(e.items[:0], p.maxItems)[:p.maxItems]
 	return e
 }
 
@@ -112,12 +113,13 @@ func (p *Program) evaluation(ctx context.Context, input ast.Value) *evaluation {
 func (e *evaluation) release() {
 	clear(e.memo)
 	clear(e.args)
+	clear(e.items)
 	clear(e.stack[:cap(e.stack)])
 	clear(e.results)
 	clear(e.cache)
 	// A relation's values are not kept: they are the elements of the
 	// array the built-in's call gave, which the plan may have kept.
-	*e = evaluation{memo: e.memo[:0], args: e.args[:0], stack: e.stack[:0], results: e.results[:0],
+	*e = evaluation{memo: e.memo[:0], args: e.args[:0], items: e.items[:0], stack: e.stack[:0], results: e.results[:0],
 		cache: e.cache, yield_: e.yield_}
 	evaluations.Put(e)
 }
@@ -183,8 +185,10 @@ type evaluation struct {
 
 	// A built-in's arguments, and what it yields (yield, a method value
 	// made once an evaluation).
-	args     []*ast.Term
-	yield_   func(*ast.Term) error
+	args   []*ast.Term
+	yield_ func(*ast.Term) error
+	// items are an object literal's members, made at once.
+	items    [][2]*ast.Term
 	out      *ast.Term
 	all      []*ast.Term
 	relation bool
@@ -326,6 +330,20 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 			L[s.b] = ast.InternedTerm(int(s.n))
 		case kMakeObject:
 			L[s.b] = ast.NewTerm(ast.NewObjectWithCapacity(int(s.n)))
+		case kMakeObjectItems:
+			// An object literal's members, keys and values (see
+			// fuseObjects): each value defined, as an insert needs.
+			items := e.items[:len(s.args)/2]
+			for i := range items {
+				k, v := e.get(L, s.args[2*i]), e.get(L, s.args[2*i+1])
+				if v == nil {
+					clear(items)
+					return e.fail(fmt.Errorf("%s: insert of an undefined value", where(s)))
+				}
+				items[i] = [2]*ast.Term{k, v}
+			}
+			L[s.b] = ast.NewTerm(ast.NewObject(items...))
+			clear(items)
 		case kMakeSet:
 			L[s.b] = ast.NewTerm(ast.NewSet())
 		case kNop:

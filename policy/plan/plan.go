@@ -87,9 +87,10 @@ type Program struct {
 	locals int
 	consts []*ast.Term
 	data   *ast.Term
-	// maxArgs is the most arguments a built-in call has.
-	maxArgs int
-	matches matches
+	// maxArgs is the most arguments a built-in call has, maxItems the
+	// most members of an object made at once.
+	maxArgs, maxItems int
+	matches           matches
 }
 
 // function is one planned function: a rule, a Rego function, or a part of
@@ -132,6 +133,7 @@ const (
 	kMakeNull
 	kMakeNumberInt
 	kMakeObject
+	kMakeObjectItems
 	kMakeSet
 	kNop
 	kNotEqual
@@ -300,8 +302,118 @@ func (b *builder) block(in *ir.Block) (*block, error) {
 		}
 		out.stmts = append(out.stmts, rs)
 	}
+	b.fuseObjects(out.stmts)
 	sizeObjects(out.stmts)
 	return out, nil
+}
+
+// fuseObjects makes each object literal of a block at once, with all its
+// members, where the plan makes it empty and inserts them one by one: one
+// allocation for its members instead of one each. The plan of a literal
+// makes the object, then inserts its members, each under a constant key,
+// with statements between them that make the members' values. An object
+// is made at once, at its last insert, when
+//   - the statements from the making to that insert are all ones that
+//     cannot leave the block (make a value, assign one, insert into an
+//     object): the block never stops with the object half made;
+//   - none of them reads or writes the object's local other than its
+//     inserts, and those have constant keys that differ;
+//   - no member's value local is given another value after its insert.
+//
+// Then the object its last insert leaves is the object made at once.
+func (b *builder) fuseObjects(stmts []stmt) {
+	for i := range stmts {
+		if stmts[i].kind != kMakeObject {
+			continue
+		}
+		l := stmts[i].b
+		var inserts []int
+		keys := map[string]bool{}
+		for j := i + 1; j < len(stmts); j++ {
+			s := &stmts[j]
+			if !total(s.kind) {
+				break
+			}
+			if s.kind == kObjectInsert && s.b == l {
+				k, ok := b.constString(s.a)
+				if !ok || keys[k] || s.c == l {
+					break
+				}
+				keys[k] = true
+				inserts = append(inserts, j)
+				continue
+			}
+			if reads(s, l) || writes(s) == l {
+				break
+			}
+		}
+		if len(inserts) == 0 {
+			continue
+		}
+		last := inserts[len(inserts)-1]
+		fusable := true
+		for _, j := range inserts {
+			v := stmts[j].c
+			for _, s := range stmts[j+1 : last+1] {
+				if v >= 0 && writes(&s) == v {
+					fusable = false
+				}
+			}
+		}
+		if !fusable {
+			continue
+		}
+		items := make([]int32, 0, 2*len(inserts))
+		for _, j := range inserts {
+			items = append(items, stmts[j].a, stmts[j].c)
+		}
+		loc := stmts[last].loc
+		for _, j := range inserts {
+			stmts[j] = stmt{kind: kNop, loc: stmts[j].loc}
+		}
+		stmts[i] = stmt{kind: kNop, loc: stmts[i].loc}
+		stmts[last] = stmt{kind: kMakeObjectItems, b: l, args: items, loc: loc}
+		b.prog.maxItems = max(b.prog.maxItems, len(inserts))
+	}
+}
+
+// total reports whether a statement of kind k always goes on to the next
+// (or fails the evaluation): it never leaves its block.
+func total(k kind) bool {
+	switch k {
+	case kMakeNull, kMakeNumberInt, kAssignInt, kAssignVar, kMakeArray, kMakeObject, kMakeSet, kObjectInsert, kNop:
+		return true
+	}
+	return false
+}
+
+// reads reports whether s, a total statement, reads local l.
+func reads(s *stmt, l int32) bool {
+	switch s.kind {
+	case kAssignVar:
+		return s.a == l
+	case kObjectInsert:
+		return s.a == l || s.b == l || s.c == l
+	}
+	return false
+}
+
+// writes is the local a total statement gives a value (-1: none; an
+// insert changes its object, but gives its local no other value).
+func writes(s *stmt) int32 {
+	switch s.kind {
+	case kMakeNull, kMakeNumberInt, kAssignInt, kAssignVar, kMakeArray, kMakeObject, kMakeSet:
+		return s.b
+	}
+	return -1
+}
+
+// constString is the string constant operand o names, if it names one.
+func (b *builder) constString(o int32) (string, bool) {
+	if o >= 0 || int(-1-o) >= len(b.strings) {
+		return "", false
+	}
+	return b.strings[-1-o].Value, true
 }
 
 // sizeObjects gives each object a block makes the number of inserts into
