@@ -34,6 +34,8 @@ type File struct {
 	mu   sync.Mutex // this process's writers
 	lock *os.File
 	f    *os.File
+	// opened is f's stat when it was opened: which file it is.
+	opened os.FileInfo
 }
 
 // OpenFile opens (creating it and its directory if needed) the file at path.
@@ -67,10 +69,11 @@ func (w *File) WriteLine(line []byte) error {
 		return fmt.Errorf("%s: lock: %w", w.path, err)
 	}
 	defer flock(w.lock, syscall.LOCK_UN)
-	if err := w.current(); err != nil {
+	size, err := w.current()
+	if err != nil {
 		return err
 	}
-	if fi, err := w.f.Stat(); err == nil && fi.Size() > 0 && fi.Size()+int64(len(buf)) > w.rot.MaxBytes {
+	if size > 0 && size+int64(len(buf)) > w.rot.MaxBytes {
 		if err := w.rotate(); err != nil {
 			return err
 		}
@@ -82,23 +85,29 @@ func (w *File) WriteLine(line []byte) error {
 }
 
 // current makes w.f the file at w.path: opened if needed, reopened if
-// another process rotated it away.
-func (w *File) current() error {
+// another process rotated it away. It returns the file's size. One stat of
+// the path tells both whether it is still w.f's file (which w.opened, the
+// stat of w.f when it was opened, identifies) and its size.
+func (w *File) current() (int64, error) {
 	if w.f != nil {
-		onDisk, err1 := os.Stat(w.path)
-		mine, err2 := w.f.Stat()
-		if err1 == nil && err2 == nil && os.SameFile(onDisk, mine) {
-			return nil
+		onDisk, err := os.Stat(w.path)
+		if err == nil && os.SameFile(onDisk, w.opened) {
+			return onDisk.Size(), nil
 		}
 		w.f.Close()
 		w.f = nil
 	}
 	f, err := os.OpenFile(w.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	w.f = f
-	return nil
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return 0, err
+	}
+	w.f, w.opened = f, fi
+	return fi.Size(), nil
 }
 
 // rotate shifts NAME.i to NAME.i+1, drops the oldest, and starts a new file.
@@ -109,7 +118,8 @@ func (w *File) rotate() error {
 		if err := os.Remove(w.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		return w.current()
+		_, err := w.current()
+		return err
 	}
 	os.Remove(w.path + "." + strconv.Itoa(w.rot.MaxFiles))
 	for i := w.rot.MaxFiles - 1; i >= 1; i-- {
@@ -120,7 +130,8 @@ func (w *File) rotate() error {
 	if err := os.Rename(w.path, w.path+".1"); err != nil {
 		return err
 	}
-	return w.current()
+	_, err := w.current()
+	return err
 }
 
 // Close closes the file.

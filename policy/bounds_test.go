@@ -38,20 +38,29 @@ func TestCostlyPoliciesAreDenied(t *testing.T) {
 			t.Parallel()
 			e := boundedEngine(t, "package harness.custom.slow\n\n"+tt.src+"\n")
 			e.SetBounds(Bounds{Timeout: 100 * time.Millisecond})
-			start := time.Now()
-			d, err := e.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read"})
-			elapsed := time.Since(start)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Allowed || len(d.Reasons) != 1 || d.Reasons[0].Code != contract.CodeEvalError ||
-				!strings.Contains(d.Reasons[0].Message, "it ran past its deadline of 100ms ([policy] timeout)") {
-				t.Errorf("%+v", d)
-			}
-			// A generous bound: what matters is that it stops at all (each
-			// of these runs for tens of seconds unbounded).
-			if elapsed > 5*time.Second {
-				t.Errorf("the deny took %v", elapsed)
+			// The first decision is topdown's, watched by a timer; once
+			// the plan is ready, the plan's, watched as it goes (check).
+			for _, by := range []string{"topdown", "plan"} {
+				if by == "plan" {
+					if _, err := e.cur.Load().waitPlan(Query); err != nil {
+						t.Fatal(err)
+					}
+				}
+				start := time.Now()
+				d, err := e.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read", Session: by})
+				elapsed := time.Since(start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Allowed || len(d.Reasons) != 1 || d.Reasons[0].Code != contract.CodeEvalError ||
+					!strings.Contains(d.Reasons[0].Message, "it ran past its deadline of 100ms ([policy] timeout)") {
+					t.Errorf("by %s: %+v", by, d)
+				}
+				// A generous bound: what matters is that it stops at all
+				// (each of these runs for tens of seconds unbounded).
+				if elapsed > 5*time.Second {
+					t.Errorf("by %s: the deny took %v", by, elapsed)
+				}
 			}
 		})
 	}
@@ -65,12 +74,19 @@ func TestMemoryBound(t *testing.T) {
 deny contains "x" if count(concat("", [sprintf("%0100000d", [i]) | some i in numbers.range(1, 200000)])) == 1
 `)
 	e.SetBounds(Bounds{Timeout: 30 * time.Second, Memory: 64 << 20})
-	d, err := e.Decide(context.Background(), contract.Input{Role: "coder", Tool: "ctx_read"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.Allowed || d.Reasons[0].Code != contract.CodeEvalError || !strings.Contains(d.Reasons[0].Message, "it grew the heap by more than 64 MiB") {
-		t.Errorf("%+v", d)
+	for _, by := range []string{"topdown", "plan"} { // as in TestCostlyPoliciesAreDenied
+		if by == "plan" {
+			if _, err := e.cur.Load().waitPlan(Query); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d, err := e.Decide(context.Background(), contract.Input{Role: "coder", Tool: "ctx_read", Session: by})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed || d.Reasons[0].Code != contract.CodeEvalError || !strings.Contains(d.Reasons[0].Message, "it grew the heap by more than 64 MiB") {
+			t.Errorf("by %s: %+v", by, d)
+		}
 	}
 }
 
