@@ -74,92 +74,51 @@ func viewTimeout(b Bounds) time.Duration { return max(10*b.Timeout, 10*time.Seco
 
 // bounded puts the engine's bounds on an evaluation under ctx: a deadline,
 // and a watch of the heap from memoryWatchAfter on.
-func (e *Engine) bounded(ctx context.Context) *bound {
+func (e *Engine) bounded(ctx context.Context) bound {
 	return e.boundedBy(ctx, e.bounds.get())
 }
 
 // boundedView is bounded for an evaluation of none of the custom
 // policies' rules: the memory bound, and the longer deadline of views.
-func (e *Engine) boundedView(ctx context.Context) *bound {
+func (e *Engine) boundedView(ctx context.Context) bound {
 	b := e.bounds.get()
 	b.Timeout = viewTimeout(b)
 	return e.boundedBy(ctx, b)
 }
 
-func (e *Engine) boundedBy(ctx context.Context, b Bounds) *bound {
+func (e *Engine) boundedBy(ctx context.Context, b Bounds) bound {
 	ctx, cancel := context.WithCancelCause(ctx)
-	start := time.Now()
-	return &bound{ctx: ctx, cancel: cancel, bounds: b, start: start, deadline: start.Add(b.Timeout)}
+	// One timer watches both bounds, and it fires only for evaluations
+	// that last (few do): a decision pays for one context and one timer,
+	// not for a context and a timer per bound.
+	deadline := time.Now().Add(b.Timeout)
+	watch := time.AfterFunc(min(memoryWatchAfter, b.Timeout), func() { watchBounds(ctx, cancel, b, deadline) })
+	return bound{ctx: ctx, cancel: cancel, watch: watch, deadline: deadline, timeout: b.Timeout}
 }
 
 // bound is one evaluation's bounds: ctx, the evaluation's context, ends
 // when it passes one (or its caller's context ends).
-//
-// No timer watches a planned evaluation: the plan calls check as it goes,
-// which ends ctx past the deadline and starts the watch of the heap (and
-// of the deadline, for a built-in that runs long) once the evaluation has
-// lasted memoryWatchAfter. Few last that long, so most evaluations start
-// neither a timer (which wakes the runtime's poller with a syscall) nor a
-// goroutine. An evaluation by topdown, which calls nothing back, is
-// watched from the start (watch).
 type bound struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
-	bounds   Bounds
-	start    time.Time
+	watch    *time.Timer
 	deadline time.Time
-	timer    *time.Timer // the watch, started by a timer (watch)
-	watching bool        // the watch, started by check
-}
-
-// watchAfter is how long an evaluation runs before its watch starts.
-func (b *bound) watchAfter() time.Duration { return min(memoryWatchAfter, b.bounds.Timeout) }
-
-// watch starts the watch of the bounds at watchAfter: for an evaluation
-// that does not call check.
-func (b *bound) watch() {
-	if b.timer != nil || b.watching {
-		return
-	}
-	b.timer = time.AfterFunc(b.watchAfter()-time.Since(b.start), func() {
-		watchBounds(b.ctx, b.cancel, b.bounds, b.deadline)
-	})
-}
-
-// check is the plan's Options.Check: it ends ctx past the deadline, starts
-// the watch once the evaluation has lasted watchAfter, and reports whether
-// ctx has ended. It is called by the evaluation's goroutine only.
-func (b *bound) check() bool {
-	if b.ctx.Err() != nil {
-		return true
-	}
-	now := time.Now()
-	if !now.Before(b.deadline) {
-		b.cancel(pastDeadline(b.bounds.Timeout))
-		return true
-	}
-	if b.timer == nil && !b.watching && now.Sub(b.start) >= b.watchAfter() {
-		b.watching = true
-		go watchBounds(b.ctx, b.cancel, b.bounds, b.deadline)
-	}
-	return false
+	timeout  time.Duration
 }
 
 // over reports whether the evaluation passed a bound or its caller gave
 // up. An evaluation that ended past its deadline passed it, whether or not
-// anything noticed yet: ctx is ended now.
+// the timer has fired yet: ctx is ended now.
 func (b *bound) over() bool {
 	if b.ctx.Err() == nil && !time.Now().Before(b.deadline) {
-		b.cancel(pastDeadline(b.bounds.Timeout))
+		b.cancel(pastDeadline(b.timeout))
 	}
 	return b.ctx.Err() != nil
 }
 
-// stop releases the bounds, and ends their watch.
+// stop releases the bounds.
 func (b *bound) stop() {
-	if b.timer != nil {
-		b.timer.Stop()
-	}
+	b.watch.Stop()
 	b.cancel(nil)
 }
 

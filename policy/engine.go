@@ -342,14 +342,13 @@ func (l *loaded) startPlan(q string, qp *queryPlan) {
 // does not answer: an undefined value, an error (so that a refusal names
 // OPA's own message), a plan not ready yet or that gave up, a policy the
 // plan cannot run.
-func (l *loaded) evalPlanned(b *bound, q string, pq rego.PreparedEvalQuery, input ast.Value) (ast.Value, error) {
+func (l *loaded) evalPlanned(ctx context.Context, q string, pq rego.PreparedEvalQuery, input ast.Value) (ast.Value, error) {
 	if p := l.planned(q); p != nil {
-		if v, err := p.Eval(b.ctx, input, plan.Options{Values: l.values, Check: b.check}); v != nil || b.ctx.Err() != nil {
+		if v, err := p.Eval(ctx, input, plan.Options{Values: l.values}); v != nil || ctx.Err() != nil {
 			return v, err
 		}
 	}
-	b.watch()
-	return l.run(b.ctx, pq, input)
+	return l.run(ctx, pq, input)
 }
 
 // waitPlan waits for the plan of entry point q, returning it or why there
@@ -446,9 +445,8 @@ func (e *Engine) evaluate(ctx context.Context, l *loaded, in contract.Input, top
 	defer b.stop()
 	var v ast.Value
 	if len(opts) == 0 && !topdown {
-		v, err = l.evalPlanned(b, Query, l.query, value)
+		v, err = l.evalPlanned(b.ctx, Query, l.query, value)
 	} else {
-		b.watch()
 		v, err = l.run(b.ctx, l.query, value, opts...) // a tracer's evaluation
 	}
 	if b.over() {

@@ -26,7 +26,7 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 	}
 	b := e.bounded(ctx)
 	defer b.stop()
-	v, err := l.evalPlanned(b, SwitchQuery, pq, input)
+	v, err := l.evalPlanned(b.ctx, SwitchQuery, pq, input)
 	if b.over() {
 		msg, err := stopped(ctx, b.ctx)
 		return refused(msg), err

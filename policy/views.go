@@ -45,7 +45,7 @@ func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Valu
 	}
 	b := bounded(ctx)
 	defer b.stop()
-	v, err := l.evalPlanned(b, q, pq, input)
+	v, err := l.evalPlanned(b.ctx, q, pq, input)
 	if b.over() {
 		msg, perr := stopped(ctx, b.ctx)
 		if perr != nil {

@@ -23,42 +23,6 @@ type Options struct {
 	// Cancel, when set, ends built-ins that look at it (as topdown's do);
 	// unset, Eval makes one that ctx's end cancels.
 	Cancel topdown.Cancel
-	// Check, when set, is called every few hundred statements, and as
-	// often by the built-ins that look at Cancel while they run: the
-	// caller's bounds that no timer watches (a deadline, a watch started
-	// late) are looked at there. It reports whether ctx has ended, which
-	// ends the evaluation.
-	Check func() bool
-}
-
-// checkEvery is how many statements (or looks of a built-in at its
-// Cancel) pass between two calls of Options.Check.
-const checkEvery = 256
-
-// checked is a built-in's Cancel that calls the evaluation's Check now and
-// then.
-type checked struct {
-	inner topdown.Cancel // nil: none
-	e     *evaluation
-}
-
-func (c *checked) Cancel() {
-	if c.inner != nil {
-		c.inner.Cancel()
-	}
-}
-
-func (c *checked) Cancelled() bool {
-	if c.inner != nil && c.inner.Cancelled() {
-		return true
-	}
-	return c.e.checkNow()
-}
-
-// checkNow counts a step and calls Check every checkEvery steps.
-func (e *evaluation) checkNow() bool {
-	e.steps++
-	return e.steps%checkEvery == 0 && e.check != nil && e.check()
 }
 
 // noMetrics is the built-ins' metrics: counted by no one.
@@ -103,11 +67,6 @@ func (p *Program) Eval(ctx context.Context, input ast.Value, opts Options) (v as
 			ended.Store(true)
 		}
 		e.ended = ended
-	}
-	if opts.Check != nil {
-		e.check = opts.Check
-		e.checked = checked{inner: cancel, e: e}
-		cancel = &e.checked
 	}
 	e.bctx = topdown.BuiltinContext{
 		Context:                     ctx,
@@ -234,12 +193,6 @@ type evaluation struct {
 	all      []*ast.Term
 	relation bool
 	relTerms int
-
-	// check is Options.Check, called every checkEvery steps (see
-	// checkNow), and checked the Cancel that counts built-ins' looks.
-	check   func() bool
-	steps   uint32
-	checked checked
 }
 
 type memoEntry struct {
@@ -277,7 +230,7 @@ func (e *evaluation) get(L []*ast.Term, o int32) *ast.Term {
 func (e *evaluation) block(b *block, L []*ast.Term) int {
 	for i := range b.stmts {
 		s := &b.stmts[i]
-		if e.ended.Load() || e.checkNow() {
+		if e.ended.Load() {
 			return e.fail(e.ctx.Err())
 		}
 		switch s.kind {
@@ -637,7 +590,6 @@ func (e *evaluation) yield(t *ast.Term) error {
 		return fmt.Errorf("%w: a relation of more than %d terms", ErrTooLarge, maxRelation)
 	}
 	if len(e.all)%256 == 0 {
-		e.checkNow()
 		return e.ctx.Err()
 	}
 	return nil
