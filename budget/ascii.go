@@ -18,8 +18,10 @@ const (
 	asciiLetter = asciiUpper | asciiLower
 )
 
-var asciiClass = func() (t [128]uint8) {
-	for c := range t {
+// asciiClass is the class of each byte; 0 for a byte outside ASCII, so
+// that a run of a class ends at one without a test of its own.
+var asciiClass = func() (t [256]uint8) {
+	for c := range 128 {
 		switch {
 		case 'A' <= c && c <= 'Z':
 			t[c] = asciiUpper
@@ -41,7 +43,7 @@ var asciiClass = func() (t [128]uint8) {
 // classAt is the class of s[i], 0 at the end of s and for a byte outside
 // ASCII (whose character's class is not known here).
 func classAt(s string, i int) uint8 {
-	if i >= len(s) || s[i] >= 0x80 {
+	if i >= len(s) {
 		return 0
 	}
 	return asciiClass[s[i]]
@@ -54,7 +56,7 @@ func outside(s string, i int) bool { return i < len(s) && s[i] >= 0x80 }
 // has a bit of class ends, and whether it ends at a character outside
 // ASCII (which might have continued it).
 func asciiRun(s string, j int, class uint8) (int, bool) {
-	for j < len(s) && s[j] < 0x80 && asciiClass[s[j]]&class != 0 {
+	for j < len(s) && asciiClass[s[j]]&class != 0 {
 		j++
 	}
 	return j, outside(s, j)
@@ -86,7 +88,10 @@ func asciiPieceAt(s string, i int) (n int, ok bool) {
 		if end+1 < len(s) && s[end] == '\'' && s[end+1] >= 0x80 {
 			return 0, false // a contraction with ſ
 		}
-		return contraction(s, end) - i, true
+		if end < len(s) && s[end] == '\'' {
+			end = contraction(s, end)
+		}
+		return end - i, true
 	}
 	switch {
 	case c&asciiDigit != 0: // \p{N}{1,3}

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -178,25 +179,67 @@ func BenchmarkReserveCallers(b *testing.B) {
 	}
 }
 
-// BenchmarkTokenCount counts the o200k_base tokens of a 100 KB tool output
-// (a build log: prose, paths, numbers); b.SetBytes makes it report MB/s.
+// BenchmarkTokenCount counts the o200k_base tokens of 100 KB tool outputs
+// of several kinds; b.SetBytes makes it report MB/s. "log" is a build log
+// (prose, paths, numbers), "file" the numbered lines the gateway's
+// benchmark reads, "go" this package's own source, "mixed" text with
+// letters, digits and punctuation outside ASCII (the general way). The
+// memo of piece counts is warm, as it is in a running gateway.
 func BenchmarkTokenCount(b *testing.B) {
-	var sb strings.Builder
-	for i := 0; sb.Len() < 100*1024; i++ {
-		fmt.Fprintf(&sb, "[%04d] compiling src/pkg%d/file_%d.go: ok (%d ms), warnings: unused variable 'x%d'\n", i, i%17, i, i*7%300, i)
-	}
-	text := sb.String()[:100*1024]
-	tk := NewTokenizer()
-	n, err := tk.Count(text)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(n), "tokens")
-	b.SetBytes(int64(len(text)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := tk.Count(text); err != nil {
-			b.Fatal(err)
+	const size = 100 * 1024
+	repeat := func(line func(i int) string) string {
+		var sb strings.Builder
+		for i := 0; sb.Len() < size; i++ {
+			sb.WriteString(line(i))
 		}
+		return sb.String()
+	}
+	source := func() string {
+		files, _ := filepath.Glob("*.go")
+		var sb strings.Builder
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sb.Write(raw)
+		}
+		return sb.String()
+	}
+	for _, c := range []struct {
+		name string
+		text string
+	}{
+		{"log", repeat(func(i int) string {
+			return fmt.Sprintf("[%04d] compiling src/pkg%d/file_%d.go: ok (%d ms), warnings: unused variable 'x%d'\n", i, i%17, i, i*7%300, i)
+		})},
+		{"file", repeat(func(i int) string {
+			return fmt.Sprintf("line %d of the file: the quick brown fox jumps over the lazy dog\n", i)
+		})},
+		{"go", source()},
+		{"mixed", repeat(func(i int) string {
+			return fmt.Sprintf("Ärger № %d — «naïve» café, Σύνολο %d€; 東京 %d件\n", i, i*3, i%97)
+		})},
+	} {
+		text := c.text
+		for len(text) < size {
+			text += c.text
+		}
+		text = strings.ToValidUTF8(text[:size], "")
+		b.Run(c.name, func(b *testing.B) {
+			tk := NewTokenizer()
+			n, err := tk.Count(text)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(n), "tokens")
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tk.Count(text); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,11 @@
 package budget
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"runtime"
+	"sync"
+	"unsafe"
+)
 
 // Text repeats its pieces (the words and separators of a log, a listing,
 // a language), and byte-pair encoding a piece means looking it and its
@@ -10,7 +15,7 @@ import "encoding/binary"
 
 // memoSlots is the memo's size, and memoPiece the longest piece it keeps.
 const (
-	memoSlots = 1 << 12
+	memoSlots = 1 << 14
 	memoPiece = 24
 )
 
@@ -22,44 +27,112 @@ type pieceMemo struct {
 	slots [memoSlots]memoSlot
 }
 
+// memoSlot holds a piece as its key (see memoKey) and its count.
 type memoSlot struct {
-	n     uint8 // the piece's length; 0: empty
-	count uint8
-	piece [memoPiece]byte
+	key      memoKey
+	n, count uint8 // the piece's length (0: empty) and count
 }
 
-// count returns the count of piece p, from the memo or counted with count,
-// which says whether its count is exact (one past a bound is not kept).
-func (m *pieceMemo) count(p string, count func(string) (int, bool)) int {
-	if len(p) > memoPiece {
-		n, _ := count(p)
-		return n
+// memoKey is a piece of at most memoPiece bytes as three words: its first
+// eight bytes, its next eight, and its last eight, each read little-endian,
+// a word past the piece's end zero. For a piece of n bytes the first word
+// holds bytes 0 to 7, the second 8 to 15 (when n > 16) and the third n-8
+// to n-1 (when n > 8), so that, with n, the key is the piece: two pieces of
+// the same length have the same key only if they are equal, and keys are
+// compared as numbers, not bytes.
+type memoKey struct{ first, second, last uint64 }
+
+// keyOf returns the key of the piece s[i:i+n] (n at most memoPiece).
+func keyOf(s string, i, n int) memoKey {
+	if n <= 8 && i+8 <= len(s) { // most pieces
+		return shortKey(s, i, n)
 	}
-	s := &m.slots[slot(p)]
-	if int(s.n) == len(p) && string(s.piece[:s.n]) == p {
-		return int(s.count)
-	}
-	n, exact := count(p)
-	if exact && n <= 255 {
-		s.n, s.count = uint8(len(p)), uint8(n)
-		copy(s.piece[:], p)
-	}
-	return n
+	return longKeyOf(s, i, n)
 }
 
-// slot is p's slot: a hash of its first and last eight bytes (all of them,
-// when it has fewer) and its length. Cheap rather than strong: a clash
-// costs a count, never a wrong one.
-func slot(p string) uint64 {
-	var a, b uint64
-	if len(p) >= 8 {
-		a = binary.LittleEndian.Uint64([]byte(p[:8]))
-		b = binary.LittleEndian.Uint64([]byte(p[len(p)-8:]))
-	} else {
-		for i := range len(p) {
-			a = a<<8 | uint64(p[i])
+// shortKey is the key of a piece s[i:i+n] of at most eight bytes, with
+// eight bytes to read from i: one word read, masked to the piece. It is
+// small enough to be inlined where keys are made a piece at a time.
+func shortKey(s string, i, n int) memoKey {
+	return memoKey{first: word(s, i) & (^uint64(0) >> (64 - 8*uint(n)))}
+}
+
+// longKeyOf is keyOf for a piece of more than eight bytes, or at the end
+// of s.
+func longKeyOf(s string, i, n int) memoKey {
+	var k memoKey
+	switch {
+	case n >= 8:
+		k.first, k.last = word(s, i), word(s, i+n-8)
+		if n > 16 {
+			k.second = word(s, i+8)
+		}
+		if n == 8 {
+			k.last = 0
+		}
+	default: // the end of s: byte by byte
+		for j := n - 1; j >= 0; j-- {
+			k.first = k.first<<8 | uint64(s[i+j])
 		}
 	}
-	h := (a ^ b*0x9E3779B97F4A7C15 ^ uint64(len(p))) * 0xBF58476D1CE4E5B9
+	return k
+}
+
+// word is the eight bytes of s from i, little-endian (i+8 <= len(s)): one
+// load where the processor allows it.
+func word(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:i+8]), 8))
+}
+
+// slot is the slot of a key of a piece of n bytes. Cheap rather than
+// strong: a clash costs a count, never a wrong one.
+func (k memoKey) slot(n int) uint64 {
+	h := (k.first ^ k.last*0x9E3779B97F4A7C15 ^ uint64(n)) * 0xBF58476D1CE4E5B9
 	return (h >> 32) & (memoSlots - 1)
+}
+
+// find returns the slot of the piece of n bytes whose key is k, and its
+// count if the slot holds that piece.
+func (m *pieceMemo) find(k memoKey, n int) (s *memoSlot, count int, ok bool) {
+	s = &m.slots[k.slot(n)]
+	return s, int(s.count), int(s.n) == n && s.key == k
+}
+
+// keep records in slot s the count of the piece of n bytes whose key is k.
+func (s *memoSlot) keep(k memoKey, n, count int) {
+	if count <= 255 {
+		s.key, s.n, s.count = k, uint8(n), uint8(count)
+	}
+}
+
+// memoPool keeps the memos of a tokenizer between countings: as many as
+// countings ran at once, up to maxMemos (a memo is 512 KiB). Its zero
+// value is ready for use.
+type memoPool struct {
+	mu   sync.Mutex
+	free []*pieceMemo
+}
+
+// maxMemos bounds the memos a pool keeps: one a core, up to eight.
+var maxMemos = min(runtime.GOMAXPROCS(0), 8)
+
+// get takes a memo from the pool, or makes one.
+func (p *memoPool) get() *pieceMemo {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		m := p.free[n-1]
+		p.free = p.free[:n-1]
+		return m
+	}
+	return new(pieceMemo)
+}
+
+// put gives a memo back.
+func (p *memoPool) put(m *pieceMemo) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < maxMemos {
+		p.free = append(p.free, m)
+	}
 }

@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -16,7 +15,9 @@ const o200kPattern = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\
 // pieces calls yield with each piece of valid UTF-8 text s, as matching
 // o200kPattern again and again would: found by hand in one pass, several
 // times faster than a backtracking engine. Tests hold it to such an engine
-// on every kind of text, and a fuzz test looks for a difference.
+// on every kind of text, and a fuzz test looks for a difference. Counting
+// walks the pieces the same way, pieceAt after pieceAt, in a loop of its
+// own (Tokenizer.count).
 func pieces(s string, yield func(string)) {
 	for i := 0; i < len(s); {
 		n := pieceAt(s, i)
@@ -60,7 +61,7 @@ func pieceAt(s string, i int) int {
 		return run(s, end, isBreakOrSlash) - i
 	}
 	// What is left is white space: its run, up to w.
-	w := run(s, i, unicode.IsSpace)
+	w := run(s, i, isSpace)
 	// \s*[\r\n]+: up to the last line break of the run.
 	for k := w; k > i; {
 		r, size := utf8.DecodeLastRuneInString(s[i:k])
@@ -94,7 +95,7 @@ func pieceAt(s string, i int) int {
 // character is tried taken, then not.
 func letters(s string, i int, lowerRequired bool) int {
 	r, size := rune1(s, i)
-	if r != '\r' && r != '\n' && !unicode.IsLetter(r) && !isNumber(r) {
+	if r != '\r' && r != '\n' && !isLetter(r) && !isNumber(r) {
 		if end := casedRun(s, i+size, lowerRequired); end > 0 {
 			return contraction(s, end) - i
 		}
@@ -175,38 +176,47 @@ func rune1(s string, i int) (rune, int) {
 	return utf8.DecodeRuneInString(s[i:])
 }
 
-var (
-	upperish = []*unicode.RangeTable{unicode.Lu, unicode.Lt, unicode.Lm, unicode.Lo, unicode.M}
-	lowerish = []*unicode.RangeTable{unicode.Ll, unicode.Lm, unicode.Lo, unicode.M}
-)
-
 func isUpperish(r rune) bool {
 	if r < utf8.RuneSelf {
 		return 'A' <= r && r <= 'Z'
 	}
-	return unicode.IsOneOf(upperish, r)
+	return classOf(r)&uUpperish != 0
 }
 
 func isLowerish(r rune) bool {
 	if r < utf8.RuneSelf {
 		return 'a' <= r && r <= 'z'
 	}
-	return unicode.IsOneOf(lowerish, r)
+	return classOf(r)&uLowerish != 0
 }
 
 func isNumber(r rune) bool {
 	if r < utf8.RuneSelf {
 		return '0' <= r && r <= '9'
 	}
-	return unicode.IsNumber(r)
+	return classOf(r)&uNumber != 0
+}
+
+func isLetter(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r|0x20 && r|0x20 <= 'z'
+	}
+	return classOf(r)&uLetter != 0
+}
+
+func isSpace(r rune) bool {
+	if r < utf8.RuneSelf {
+		return asciiClass[r]&asciiSpace != 0
+	}
+	return classOf(r)&uSpace != 0
 }
 
 // isSymbol is [^\s\p{L}\p{N}].
 func isSymbol(r rune) bool {
 	if r < utf8.RuneSelf {
-		return !unicode.IsSpace(r) && !('a' <= r|0x20 && r|0x20 <= 'z') && !('0' <= r && r <= '9')
+		return asciiClass[r]&asciiSymbol != 0
 	}
-	return !unicode.IsSpace(r) && !unicode.IsLetter(r) && !unicode.IsNumber(r)
+	return classOf(r)&(uSpace|uLetter|uNumber) == 0
 }
 
 func isBreakOrSlash(r rune) bool { return r == '\r' || r == '\n' || r == '/' }

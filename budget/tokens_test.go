@@ -3,8 +3,10 @@ package budget
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/agentharness/harness/internal/race"
@@ -228,4 +230,122 @@ func FuzzPartsCountAsTheWhole(f *testing.F) {
 			t.Fatalf("%q in parts: %d tokens, whole: %d", s, sum, whole)
 		}
 	})
+}
+
+// A memo key is its piece: two pieces have the same key (and length) only
+// if they are equal, wherever they stand in their texts, at the end of one
+// (read byte by byte) or amid it (read a word at a time).
+func TestMemoKeysArePieces(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(9, 10))
+	// Pieces that share their first and last eight bytes and differ only
+	// in the middle, or only in a byte a mask would drop.
+	const base = "abcdefghijklmnopqrstuvwx"
+	var pieces []string
+	for n := 1; n <= memoPiece; n++ {
+		p := base[:n]
+		pieces = append(pieces, p)
+		for k := range n {
+			b := []byte(p)
+			b[k] = 'A' + byte(k)
+			pieces = append(pieces, string(b))
+		}
+		pieces = append(pieces, p[:n-1]+"\x00")
+	}
+	type where struct {
+		s string
+		i int
+	}
+	places := func(p string) []where {
+		pad := strings.Repeat("z", rnd.IntN(9))
+		return []where{
+			{p, 0},                             // the whole text
+			{pad + p, len(pad)},                // at its end
+			{pad + p + "........", len(pad)},   // amid it
+			{p + strings.Repeat("\x00", 8), 0}, // before zero bytes
+		}
+	}
+	for _, a := range pieces {
+		for _, b := range pieces {
+			for _, x := range places(a) {
+				for _, y := range places(b) {
+					same := keyOf(x.s, x.i, len(a)) == keyOf(y.s, y.i, len(b)) && len(a) == len(b)
+					if same != (a == b) {
+						t.Fatalf("%q at %d of %q and %q at %d of %q: same key %v", a, x.i, x.s, b, y.i, y.s, same)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Counts answered by the memo are the counts byte-pair encoding gives,
+// over many texts whose pieces crowd the memo's slots: pieces that differ
+// only amid their bytes, and of every length it keeps.
+func TestMemoAnswersAsEncoding(t *testing.T) {
+	t.Parallel()
+	tk := NewTokenizer()
+	tk.Count("load")
+	rnd := rand.New(rand.NewPCG(11, 12))
+	letters := "etaoinshrdlucmfwypvbgkjqxz"
+	for range race.Size(300, 30) {
+		var b strings.Builder
+		for b.Len() < 2000 {
+			n := 1 + rnd.IntN(memoPiece+4)
+			w := []byte(strings.Repeat("q", n))
+			for range 1 + rnd.IntN(3) {
+				w[rnd.IntN(n)] = letters[rnd.IntN(len(letters))]
+			}
+			b.WriteString([]string{" ", "\n", ", ", "(", " 12"}[rnd.IntN(5)])
+			b.Write(w)
+		}
+		s := b.String()
+		want := 0
+		pieces(s, func(p string) { want += tk.ranks.bpeCount(p) })
+		if got := tk.count(s); got != int64(want) {
+			t.Fatalf("%.80q...: %d tokens, encoding each piece gives %d", s, got, want)
+		}
+	}
+}
+
+// The table of character classes agrees with Unicode's tables on every
+// character.
+func TestClassesMatchUnicode(t *testing.T) {
+	t.Parallel()
+	for r := rune(0x80); r <= unicode.MaxRune; r++ {
+		if r == 0xD800 {
+			r = 0xE000 // surrogates are not characters
+		}
+		if isUpperish(r) != unicode.IsOneOf([]*unicode.RangeTable{unicode.Lu, unicode.Lt, unicode.Lm, unicode.Lo, unicode.M}, r) ||
+			isLowerish(r) != unicode.IsOneOf([]*unicode.RangeTable{unicode.Ll, unicode.Lm, unicode.Lo, unicode.M}, r) ||
+			isLetter(r) != unicode.IsLetter(r) || isNumber(r) != unicode.IsNumber(r) || isSpace(r) != unicode.IsSpace(r) ||
+			isSymbol(r) != (!unicode.IsSpace(r) && !unicode.IsLetter(r) && !unicode.IsNumber(r)) {
+			t.Fatalf("U+%04X: classes %05b", r, classOf(r))
+		}
+	}
+	for r := rune(0); r < 0x80; r++ {
+		if isLetter(r) != unicode.IsLetter(r) || isNumber(r) != unicode.IsNumber(r) || isSpace(r) != unicode.IsSpace(r) ||
+			isSymbol(r) != (!unicode.IsSpace(r) && !unicode.IsLetter(r) && !unicode.IsNumber(r)) {
+			t.Fatalf("%q: not classed as Unicode classes it", r)
+		}
+	}
+}
+
+// A tokenizer's memos outlive garbage collections: a gateway collects
+// every few results, and a memo emptied each time answers nothing.
+func TestMemosOutliveCollections(t *testing.T) {
+	tk := NewTokenizer()
+	tk.Count("the quick brown fox jumps over the lazy dog")
+	runtime.GC()
+	runtime.GC()
+	m := tk.memos.get()
+	kept := 0
+	for _, s := range m.slots {
+		if s.n > 0 {
+			kept++
+		}
+	}
+	if kept == 0 {
+		t.Error("after two collections the memo knows no piece")
+	}
 }

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -131,21 +133,34 @@ func stringValue(raw []byte) string {
 }
 
 // unquote decodes the inside of a JSON string in one pass: the runs
-// between escapes are copied whole (checked for UTF-8 at once), each
+// between escapes are found eight bytes at a time and copied whole
+// (checked for UTF-8 only when they hold a byte outside ASCII), each
 // escape decoded. It reports false for what a JSON string may not hold (a
 // quote or a control character not escaped, an escape of another kind).
 func unquote(s []byte) (string, bool) {
+	const highs = 0x8080808080808080
 	b := make([]byte, 0, len(s))
 	for len(s) > 0 {
-		i := bytes.IndexByte(s, '\\')
-		if i < 0 {
-			i = len(s)
+		i, high := 0, uint64(0)
+		for i+8 <= len(s) {
+			w := binary.LittleEndian.Uint64(s[i:])
+			if m := specialBits(w); m != 0 {
+				n := bits.TrailingZeros64(m) / 8 // bytes before the first special one
+				high |= w & (1<<(8*n) - 1)
+				i += n
+				break
+			}
+			high |= w
+			i += 8
+		}
+		if i+8 > len(s) { // the last bytes
+			for i < len(s) && s[i] != '\\' && s[i] != '"' && s[i] >= ' ' {
+				high |= uint64(s[i])
+				i++
+			}
 		}
 		run := s[:i]
-		if bytes.IndexByte(run, '"') >= 0 || hasControl(run) {
-			return "", false
-		}
-		if utf8.Valid(run) {
+		if high&highs == 0 || utf8.Valid(run) {
 			b = append(b, run...)
 		} else {
 			for len(run) > 0 {
@@ -158,8 +173,8 @@ func unquote(s []byte) (string, bool) {
 		if len(s) == 0 {
 			break
 		}
-		if len(s) < 2 {
-			return "", false
+		if len(s) < 2 || s[0] != '\\' {
+			return "", false // a quote or a control character
 		}
 		switch c := s[1]; c {
 		case '"', '\\', '/':

@@ -72,7 +72,7 @@ func FuzzRawJSON(f *testing.F) {
 func FuzzUnquote(f *testing.F) {
 	for _, seed := range []string{
 		`"plain"`, `"a\nb\tc\"d\\e\/f\bg\fh\ri"`, `"\u00e9\u20ac\ud83d\ude00"`, `"\ud800x"`, `"\udc00\ud800"`,
-		`"\ud83d\u0041"`, "\"\xff\xfe ok\"", `"\u0000"`, `"` + string(bytes.Repeat([]byte("line\\n"), 500)) + `"`,
+		`"\ud83d\u0041"`, "\"\xff\xfe ok\"", `"\u0000"`, "\"ab\xff\xfe\\ncdefgh\xc3\"", "\"abcdefghijklmn\xe2\x82\"", `"` + string(bytes.Repeat([]byte("line\\n"), 500)) + `"`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -143,11 +143,17 @@ func stringValid(b []byte, i int) int {
 
 // special reports whether one of the eight bytes of x is a quote, a
 // backslash or below ' ' (bytes from 0x80 are none of them).
-func special(x uint64) bool {
+func special(x uint64) bool { return specialBits(x) != 0 }
+
+// specialBits has the high bit of each byte of x that is a quote, a
+// backslash or below ' ' set, and perhaps of bytes after the first such
+// byte (a borrow runs on upward), never of one before it: its lowest bit
+// set is the first special byte's.
+func specialBits(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
 	below := (x - ones*' ') & ^x & highs
-	return hasZero(x^(ones*'"'))|hasZero(x^(ones*'\\'))|below != 0
+	return hasZero(x^(ones*'"')) | hasZero(x^(ones*'\\')) | below
 }
 
 // numberValid checks the number at b[i] and returns where it ends, -1 if
