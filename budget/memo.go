@@ -13,10 +13,13 @@ import (
 // processor's caches. A memo of short pieces' counts, small enough to stay
 // in them, answers the repeats.
 
-// memoSlots is the memo's size, and memoPiece the longest piece it keeps.
+// memoSlots is the size of a memo a tokenizer keeps, smallMemoSlots of
+// one a counting uses once (see memoPool), and memoPiece the longest piece
+// a memo keeps.
 const (
-	memoSlots = 1 << 14
-	memoPiece = 24
+	memoSlots      = 1 << 14
+	smallMemoSlots = 1 << 8
+	memoPiece      = 24
 )
 
 // pieceMemo maps pieces of at most memoPiece bytes to their counts, one
@@ -24,7 +27,7 @@ const (
 // tokenizer keeps its own memos (Tokenizer.memos), one a counting at a
 // time; a memo keeps what it learnt for the next counting.
 type pieceMemo struct {
-	slots [memoSlots]memoSlot
+	slots []memoSlot // a power of two of them
 }
 
 // memoSlot holds a piece as its key (see memoKey) and its count.
@@ -84,17 +87,18 @@ func word(s string, i int) uint64 {
 	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:i+8]), 8))
 }
 
-// slot is the slot of a key of a piece of n bytes. Cheap rather than
-// strong: a clash costs a count, never a wrong one.
+// slot is a hash of a key of a piece of n bytes, whose low bits choose its
+// slot in a memo. Cheap rather than strong: a clash costs a count, never a
+// wrong one.
 func (k memoKey) slot(n int) uint64 {
 	h := (k.first ^ k.last*0x9E3779B97F4A7C15 ^ uint64(n)) * 0xBF58476D1CE4E5B9
-	return (h >> 32) & (memoSlots - 1)
+	return h >> 32
 }
 
 // find returns the slot of the piece of n bytes whose key is k, and its
 // count if the slot holds that piece.
 func (m *pieceMemo) find(k memoKey, n int) (s *memoSlot, count int, ok bool) {
-	s = &m.slots[k.slot(n)]
+	s = &m.slots[k.slot(n)&uint64(len(m.slots)-1)]
 	return s, int(s.count), int(s.n) == n && s.key == k
 }
 
@@ -105,34 +109,53 @@ func (s *memoSlot) keep(k memoKey, n, count int) {
 	}
 }
 
-// memoPool keeps the memos of a tokenizer between countings: as many as
-// countings ran at once, up to maxMemos (a memo is 512 KiB). Its zero
-// value is ready for use.
+// memoPool hands out memos and keeps them between countings. The memos
+// it keeps, of memoSlots each (512 KiB), are at most maxMemos, made as
+// countings ran at once: a counting's memo is then warm with the pieces
+// of the texts before. A counting that finds all of them in use (more
+// results counted at once than the machine has cores) gets a small memo
+// of its own, which the garbage collector takes back: a gateway on two
+// cores counting the results of a hundred sessions at once holds 4 MiB of
+// memos, where a memo each would be a hundred MiB.
 type memoPool struct {
-	mu   sync.Mutex
-	free []*pieceMemo
+	mu    sync.Mutex
+	free  []*pieceMemo
+	made  int       // memos of memoSlots made, at most maxMemos
+	small sync.Pool // of small memos
 }
 
-// maxMemos bounds the memos a pool keeps: one a core, up to eight.
-var maxMemos = min(runtime.GOMAXPROCS(0), 8)
+// maxMemos bounds the large memos of a pool: one for each part of a text
+// counted on every core at once, four texts at a time, up to 32.
+var maxMemos = min(4*runtime.GOMAXPROCS(0), 32)
 
-// get takes a memo from the pool, or makes one.
+// get takes a memo from the pool, makes one, or gives a small one.
 func (p *memoPool) get() *pieceMemo {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if n := len(p.free); n > 0 {
 		m := p.free[n-1]
 		p.free = p.free[:n-1]
+		p.mu.Unlock()
 		return m
 	}
-	return new(pieceMemo)
+	if p.made < maxMemos {
+		p.made++
+		p.mu.Unlock()
+		return &pieceMemo{slots: make([]memoSlot, memoSlots)}
+	}
+	p.mu.Unlock()
+	if m, ok := p.small.Get().(*pieceMemo); ok {
+		return m
+	}
+	return &pieceMemo{slots: make([]memoSlot, smallMemoSlots)}
 }
 
 // put gives a memo back.
 func (p *memoPool) put(m *pieceMemo) {
+	if len(m.slots) != memoSlots {
+		p.small.Put(m)
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) < maxMemos {
-		p.free = append(p.free, m)
-	}
+	p.free = append(p.free, m)
 }

@@ -349,3 +349,41 @@ func TestMemosOutliveCollections(t *testing.T) {
 		t.Error("after two collections the memo knows no piece")
 	}
 }
+
+// The large memos a tokenizer holds are bounded however many countings
+// run at once: past maxMemos a counting gets a small memo, and only the
+// large ones are kept.
+func TestMemosAreBounded(t *testing.T) {
+	t.Parallel()
+	var p memoPool
+	var taken []*pieceMemo
+	large := 0
+	for range 3 * maxMemos {
+		m := p.get()
+		taken = append(taken, m)
+		if len(m.slots) == memoSlots {
+			large++
+		} else if len(m.slots) != smallMemoSlots {
+			t.Fatalf("a memo of %d slots", len(m.slots))
+		}
+	}
+	if large != maxMemos {
+		t.Errorf("%d countings at once hold %d large memos, want %d", len(taken), large, maxMemos)
+	}
+	for _, m := range taken {
+		p.put(m)
+	}
+	if len(p.free) != maxMemos {
+		t.Errorf("%d large memos kept, want %d", len(p.free), maxMemos)
+	}
+	// Counting with a small memo counts the same.
+	tk := NewTokenizer()
+	text := strings.Repeat("the quick brown fox, 42 times; ", 50)
+	want, _ := tk.Count(text)
+	for range maxMemos {
+		tk.memos.get()
+	}
+	if got := tk.count(text); got != want {
+		t.Errorf("with a small memo: %d tokens, want %d", got, want)
+	}
+}
