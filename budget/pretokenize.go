@@ -168,10 +168,22 @@ func run(s string, j int, in func(rune) bool) int {
 	return j
 }
 
-// rune1 decodes the character at s[i], with an ASCII shortcut.
+// rune1 decodes the character at s[i] as utf8.DecodeRuneInString does,
+// the characters of one to three bytes (every script of the Basic
+// Multilingual Plane) without a call.
 func rune1(s string, i int) (rune, int) {
-	if c := s[i]; c < utf8.RuneSelf {
+	c := s[i]
+	if c < utf8.RuneSelf {
 		return rune(c), 1
+	}
+	if c >= 0xC2 && c < 0xE0 && i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
+		return rune(c&0x1F)<<6 | rune(s[i+1]&0x3F), 2
+	}
+	if c >= 0xE0 && c < 0xF0 && i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80 {
+		// Not an overlong form, nor a surrogate.
+		if r := rune(c&0x0F)<<12 | rune(s[i+1]&0x3F)<<6 | rune(s[i+2]&0x3F); r >= 0x800 && (r < 0xD800 || r > 0xDFFF) {
+			return r, 3
+		}
 	}
 	return utf8.DecodeRuneInString(s[i:])
 }

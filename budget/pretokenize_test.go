@@ -204,3 +204,25 @@ func TestASCIIPiecesMatchTheRegularExpression(t *testing.T) {
 		}
 	}
 }
+
+// rune1 decodes as utf8.DecodeRuneInString on every sequence of up to
+// three bytes that starts outside ASCII, whole or cut short: valid
+// characters, overlong forms, surrogates, stray continuation bytes.
+func TestRune1DecodesAsTheLibrary(t *testing.T) {
+	t.Parallel()
+	buf := make([]byte, 3)
+	for c0 := 0x80; c0 <= 0xFF; c0++ {
+		for c1 := range 256 {
+			for c2 := range 256 {
+				buf[0], buf[1], buf[2] = byte(c0), byte(c1), byte(c2)
+				for n := 1; n <= 3; n++ {
+					s := string(buf[:n])
+					r, size := rune1(s, 0)
+					if wr, wsize := utf8.DecodeRuneInString(s); r != wr || size != wsize {
+						t.Fatalf("% x: %U (%d bytes), the library %U (%d)", s, r, size, wr, wsize)
+					}
+				}
+			}
+		}
+	}
+}
