@@ -118,7 +118,7 @@ go-test: $(OPA) redis chromium
 # decisions. Under the race detector, in test, they run a sample (see
 # internal/race); CI runs both.
 test-grids:
-	go test -count=1 -timeout 30m -run '^(TestCacheAgreesWithTheEngine|TestViewsAgreeWithTopdown|TestQuickAgreesWithTheRules|TestQuickAgreesOnOriginsAgentsAndProtection|TestLevelsCacheAgrees|TestFloodOfMessages|TestCoveredByIsSound|TestToolsWithinIsSound|TestAsksWithinIsSound|TestLongPiecesCountNoFewer|TestPartsCountAsTheWhole|TestLargeLogTotalsEqualTheLedger|TestReportLargeLog)$$' ./policy ./compiler ./budget ./report ./cmd/harness
+	go test -count=1 -timeout 30m -run '^(TestCacheAgreesWithTheEngine|TestViewsAgreeWithTopdown|TestQuickAgreesWithTheRules|TestQuickAgreesOnOriginsAgentsAndProtection|TestLevelsCacheAgrees|TestFloodOfMessages|TestCoveredByIsSound|TestToolsWithinIsSound|TestAsksWithinIsSound|TestLongPiecesCountNoFewer|TestPartsCountAsTheWhole|TestMemoAnswersAsEncoding|TestLargeLogTotalsEqualTheLedger|TestReportLargeLog)$$' ./policy ./compiler ./budget ./report ./cmd/harness
 
 # The compiled bundle, checked by the real opa CLI: its Rego tests pass, and
 # opa build accepts it.
