@@ -113,7 +113,7 @@ func (s *memoSlot) keep(k memoKey, n, count int) {
 // it keeps, of memoSlots each (512 KiB), are at most maxMemos, made as
 // countings ran at once: a counting's memo is then warm with the pieces
 // of the texts before. A counting that finds all of them in use (more
-// results counted at once than the machine has cores) gets a small memo
+// parts of results counted at once than four a core) gets a small memo
 // of its own, which the garbage collector takes back: a gateway on two
 // cores counting the results of a hundred sessions at once holds 4 MiB of
 // memos, where a memo each would be a hundred MiB.
