@@ -26,14 +26,20 @@ func pieces(s string, yield func(string)) {
 	}
 }
 
-// pieceAt returns the length in bytes of the piece at s[i:], trying the
-// pattern's alternatives in order.
+// pieceAt returns the length in bytes of the piece at s[i:]: by the ASCII
+// shortcut where it can tell, else by generalPieceAt.
 func pieceAt(s string, i int) int {
 	if s[i] < 0x80 {
 		if n, ok := asciiPieceAt(s, i); ok {
 			return n
 		}
 	}
+	return generalPieceAt(s, i)
+}
+
+// generalPieceAt returns the length in bytes of the piece at s[i:], trying
+// the pattern's alternatives in order.
+func generalPieceAt(s string, i int) int {
 	if n := letters(s, i, true); n > 0 { // alternative 1
 		return n
 	}

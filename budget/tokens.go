@@ -102,7 +102,7 @@ func (t *Tokenizer) count(s string) int64 {
 			size, ascii = asciiPieceAt(s, i)
 		}
 		if !ascii {
-			size = pieceAt(s, i)
+			size = generalPieceAt(s, i)
 		}
 		c := 0
 		if size <= memoPiece {
