@@ -19,7 +19,7 @@ import (
 // The test binary doubles as the child process of these tests: TestMain
 // runs crashChild when crashChildEnv is set.
 const (
-	crashChildEnv = "HARNESS_BUDGET_CHILD" // "charge" or "reserve"
+	crashChildEnv = "HARNESS_BUDGET_CHILD" // "charge", "once" or "reserve"
 	childURLEnv   = "HARNESS_BUDGET_URL"
 	childPrefix   = "HARNESS_BUDGET_PREFIX"
 	childLimitEnv = "HARNESS_BUDGET_LIMIT"
@@ -34,6 +34,12 @@ func crashChild() {
 	}
 	k := Key{Agent: "child", Session: "s"}
 	switch os.Getenv(crashChildEnv) {
+	case "once":
+		// One charge of 7 tokens on session "s" of agent "a" of a period.
+		if _, err := s.Charge(ctx, Key{Agent: "a", Session: "s"}, "day:2026-12-03", 7, 7); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	case "charge":
 		// Charge forever, printing each committed total; the parent kills
 		// us at some point in the middle of this.

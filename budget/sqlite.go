@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
@@ -19,11 +22,24 @@ import (
 // and of its agent's counters is one transaction. With synchronous=NORMAL a
 // committed change survives the process being killed at any point (the OS
 // has it); it may be lost only if the machine itself loses power.
+//
+// A read is answered without a statement while nothing was committed to
+// the ledger since the counters were last read or written by this store:
+// the WAL-index header (walMark) tells that, whoever committed.
 type SQLite struct {
 	db    *sql.DB
 	path  string
 	now   func() time.Time
 	stmts map[string]*sql.Stmt // prepared once: parsing is a large part of a small statement's cost
+	// wal reads the ledger's WAL-index header; nil when it cannot
+	// (then every read is a statement).
+	wal    *walMark
+	recent recent
+	// reads counts the reads that ran a statement.
+	reads atomic.Int64
+	// between, if set, runs between a statement and the second look at
+	// the WAL-index header: tests commit there.
+	between func()
 }
 
 const schema = `
@@ -83,7 +99,22 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		}
 		s.stmts[name] = st
 	}
+	s.wal = walMarkOf(ctx, dsn, path)
 	return s, nil
+}
+
+// walMarkOf maps the WAL-index of the ledger at path (dsn). nil when it
+// cannot be read: reads are then statements, as before.
+func walMarkOf(ctx context.Context, dsn, path string) *walMark {
+	real, err := filepath.EvalSymlinks(path) // SQLite names the index after the file a link points to
+	if err != nil {
+		return nil
+	}
+	w, err := openWALMark(ctx, dsn, real)
+	if err != nil {
+		return nil
+	}
+	return w
 }
 
 // migrate brings a ledger file of an earlier version up to the schema:
@@ -213,10 +244,36 @@ func (s *SQLite) agentRow(ctx context.Context, q querier, name string, args ...a
 // one transaction when both change, so that both or neither do. ok is
 // false when either statement changed nothing (a compare-and-swap that
 // lost), and then nothing changed and the current counters are returned.
+//
+// A change that was the only commit between the WAL-index headers read
+// before and after it leaves its counters to be read again without a
+// statement.
 func (s *SQLite) change(ctx context.Context, k Key, period Period, session func(querier) (Counters, bool, error), agent func(querier) (Usage, bool, error)) (Counters, bool, error) {
 	if err := validate(k, period); err != nil {
 		return Counters{}, false, err
 	}
+	if s.wal == nil {
+		return s.changeOnce(ctx, k, period, session, agent)
+	}
+	before, known := s.wal.read()
+	c, ok, err := s.changeOnce(ctx, k, period, session, agent)
+	if err != nil || !ok || !known {
+		return c, ok, err
+	}
+	if s.between != nil {
+		s.between()
+	}
+	if after, known := s.wal.read(); known && committedOnce(before, after) {
+		if agent == nil {
+			period = "" // the counters hold no agent's usage
+		}
+		s.recent.keep(k, period, c, after)
+	}
+	return c, ok, err
+}
+
+// changeOnce is change, without what it leaves to read.
+func (s *SQLite) changeOnce(ctx context.Context, k Key, period Period, session func(querier) (Counters, bool, error), agent func(querier) (Usage, bool, error)) (Counters, bool, error) {
 	if period == "" || agent == nil {
 		c, ok, err := session(direct{})
 		if err != nil || ok {
@@ -252,10 +309,41 @@ func (s *SQLite) change(ctx context.Context, k Key, period Period, session func(
 	return c, true, nil
 }
 
+// Get answers from what this store last read or wrote of the session (and
+// period) if the WAL-index header is still the one it was read or written
+// at: nothing was committed since, so a statement would read the same.
 func (s *SQLite) Get(ctx context.Context, k Key, period Period) (Counters, error) {
 	if err := validate(k, period); err != nil {
 		return Counters{}, err
 	}
+	if s.wal == nil {
+		return s.get(ctx, k, period)
+	}
+	at, known := s.wal.read()
+	if !known {
+		return s.get(ctx, k, period)
+	}
+	if c, ok := s.recent.find(k, period, at); ok {
+		return c, nil
+	}
+	c, err := s.get(ctx, k, period)
+	if err != nil {
+		return c, err
+	}
+	if s.between != nil {
+		s.between()
+	}
+	// Kept at the header read before the statements: if anything was
+	// committed since, the header differs and this is not found again
+	// (the session and its agent's usage, two statements, may then be of
+	// two snapshots).
+	s.recent.keep(k, period, c, at)
+	return c, nil
+}
+
+// get reads the session's counters (and its agent's usage in period).
+func (s *SQLite) get(ctx context.Context, k Key, period Period) (Counters, error) {
+	s.reads.Add(1)
 	c, _, err := s.row(ctx, direct{}, "get", k.Agent, k.Session)
 	if err != nil || period == "" {
 		return c, err
@@ -414,7 +502,56 @@ func (s *SQLite) Sessions(ctx context.Context, session string) ([]Session, error
 	return out, nil
 }
 
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error {
+	err := s.db.Close()
+	if s.wal != nil {
+		s.wal.close()
+	}
+	return err
+}
+
+// recent holds the counters a store last read or wrote, each with the
+// WAL-index header it was read or written at.
+type recent struct {
+	mu sync.Mutex
+	m  map[recentKey]recentEntry
+}
+
+type recentKey struct {
+	k      Key
+	period Period
+}
+
+type recentEntry struct {
+	c  Counters
+	at mark
+}
+
+// maxRecent bounds what recent holds; past it, it starts again empty.
+const maxRecent = 4096
+
+// find returns the counters of k in period, if they were read or written
+// at header at.
+func (r *recent) find(k Key, period Period, at mark) (Counters, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.m[recentKey{k, period}]
+	if !ok || e.at != at {
+		return Counters{}, false
+	}
+	return e.c, true
+}
+
+// keep records the counters of k in period, read or written at header at.
+func (r *recent) keep(k Key, period Period, c Counters, at mark) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := recentKey{k, period}
+	if _, ok := r.m[key]; !ok && len(r.m) >= maxRecent || r.m == nil {
+		r.m = make(map[recentKey]recentEntry)
+	}
+	r.m[key] = recentEntry{c: c, at: at}
+}
 
 // checkCharge refuses charges that would lower usage.
 func checkCharge(tokens, cost int64) error {

@@ -1,0 +1,361 @@
+package budget
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// A SQLite ledger answers a read without a statement only while nothing
+// was committed since it last read or wrote the counters; whatever anyone
+// else commits (another store of this process, another process, a program
+// that knows nothing of the harness) is read at the next read.
+func TestLedgerReadsWhatOthersCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const day = "day:2026-12-03" // the "once" child's period
+	k := Key{Agent: "a", Session: "s"}
+	for _, tc := range []struct {
+		name   string
+		commit func(t *testing.T, path string, other *SQLite)
+		want   Counters
+	}{
+		{"a charge by another store of this process", func(t *testing.T, _ string, other *SQLite) {
+			if _, err := other.Charge(ctx, k, day, 5, 5); err != nil {
+				t.Fatal(err)
+			}
+		}, Counters{Tokens: 15, CostMicros: 15, AgentUsage: Usage{Tokens: 15, CostMicros: 15}}},
+		{"a charge by another process", func(t *testing.T, path string, _ *SQLite) {
+			if out, err := child(t, "once", "sqlite:"+path, "", 0).Output(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+		}, Counters{Tokens: 17, CostMicros: 17, AgentUsage: Usage{Tokens: 17, CostMicros: 17}}},
+		{"a change by a program that is not the harness", func(t *testing.T, path string, _ *SQLite) {
+			db, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`UPDATE sessions SET tokens = 99, role = 'admin'`); err != nil {
+				t.Fatal(err)
+			}
+		}, Counters{Tokens: 99, CostMicros: 10, Role: "admin", AgentUsage: Usage{Tokens: 10, CostMicros: 10}}},
+		{"a reset by another store", func(t *testing.T, _ string, other *SQLite) {
+			if err := other.Reset(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}, Counters{AgentUsage: Usage{Tokens: 10, CostMicros: 10}}},
+		{"a role set by another store", func(t *testing.T, _ string, other *SQLite) {
+			if _, err := other.SetRole(ctx, k, "reviewer"); err != nil {
+				t.Fatal(err)
+			}
+		}, Counters{Tokens: 10, CostMicros: 10, Role: "reviewer", AgentUsage: Usage{Tokens: 10, CostMicros: 10}}},
+		{"the agent's period reset by another store", func(t *testing.T, _ string, other *SQLite) {
+			if err := other.ResetAgent(ctx, "a", day); err != nil {
+				t.Fatal(err)
+			}
+		}, Counters{Tokens: 10, CostMicros: 10}},
+		{"a charge of another session of the agent", func(t *testing.T, _ string, other *SQLite) {
+			if _, err := other.Charge(ctx, Key{Agent: "a", Session: "t"}, day, 3, 3); err != nil {
+				t.Fatal(err)
+			}
+		}, Counters{Tokens: 10, CostMicros: 10, AgentUsage: Usage{Tokens: 13, CostMicros: 13}}},
+		{"a shell slot taken by another store", func(t *testing.T, _ string, other *SQLite) {
+			if _, err := other.AddShell(ctx, k, day); err != nil {
+				t.Fatal(err)
+			}
+		}, Counters{Tokens: 10, Shell: 1, CostMicros: 10, AgentUsage: Usage{Tokens: 10, Shell: 1, CostMicros: 10}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			s, other := openSQLite(t, path), openSQLite(t, path)
+			if s.wal == nil {
+				t.Fatal("the ledger's WAL-index is not read")
+			}
+			c, err := s.Charge(ctx, k, day, 10, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads := s.reads.Load()
+			for range 3 {
+				if got, err := s.Get(ctx, k, day); err != nil || got != c {
+					t.Fatalf("read after its own charge: %+v %v, want %+v", got, err, c)
+				}
+			}
+			if n := s.reads.Load() - reads; n != 0 {
+				t.Errorf("reads after its own charge ran %d statements, want none", n)
+			}
+			tc.commit(t, path, other)
+			got, err := s.Get(ctx, k, day)
+			if err != nil || got != tc.want {
+				t.Errorf("read after the commit: %+v %v, want %+v", got, err, tc.want)
+			}
+			if n := s.reads.Load() - reads; n != 1 {
+				t.Errorf("the read after the commit ran %d statements, want 1", n)
+			}
+			if again, _ := s.Get(ctx, k, day); again != got || s.reads.Load()-reads != 1 {
+				t.Errorf("a second read: %+v after %d statements, want %+v after 1", again, s.reads.Load()-reads, got)
+			}
+		})
+	}
+}
+
+// A read that is its own store's second, with nothing committed between,
+// runs no statement; a charge made against stale counters, refused, still
+// returns the current ones.
+func TestLedgerReadsOnceWhileNothingChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, other := openSQLite(t, path), openSQLite(t, path)
+	k := Key{Session: "s"}
+	for i, want := range []int64{0, 0} {
+		if c, err := s.Get(ctx, k, ""); err != nil || c.Tokens != want || s.reads.Load() != 1 {
+			t.Fatalf("read %d: %+v %v after %d statements", i, c, err, s.reads.Load())
+		}
+	}
+	if _, err := other.Charge(ctx, k, "", 4, 0); err != nil {
+		t.Fatal(err)
+	}
+	c, ok, err := s.ChargeIf(ctx, k, "", Counters{}, 1, 0)
+	if err != nil || ok || c.Tokens != 4 {
+		t.Fatalf("a charge against stale counters: %+v ok=%v %v", c, ok, err)
+	}
+	if c, ok, err = s.ChargeIf(ctx, k, "", c, 1, 0); err != nil || !ok || c.Tokens != 5 {
+		t.Fatalf("a charge against the current counters: %+v ok=%v %v", c, ok, err)
+	}
+	reads := s.reads.Load()
+	if got, err := s.Get(ctx, k, ""); err != nil || got != c || s.reads.Load() != reads {
+		t.Errorf("read after the charge: %+v %v after %d more statements, want %+v after none", got, err, s.reads.Load()-reads, c)
+	}
+}
+
+// While another store charges, every read returns at least what that store
+// had committed when the read began.
+func TestLedgerReadsAreNeverStale(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, other := openSQLite(t, path), openSQLite(t, path)
+	theirs, ours := Key{Session: "theirs"}, Key{Session: "ours"}
+	var committed atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range 300 {
+			c, err := other.Charge(ctx, theirs, "", 1, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			committed.Store(c.Tokens)
+		}
+	})
+	for range 2 {
+		wg.Go(func() {
+			for range 300 {
+				if _, err := s.Charge(ctx, ours, "", 1, 0); err != nil {
+					t.Error(err)
+					return
+				}
+				least := committed.Load()
+				c, err := s.Get(ctx, theirs, "")
+				if err != nil || c.Tokens < least {
+					t.Errorf("read %+v %v after %d tokens were committed", c, err, least)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if c, _ := s.Get(ctx, ours, ""); c.Tokens != 600 {
+		t.Errorf("our charges: %d tokens, want 600", c.Tokens)
+	}
+}
+
+// A ledger named through a symbolic link has its WAL-index next to the
+// file the link points to: a file named after the link, which SQLite
+// never writes (say, one an agent put there), is not the one read.
+func TestLedgerThroughALinkReadsTheRealIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real.db"), filepath.Join(dir, "link.db")
+	realLedger := openSQLite(t, real)
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	shm, err := os.ReadFile(real + "-shm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(link+"-shm", shm, 0o600); err != nil { // a copy that never changes
+		t.Fatal(err)
+	}
+	s := openSQLite(t, link)
+	k := Key{Session: "s"}
+	if _, err := s.Charge(ctx, k, "", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.Get(ctx, k, ""); err != nil || c.Tokens != 1 {
+		t.Fatalf("read through the link: %+v %v, want 1 token", c, err)
+	}
+	if _, err := realLedger.Charge(ctx, k, "", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.Get(ctx, k, ""); err != nil || c.Tokens != 2 {
+		t.Errorf("read through the link: %+v %v, want 2 tokens", c, err)
+	}
+}
+
+func TestCommittedOnce(t *testing.T) {
+	at := func(change, frames, salt uint32) mark {
+		var m mark
+		m[markChange], m[markFrames], m[markSalt], m[markSalt+1] = change, frames, salt, salt
+		return m
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after mark
+		want          bool
+	}{
+		{"one commit", at(7, 10, 1), at(8, 11, 1), true},
+		{"the counter wraps", at(^uint32(0), 10, 1), at(0, 11, 1), true},
+		{"nothing committed", at(7, 10, 1), at(7, 10, 1), false},
+		{"two commits", at(7, 10, 1), at(9, 12, 1), false},
+		{"the WAL started over", at(7, 10, 1), at(8, 1, 2), false},
+		{"the salt changed", at(7, 10, 1), at(8, 11, 2), false},
+		{"frames went back", at(7, 10, 1), at(8, 9, 1), false},
+	} {
+		if got := committedOnce(tc.before, tc.after); got != tc.want {
+			t.Errorf("%s: committedOnce = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A commit under way (copies that differ) or an index not yet initialised
+// reads as unknown, and a file cut short under the mapping reads as
+// unknown rather than crashing the process.
+func TestWALMarkReadsTheHeader(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		first, second uint32
+		init          byte
+		cut           bool
+		ok            bool
+	}{
+		{"a header", 5, 5, 1, false, true},
+		{"a commit under way", 10, 11, 1, false, false},
+		{"not initialised", 10, 10, 0, false, false},
+		{"a file cut short", 5, 5, 1, true, false},
+	} {
+		name := filepath.Join(t.TempDir(), "ledger.db-shm")
+		b := make([]byte, walMapSize)
+		for i, change := range []uint32{tc.first, tc.second} {
+			binary.NativeEndian.PutUint32(b[i*walHdrSize+4*markChange:], change)
+			b[i*walHdrSize+4*markInit] = tc.init
+		}
+		if err := os.WriteFile(name, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem, err := syscall.Mmap(int(f.Fd()), 0, walMapSize, syscall.PROT_READ, syscall.MAP_SHARED)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.cut {
+			if err := os.Truncate(name, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, ok := (&walMark{mem: mem}).read()
+		syscall.Munmap(mem)
+		if ok != tc.ok || ok && m[markChange] != tc.first {
+			t.Errorf("%s: read %v, %v; want known %v", tc.name, m[markChange], ok, tc.ok)
+		}
+	}
+}
+
+// The index a ledger reads stays the one SQLite uses when the store's
+// connection closes: were it the last, SQLite would delete the index and
+// the next connection would make another, which commits would then change
+// instead.
+func TestLedgerIndexOutlivesItsConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const day = "day:2026-12-03" // the "once" child's period
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := openSQLite(t, path)
+	k := Key{Agent: "a", Session: "s"}
+	if _, err := s.Charge(ctx, k, day, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	s.db.SetMaxIdleConns(0) // closes the store's connection
+	s.db.SetMaxIdleConns(2)
+	if out, err := child(t, "once", "sqlite:"+path, "", 0).Output(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if c, err := s.Get(ctx, k, day); err != nil || c.Tokens != 8 {
+		t.Errorf("read after the other process's charge: %+v %v, want 8 tokens", c, err)
+	}
+}
+
+// openSQLite opens the SQLite ledger at path, closed when the test ends.
+func openSQLite(t *testing.T, path string) *SQLite {
+	t.Helper()
+	s, err := OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// A commit by someone else that lands between a store's statement and its
+// second look at the WAL-index header is not hidden: what the store read
+// or wrote is not kept, and the next read runs a statement.
+func TestLedgerKeepsNothingACommitFollowed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	k := Key{Session: "s"}
+	for _, tc := range []struct {
+		name string
+		do   func(s *SQLite) error
+	}{
+		{"a read", func(s *SQLite) error { _, err := s.Get(ctx, k, ""); return err }},
+		{"a charge", func(s *SQLite) error { _, err := s.Charge(ctx, k, "", 1, 0); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			s, other := openSQLite(t, path), openSQLite(t, path)
+			s.between = func() {
+				s.between = nil
+				if _, err := other.Charge(ctx, k, "", 10, 0); err != nil {
+					t.Error(err)
+				}
+			}
+			if err := tc.do(s); err != nil {
+				t.Fatal(err)
+			}
+			want, err := other.Get(ctx, k, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Get(ctx, k, ""); err != nil || got != want {
+				t.Errorf("read after: %+v %v, want %+v", got, err, want)
+			}
+		})
+	}
+}
