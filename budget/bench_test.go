@@ -243,3 +243,27 @@ func BenchmarkTokenCount(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCallLedger measures a tool call's ledger operations as the
+// gateway makes them, under a request's context (one that can end): the
+// read its decision makes, then the charge of its result against the
+// counters read. The reference is the memory store, which keeps nothing.
+func BenchmarkCallLedger(b *testing.B) {
+	for _, name := range []string{"memory", "sqlite"} {
+		b.Run(name, func(b *testing.B) {
+			s, k, _ := benchSession(b, name)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b.ReportAllocs()
+			for b.Loop() {
+				cur, err := s.Get(ctx, k, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, ok, err := s.ChargeIf(ctx, k, "", cur, 20, 3); err != nil || !ok {
+					b.Fatalf("charge: ok=%v %v", ok, err)
+				}
+			}
+		})
+	}
+}

@@ -19,7 +19,7 @@ import (
 // The test binary doubles as the child process of these tests: TestMain
 // runs crashChild when crashChildEnv is set.
 const (
-	crashChildEnv = "HARNESS_BUDGET_CHILD" // "charge", "once" or "reserve"
+	crashChildEnv = "HARNESS_BUDGET_CHILD" // "charge", "once", "reserve" or "dms"
 	childURLEnv   = "HARNESS_BUDGET_URL"
 	childPrefix   = "HARNESS_BUDGET_PREFIX"
 	childLimitEnv = "HARNESS_BUDGET_LIMIT"
@@ -27,6 +27,9 @@ const (
 
 func crashChild() {
 	ctx := context.Background()
+	if os.Getenv(crashChildEnv) == "dms" {
+		probeDMS()
+	}
 	s, err := Open(ctx, os.Getenv(childURLEnv), Options{Prefix: os.Getenv(childPrefix)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -195,4 +198,27 @@ func TestReserveAcrossProcesses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// probeDMS prints whether another process holds SQLite's lock on the
+// index of the ledger the child is given (its DMS byte, 128): a process
+// that has the ledger open holds it, so that no newcomer takes the index
+// for unused and starts it over.
+func probeDMS() {
+	f, err := os.OpenFile(strings.TrimPrefix(os.Getenv(childURLEnv), "sqlite:")+"-shm", os.O_RDWR, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Start: 128, Len: 1}
+	if err := syscall.FcntlFlock(f.Fd(), syscall.F_GETLK, &lk); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if lk.Type == syscall.F_UNLCK {
+		fmt.Println("free")
+	} else {
+		fmt.Println("held")
+	}
+	os.Exit(0)
 }

@@ -12,7 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
+	"modernc.org/sqlite" // the pure-Go SQLite driver, "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // SQLite is the embedded store: one file that several processes may use at
@@ -74,7 +75,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, fmt.Errorf("sqlite ledger: %w", err)
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+		"?_pragma=busy_timeout(0)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger %s: %w", path, err)
@@ -82,17 +83,18 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	// One connection: statements of this process queue in database/sql
 	// instead of contending for SQLite's write lock.
 	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	if err := attempt(ctx, func(ctx context.Context) error { _, err := db.ExecContext(ctx, schema); return err }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite ledger %s: %w", path, err)
 	}
-	if err := migrate(ctx, db); err != nil {
+	if err := attempt(ctx, func(ctx context.Context) error { return migrate(ctx, db) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite ledger %s: %w", path, err)
 	}
 	s := &SQLite{db: db, path: path, now: time.Now, stmts: map[string]*sql.Stmt{}}
 	for name, query := range queries {
-		st, err := db.PrepareContext(ctx, query)
+		var st *sql.Stmt
+		err := attempt(ctx, func(ctx context.Context) (err error) { st, err = db.PrepareContext(ctx, query); return err })
 		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("sqlite ledger %s: preparing %s: %w", path, name, err)
@@ -216,6 +218,7 @@ func (direct) StmtContext(_ context.Context, st *sql.Stmt) *sql.Stmt { return st
 // when it returned no row.
 func (s *SQLite) row(ctx context.Context, q querier, name string, args ...any) (Counters, bool, error) {
 	var c Counters
+	ctx = context.WithoutCancel(ctx) // see attempt
 	err := q.StmtContext(ctx, s.stmts[name]).QueryRowContext(ctx, args...).Scan(&c.Tokens, &c.Shell, &c.CostMicros, &c.Role, &c.Project)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Counters{}, false, nil
@@ -229,6 +232,7 @@ func (s *SQLite) row(ctx context.Context, q querier, name string, args ...any) (
 // agentRow runs a statement that returns an agent's counters of a period.
 func (s *SQLite) agentRow(ctx context.Context, q querier, name string, args ...any) (Usage, bool, error) {
 	var u Usage
+	ctx = context.WithoutCancel(ctx) // see attempt
 	err := q.StmtContext(ctx, s.stmts[name]).QueryRowContext(ctx, args...).Scan(&u.Tokens, &u.Shell, &u.CostMicros)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Usage{}, false, nil
@@ -246,28 +250,43 @@ func (s *SQLite) agentRow(ctx context.Context, q querier, name string, args ...a
 // lost), and then nothing changed and the current counters are returned.
 //
 // A change that was the only commit between the WAL-index headers read
-// before and after it leaves its counters to be read again without a
-// statement.
+// before and after it, of counters this store knew at before, leaves its
+// counters to be read again without a statement.
 func (s *SQLite) change(ctx context.Context, k Key, period Period, session func(querier) (Counters, bool, error), agent func(querier) (Usage, bool, error)) (Counters, bool, error) {
 	if err := validate(k, period); err != nil {
 		return Counters{}, false, err
 	}
+	var c Counters
+	var ok bool
+	once := func(ctx context.Context) (err error) {
+		c, ok, err = s.changeOnce(ctx, k, period, session, agent)
+		return err
+	}
 	if s.wal == nil {
-		return s.changeOnce(ctx, k, period, session, agent)
+		err := attempt(ctx, once)
+		return c, ok, err
+	}
+	kept := period
+	if agent == nil {
+		kept = "" // the counters hold no agent's usage
 	}
 	before, known := s.wal.read()
-	c, ok, err := s.changeOnce(ctx, k, period, session, agent)
-	if err != nil || !ok || !known {
+	prev, had := s.recent.find(k, kept, before)
+	err := attempt(ctx, once)
+	if err != nil || !ok || !known || !had || c == prev {
 		return c, ok, err
 	}
 	if s.between != nil {
 		s.between()
 	}
+	// The counters the change returned differ from those at before, so
+	// the row changed and there was a commit after before: if it was the
+	// only one until after, the counters are those at after. (Had the
+	// change ended up writing nothing, as SQLite does when a row's bytes
+	// stay the same, a commit between would be someone else's, and the
+	// counters, read after it, still those at after.)
 	if after, known := s.wal.read(); known && committedOnce(before, after) {
-		if agent == nil {
-			period = "" // the counters hold no agent's usage
-		}
-		s.recent.keep(k, period, c, after)
+		s.recent.keep(k, kept, c, after)
 	}
 	return c, ok, err
 }
@@ -282,7 +301,7 @@ func (s *SQLite) changeOnce(ctx context.Context, k Key, period Period, session f
 		c, err = s.Get(ctx, k, period)
 		return c, false, err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil) // see attempt
 	if err != nil {
 		return Counters{}, false, fmt.Errorf("sqlite ledger: %w", err)
 	}
@@ -342,13 +361,15 @@ func (s *SQLite) Get(ctx context.Context, k Key, period Period) (Counters, error
 }
 
 // get reads the session's counters (and its agent's usage in period).
-func (s *SQLite) get(ctx context.Context, k Key, period Period) (Counters, error) {
+func (s *SQLite) get(ctx context.Context, k Key, period Period) (c Counters, err error) {
 	s.reads.Add(1)
-	c, _, err := s.row(ctx, direct{}, "get", k.Agent, k.Session)
-	if err != nil || period == "" {
-		return c, err
-	}
-	c.AgentUsage, _, err = s.agentRow(ctx, direct{}, "get_agent", k.Agent, period)
+	err = attempt(ctx, func(ctx context.Context) error {
+		if c, _, err = s.row(ctx, direct{}, "get", k.Agent, k.Session); err != nil || period == "" {
+			return err
+		}
+		c.AgentUsage, _, err = s.agentRow(ctx, direct{}, "get_agent", k.Agent, period)
+		return err
+	})
 	return c, err
 }
 
@@ -470,7 +491,11 @@ func (s *SQLite) ResetAgent(ctx context.Context, agent string, period Period) er
 // exec runs a statement that changes one row: ErrNoSession when there was
 // none.
 func (s *SQLite) exec(ctx context.Context, name string, args ...any) error {
-	res, err := s.stmts[name].ExecContext(ctx, args...)
+	var res sql.Result
+	err := attempt(ctx, func(ctx context.Context) (err error) {
+		res, err = s.stmts[name].ExecContext(context.WithoutCancel(ctx), args...)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("sqlite ledger: %w", err)
 	}
@@ -480,7 +505,15 @@ func (s *SQLite) exec(ctx context.Context, name string, args ...any) error {
 	return nil
 }
 
-func (s *SQLite) Sessions(ctx context.Context, session string) ([]Session, error) {
+func (s *SQLite) Sessions(ctx context.Context, session string) (out []Session, err error) {
+	err = attempt(ctx, func(ctx context.Context) (err error) {
+		out, err = s.sessions(context.WithoutCancel(ctx), session)
+		return err
+	})
+	return out, err
+}
+
+func (s *SQLite) sessions(ctx context.Context, session string) ([]Session, error) {
 	rows, err := s.stmts["sessions"].QueryContext(ctx, session, session)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite ledger: %w", err)
@@ -551,6 +584,46 @@ func (r *recent) keep(k Key, period Period, c Counters, at mark) {
 		r.m = make(map[recentKey]recentEntry)
 	}
 	r.m[key] = recentEntry{c: c, at: at}
+}
+
+// busyTimeout is how long a statement waits, at most, for a lock that
+// another connection holds before it fails.
+const busyTimeout = 10 * time.Second
+
+// busyDelays are the waits between attempts, as SQLite's own busy handler
+// has them; past the last, the last again.
+var busyDelays = [...]time.Duration{1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100}
+
+// attempt runs f until another connection's lock no longer refuses it
+// (SQLITE_BUSY), waiting between attempts for as long as ctx lasts and at
+// most busyTimeout. f's statements run without ctx's end (they are given
+// context.WithoutCancel): for a context that can end, database/sql and
+// the driver each start a goroutine per statement to watch it, which
+// costs more than a statement of the ledger takes. What can take long is
+// the wait for a lock, and SQLite does not wait (busy_timeout is 0): this
+// loop does, and it is the one that watches ctx.
+func attempt(ctx context.Context, f func(context.Context) error) error {
+	start := time.Now()
+	for i := 0; ; i++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("sqlite ledger: %w", err)
+		}
+		err := f(ctx)
+		var e *sqlite.Error
+		if !errors.As(err, &e) || e.Code()&0xff != sqlite3.SQLITE_BUSY {
+			return err
+		}
+		wait := busyDelays[min(i, len(busyDelays)-1)] * time.Millisecond
+		if time.Since(start)+wait > busyTimeout {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
 }
 
 // checkCharge refuses charges that would lower usage.

@@ -8,7 +8,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -31,13 +33,17 @@ import (
 // answer a read from what it last read or wrote while the header says
 // nothing has changed since.
 //
-// The file must be the one this process's SQLite uses: SQLite deletes it
-// when the last connection to the ledger closes, and the next connection
-// makes a new one. So a walMark holds a connection of its own, opened
-// before the file is mapped and closed after it is unmapped, that does
-// nothing else.
+// What is read is SQLite's own mapping of the file in this process, found
+// in /proc/self/maps: the file this process's SQLite uses, opened by no
+// descriptor of the harness's (closing one would drop the locks SQLite
+// holds on the file, by which other processes know it is in use). SQLite
+// unmaps it when the last connection to the ledger in the process closes,
+// so a walMark holds a connection of its own that does nothing else, and
+// stops reading before it lets go of it. Where there is no such file
+// (not Linux), there is no walMark, and every read is a statement.
 type walMark struct {
-	mem  []byte
+	mu   sync.RWMutex // held to read; to close, exclusively
+	mem  []byte       // nil once closed
 	hold *sql.Conn
 	db   *sql.DB
 }
@@ -53,10 +59,9 @@ const (
 	markFrames = 4  // mxFrame
 	markSalt   = 8  // aSalt[0], aSalt[1]
 	walHdrSize = 48 // bytes in one copy
-	walMapSize = 4096
 )
 
-// openWALMark maps the WAL-index of the ledger whose data source name is
+// openWALMark finds the WAL-index of the ledger whose data source name is
 // dsn and whose file (symbolic links resolved, as SQLite does) is ledger.
 // It fails when there is none: the ledger is not in WAL mode (a file
 // system without shared memory leaves it in another), or its index lives
@@ -75,27 +80,29 @@ func openWALMark(ctx context.Context, dsn, ledger string) (w *walMark, err error
 		return nil, err
 	}
 	var mode string
-	if err := w.hold.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+	var n int
+	if err := attempt(ctx, func(ctx context.Context) error {
+		if err := w.hold.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			return err
+		}
+		// A read opens the WAL and maps its index.
+		return w.hold.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n)
+	}); err != nil {
 		return nil, err
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return nil, fmt.Errorf("the ledger is in %s mode, not WAL", mode)
 	}
-	// A read opens the WAL and its index.
-	var n int
-	if err := w.hold.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+	var st syscall.Stat_t
+	if err := syscall.Stat(ledger+"-shm", &st); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(ledger + "-shm")
+	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close() // the mapping outlives the descriptor
-	if st, err := f.Stat(); err != nil || st.Size() < walMapSize {
-		return nil, fmt.Errorf("the WAL-index is not initialised")
-	}
-	if w.mem, err = syscall.Mmap(int(f.Fd()), 0, walMapSize, syscall.PROT_READ, syscall.MAP_SHARED); err != nil {
-		return nil, err
+	if w.mem, err = sharedMapping(maps, uint64(st.Ino), 2*walHdrSize); err != nil {
+		return nil, fmt.Errorf("%s-shm: %w", ledger, err)
 	}
 	for range 1000 { // a commit under way reads as unknown, for a moment
 		if _, ok := w.read(); ok {
@@ -106,12 +113,42 @@ func openWALMark(ctx context.Context, dsn, ledger string) (w *walMark, err error
 	return nil, errors.New("the WAL-index header does not read")
 }
 
-// close unmaps the file, then lets go of the connection.
-func (w *walMark) close() {
-	if w.mem != nil {
-		syscall.Munmap(w.mem)
-		w.mem = nil
+// sharedMapping finds, in maps (the text of /proc/self/maps), the one
+// shared mapping of the file with inode ino from its first byte, and
+// returns its first size bytes.
+func sharedMapping(maps []byte, ino uint64, size int) ([]byte, error) {
+	var found []byte
+	for line := range strings.Lines(string(maps)) {
+		// address perms offset dev inode path
+		f := strings.Fields(line)
+		if len(f) < 6 || len(f[1]) != 4 || f[1][3] != 's' || f[2] != "00000000" && strings.Trim(f[2], "0") != "" {
+			continue
+		}
+		if i, err := strconv.ParseUint(f[4], 10, 64); err != nil || i != ino {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if !ok || err1 != nil || err2 != nil || end < start+uint64(size) {
+			continue
+		}
+		if found != nil {
+			return nil, errors.New("mapped more than once from its start")
+		}
+		found = unsafe.Slice((*byte)(unsafe.Add(nil, uintptr(start))), size) // SQLite's mapping, outside Go's heap
 	}
+	if found == nil {
+		return nil, errors.New("not mapped by SQLite in this process")
+	}
+	return found, nil
+}
+
+// close stops reading the index, then lets go of the connection.
+func (w *walMark) close() {
+	w.mu.Lock()
+	w.mem = nil
+	w.mu.Unlock()
 	if w.hold != nil {
 		w.hold.Close()
 	}
@@ -120,12 +157,23 @@ func (w *walMark) close() {
 
 // read returns the header as every new reader of the ledger sees it now.
 // ok is false when it cannot tell: a commit is under way (the copies
-// differ), or the file was cut short under the mapping (a fault, read as
-// "cannot tell" rather than crashing the process).
+// differ), the walMark is closed, or the file was cut short under the
+// mapping (a fault, read as "cannot tell" rather than crashing the
+// process).
 //
 // It reads the two copies, the first first: the reverse of the order a
 // commit writes them, as SQLite's readers do.
 func (w *walMark) read() (h mark, ok bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.mem == nil {
+		return mark{}, false
+	}
+	return header(w.mem)
+}
+
+// header reads the header's two copies at the start of mem.
+func header(mem []byte) (h mark, ok bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if recover() != nil {
@@ -134,10 +182,10 @@ func (w *walMark) read() (h mark, ok bool) {
 	}()
 	var second mark
 	for i := range h {
-		h[i] = atomic.LoadUint32((*uint32)(unsafe.Pointer(&w.mem[4*i])))
+		h[i] = atomic.LoadUint32((*uint32)(unsafe.Pointer(&mem[4*i])))
 	}
 	for i := range second {
-		second[i] = atomic.LoadUint32((*uint32)(unsafe.Pointer(&w.mem[walHdrSize+4*i])))
+		second[i] = atomic.LoadUint32((*uint32)(unsafe.Pointer(&mem[walHdrSize+4*i])))
 	}
 	initialised := *(*[4]byte)(unsafe.Pointer(&h[markInit]))
 	return h, h == second && initialised[0] == 1

@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // A SQLite ledger answers a read without a statement only while nothing
@@ -78,6 +80,9 @@ func TestLedgerReadsWhatOthersCommit(t *testing.T) {
 			s, other := openSQLite(t, path), openSQLite(t, path)
 			if s.wal == nil {
 				t.Fatal("the ledger's WAL-index is not read")
+			}
+			if _, err := s.Get(ctx, k, day); err != nil { // as a decision reads before its call's charge
+				t.Fatal(err)
 			}
 			c, err := s.Charge(ctx, k, day, 10, 10)
 			if err != nil {
@@ -257,7 +262,7 @@ func TestWALMarkReadsTheHeader(t *testing.T) {
 		{"a file cut short", 5, 5, 1, true, false},
 	} {
 		name := filepath.Join(t.TempDir(), "ledger.db-shm")
-		b := make([]byte, walMapSize)
+		b := make([]byte, 4096)
 		for i, change := range []uint32{tc.first, tc.second} {
 			binary.NativeEndian.PutUint32(b[i*walHdrSize+4*markChange:], change)
 			b[i*walHdrSize+4*markInit] = tc.init
@@ -269,7 +274,7 @@ func TestWALMarkReadsTheHeader(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mem, err := syscall.Mmap(int(f.Fd()), 0, walMapSize, syscall.PROT_READ, syscall.MAP_SHARED)
+		mem, err := syscall.Mmap(int(f.Fd()), 0, 4096, syscall.PROT_READ, syscall.MAP_SHARED)
 		f.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -279,7 +284,7 @@ func TestWALMarkReadsTheHeader(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		m, ok := (&walMark{mem: mem}).read()
+		m, ok := header(mem)
 		syscall.Munmap(mem)
 		if ok != tc.ok || ok && m[markChange] != tc.first {
 			t.Errorf("%s: read %v, %v; want known %v", tc.name, m[markChange], ok, tc.ok)
@@ -311,6 +316,50 @@ func TestLedgerIndexOutlivesItsConnection(t *testing.T) {
 	}
 }
 
+// A store keeps SQLite's hold on the ledger's index: another process
+// that opens the ledger finds it in use, and does not start it over under
+// the store (which would leave the store reading an index nobody writes,
+// and its statements failing with I/O errors).
+func TestLedgerKeepsTheIndexInUse(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	openSQLite(t, path)
+	out, err := child(t, "dms", "sqlite:"+path, "", 0).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out); got != "held\n" {
+		t.Errorf("the index's lock, seen from another process: %q, want held", got)
+	}
+}
+
+// Reads that run while the store closes return counters or an error; they
+// do not read an index the store has let go of.
+func TestLedgerClosesUnderReads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{Session: "s"}
+	if _, err := s.Charge(ctx, k, "", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for range 500 {
+				if c, err := s.Get(ctx, k, ""); err == nil && c.Tokens != 1 {
+					t.Errorf("read %+v, want 1 token", c)
+				}
+			}
+		})
+	}
+	wg.Go(func() { s.Close() })
+	wg.Wait()
+}
+
 // openSQLite opens the SQLite ledger at path, closed when the test ends.
 func openSQLite(t *testing.T, path string) *SQLite {
 	t.Helper()
@@ -335,11 +384,23 @@ func TestLedgerKeepsNothingACommitFollowed(t *testing.T) {
 	}{
 		{"a read", func(s *SQLite) error { _, err := s.Get(ctx, k, ""); return err }},
 		{"a charge", func(s *SQLite) error { _, err := s.Charge(ctx, k, "", 1, 0); return err }},
+		// SQLite writes nothing for a change that leaves the row's bytes as
+		// they were (here within one second: the same updated_at), so the
+		// one commit between the headers is the other store's.
+		{"a write that changes nothing", func(s *SQLite) error { _, err := s.Charge(ctx, k, "", 0, 0); return err }},
+		{"a role set to the one it is", func(s *SQLite) error { _, err := s.SetRole(ctx, k, "coder"); return err }},
+		{"a shell slot given back when none is taken", func(s *SQLite) error { _, err := s.ReleaseShell(ctx, k, ""); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "ledger.db")
 			s, other := openSQLite(t, path), openSQLite(t, path)
+			if _, err := s.SetRole(ctx, k, "coder"); err != nil { // kept, as it was
+				t.Fatal(err)
+			}
+			if _, err := s.Get(ctx, k, ""); err != nil {
+				t.Fatal(err)
+			}
 			s.between = func() {
 				s.between = nil
 				if _, err := other.Charge(ctx, k, "", 10, 0); err != nil {
@@ -357,5 +418,45 @@ func TestLedgerKeepsNothingACommitFollowed(t *testing.T) {
 				t.Errorf("read after: %+v %v, want %+v", got, err, want)
 			}
 		})
+	}
+}
+
+// A change that waits for a lock another connection holds waits only as
+// long as its context lasts, in a transaction (with a period) or not:
+// the statements run without the context's end, and the wait is the
+// store's own.
+func TestLedgerWaitsForALockWhileItsContextLasts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, period := range []Period{"", "day:2026-12-03"} {
+		path := filepath.Join(t.TempDir(), "ledger.db")
+		s := openSQLite(t, path)
+		k := Key{Agent: "a", Session: "s"}
+		if _, err := s.Charge(ctx, k, period, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, err = s.Charge(short, k, period, 1, 0)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("period %q: a charge while the ledger is locked: %v, want the context's deadline", period, err)
+		}
+		conn.ExecContext(ctx, "ROLLBACK")
+		conn.Close()
+		db.Close()
+		if c, err := s.Charge(ctx, k, period, 1, 0); err != nil || c.Tokens != 2 {
+			t.Errorf("period %q: a charge once the lock is let go: %+v %v, want 2 tokens", period, c, err)
+		}
 	}
 }
