@@ -36,11 +36,16 @@ type SQLite struct {
 	// (then every read is a statement).
 	wal    *walMark
 	recent recent
+	// turn is the store's one connection, taken in turn by the attempts
+	// of its operations (see attempt).
+	turn chan struct{}
 	// reads counts the reads that ran a statement.
 	reads atomic.Int64
 	// between, if set, runs between a statement and the second look at
 	// the WAL-index header: tests commit there.
 	between func()
+	// listing, if set, runs while a listing holds the connection.
+	listing func()
 }
 
 const schema = `
@@ -91,7 +96,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite ledger %s: %w", path, err)
 	}
-	s := &SQLite{db: db, path: path, now: time.Now, stmts: map[string]*sql.Stmt{}}
+	s := &SQLite{db: db, path: path, now: time.Now, stmts: map[string]*sql.Stmt{}, turn: make(chan struct{}, 1)}
 	for name, query := range queries {
 		var st *sql.Stmt
 		err := attempt(ctx, func(ctx context.Context) (err error) { st, err = db.PrepareContext(ctx, query); return err })
@@ -263,8 +268,11 @@ func (s *SQLite) change(ctx context.Context, k Key, period Period, session func(
 		return err
 	}
 	if s.wal == nil {
-		err := attempt(ctx, once)
-		return c, ok, err
+		if err := s.attempt(ctx, once); err != nil || ok {
+			return c, ok, err
+		}
+		c, err := s.Get(ctx, k, period)
+		return c, false, err
 	}
 	kept := period
 	if agent == nil {
@@ -272,8 +280,12 @@ func (s *SQLite) change(ctx context.Context, k Key, period Period, session func(
 	}
 	before, known := s.wal.read()
 	prev, had := s.recent.find(k, kept, before)
-	err := attempt(ctx, once)
-	if err != nil || !ok || !known || !had || c == prev {
+	err := s.attempt(ctx, once)
+	if err == nil && !ok {
+		c, err = s.Get(ctx, k, period) // the current counters, in place of the ones expected
+		return c, false, err
+	}
+	if err != nil || !known || !had || c == prev {
 		return c, ok, err
 	}
 	if s.between != nil {
@@ -291,15 +303,11 @@ func (s *SQLite) change(ctx context.Context, k Key, period Period, session func(
 	return c, ok, err
 }
 
-// changeOnce is change, without what it leaves to read.
+// changeOnce is one attempt at change, without what it leaves to read:
+// with ok false, nothing changed, and its counters are none.
 func (s *SQLite) changeOnce(ctx context.Context, k Key, period Period, session func(querier) (Counters, bool, error), agent func(querier) (Usage, bool, error)) (Counters, bool, error) {
 	if period == "" || agent == nil {
-		c, ok, err := session(direct{})
-		if err != nil || ok {
-			return c, ok, err
-		}
-		c, err = s.Get(ctx, k, period)
-		return c, false, err
+		return session(direct{})
 	}
 	tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil) // see attempt
 	if err != nil {
@@ -318,9 +326,7 @@ func (s *SQLite) changeOnce(ctx context.Context, k Key, period Period, session f
 		c.AgentUsage = a
 	}
 	if !ok {
-		tx.Rollback()
-		c, err = s.Get(ctx, k, period)
-		return c, false, err
+		return Counters{}, false, nil // rolled back
 	}
 	if err := tx.Commit(); err != nil {
 		return Counters{}, false, fmt.Errorf("sqlite ledger: %w", err)
@@ -363,7 +369,7 @@ func (s *SQLite) Get(ctx context.Context, k Key, period Period) (Counters, error
 // get reads the session's counters (and its agent's usage in period).
 func (s *SQLite) get(ctx context.Context, k Key, period Period) (c Counters, err error) {
 	s.reads.Add(1)
-	err = attempt(ctx, func(ctx context.Context) error {
+	err = s.attempt(ctx, func(ctx context.Context) error {
 		if c, _, err = s.row(ctx, direct{}, "get", k.Agent, k.Session); err != nil || period == "" {
 			return err
 		}
@@ -492,7 +498,7 @@ func (s *SQLite) ResetAgent(ctx context.Context, agent string, period Period) er
 // none.
 func (s *SQLite) exec(ctx context.Context, name string, args ...any) error {
 	var res sql.Result
-	err := attempt(ctx, func(ctx context.Context) (err error) {
+	err := s.attempt(ctx, func(ctx context.Context) (err error) {
 		res, err = s.stmts[name].ExecContext(context.WithoutCancel(ctx), args...)
 		return err
 	})
@@ -506,8 +512,9 @@ func (s *SQLite) exec(ctx context.Context, name string, args ...any) error {
 }
 
 func (s *SQLite) Sessions(ctx context.Context, session string) (out []Session, err error) {
-	err = attempt(ctx, func(ctx context.Context) (err error) {
-		out, err = s.sessions(context.WithoutCancel(ctx), session)
+	// A listing may be long: its statement keeps ctx's end.
+	err = s.attempt(ctx, func(ctx context.Context) (err error) {
+		out, err = s.sessions(ctx, session)
 		return err
 	})
 	return out, err
@@ -519,6 +526,9 @@ func (s *SQLite) sessions(ctx context.Context, session string) ([]Session, error
 		return nil, fmt.Errorf("sqlite ledger: %w", err)
 	}
 	defer rows.Close()
+	if s.listing != nil {
+		s.listing()
+	}
 	var out []Session
 	for rows.Next() {
 		var x Session
@@ -624,6 +634,23 @@ func attempt(ctx context.Context, f func(context.Context) error) error {
 		case <-t.C:
 		}
 	}
+}
+
+// attempt is the package's attempt for an operation of the store, each
+// try of which waits for the store's connection for as long as ctx lasts:
+// database/sql's own wait for it would not end with ctx, which the
+// statements are not given. An operation's statements, and whatever
+// runs within its tries, must not try to take the connection again.
+func (s *SQLite) attempt(ctx context.Context, f func(context.Context) error) error {
+	return attempt(ctx, func(ctx context.Context) error {
+		select {
+		case s.turn <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("sqlite ledger: %w", ctx.Err())
+		}
+		defer func() { <-s.turn }()
+		return f(ctx)
+	})
 }
 
 // checkCharge refuses charges that would lower usage.

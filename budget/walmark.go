@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // A WAL ledger's file NAME has a shared-memory file NAME-shm, the
@@ -101,7 +103,7 @@ func openWALMark(ctx context.Context, dsn, ledger string) (w *walMark, err error
 	if err != nil {
 		return nil, err
 	}
-	if w.mem, err = sharedMapping(maps, uint64(st.Ino), 2*walHdrSize); err != nil {
+	if w.mem, err = sharedMapping(maps, uint64(st.Dev), uint64(st.Ino), 2*walHdrSize); err != nil {
 		return nil, fmt.Errorf("%s-shm: %w", ledger, err)
 	}
 	for range 1000 { // a commit under way reads as unknown, for a moment
@@ -114,9 +116,10 @@ func openWALMark(ctx context.Context, dsn, ledger string) (w *walMark, err error
 }
 
 // sharedMapping finds, in maps (the text of /proc/self/maps), the one
-// shared mapping of the file with inode ino from its first byte, and
-// returns its first size bytes.
-func sharedMapping(maps []byte, ino uint64, size int) ([]byte, error) {
+// shared mapping of the file (dev, ino) from its first byte, and returns
+// its first size bytes.
+func sharedMapping(maps []byte, dev, ino uint64, size int) ([]byte, error) {
+	device := fmt.Sprintf("%02x:%02x", unix.Major(dev), unix.Minor(dev))
 	var found []byte
 	for line := range strings.Lines(string(maps)) {
 		// address perms offset dev inode path
@@ -124,13 +127,13 @@ func sharedMapping(maps []byte, ino uint64, size int) ([]byte, error) {
 		if len(f) < 6 || len(f[1]) != 4 || f[1][3] != 's' || f[2] != "00000000" && strings.Trim(f[2], "0") != "" {
 			continue
 		}
-		if i, err := strconv.ParseUint(f[4], 10, 64); err != nil || i != ino {
+		if i, err := strconv.ParseUint(f[4], 10, 64); err != nil || i != ino || f[3] != device {
 			continue
 		}
 		lo, hi, ok := strings.Cut(f[0], "-")
 		start, err1 := strconv.ParseUint(lo, 16, 64)
 		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if !ok || err1 != nil || err2 != nil || end < start+uint64(size) {
+		if !ok || err1 != nil || err2 != nil || start == 0 || end < start || end-start < uint64(size) {
 			continue
 		}
 		if found != nil {

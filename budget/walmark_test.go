@@ -7,11 +7,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // A SQLite ledger answers a read without a statement only while nothing
@@ -459,4 +461,101 @@ func TestLedgerWaitsForALockWhileItsContextLasts(t *testing.T) {
 			t.Errorf("period %q: a charge once the lock is let go: %+v %v, want 2 tokens", period, c, err)
 		}
 	}
+}
+
+// A call's deadline bounds its wait for the store's connection: while a
+// listing holds it (a long one, of every session), a charge whose
+// deadline passes fails with the deadline instead of going through late.
+func TestLedgerCallsEndAtTheirDeadlineWhileAListingRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openSQLite(t, filepath.Join(t.TempDir(), "ledger.db"))
+	listing, release := make(chan struct{}), make(chan struct{})
+	s.listing = func() {
+		close(listing)
+		<-release
+	}
+	listed := make(chan error, 1)
+	go func() {
+		_, err := s.Sessions(ctx, "")
+		listed <- err
+	}()
+	<-listing
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	charged := make(chan error, 1)
+	go func() {
+		_, err := s.Charge(short, Key{Agent: "a", Session: "x"}, "", 1, 0)
+		charged <- err
+	}()
+	select {
+	case err := <-charged:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a charge while a listing runs: %v, want its deadline", err)
+		}
+		close(release)
+	case <-time.After(10 * time.Second): // not a wait for it: a bound on a failure
+		t.Errorf("a charge with a deadline of 20 ms waited 10 s for a listing")
+		close(release)
+		<-charged
+	}
+	if err := <-listed; err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.Charge(ctx, Key{Agent: "a", Session: "x"}, "", 1, 0); err != nil || c.Tokens != 1 {
+		t.Errorf("a charge after the listing: %+v %v, want 1 token (the one that timed out made none)", c, err)
+	}
+}
+
+func TestSharedMapping(t *testing.T) {
+	const (
+		dev = 0xfe00 // 254:0
+		ino = 4242
+	)
+	at := func(maps string) (uintptr, error) {
+		m, err := sharedMapping([]byte(maps), dev, ino, 96)
+		if err != nil {
+			return 0, err
+		}
+		return uintptr(unsafe.Pointer(unsafe.SliceData(m))), nil
+	}
+	for _, tc := range []struct {
+		name string
+		maps string
+		want uintptr // 0: none
+	}{
+		{"SQLite's mapping", "7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242 /home/a b/ledger.db-shm\n", 0x7f0000000000},
+		{"among others", "55e000000000-55e000001000 r--p 00000000 fe:00 99 /usr/bin/harness\n" +
+			"7f0000010000-7f0000018000 rw-s 00008000 fe:00 4242 /l/ledger.db-shm\n" +
+			"7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242 /l/ledger.db-shm\n", 0x7f0000000000},
+		{"another device", "7f0000000000-7f0000008000 rw-s 00000000 00:01 4242 /memfd:x (deleted)\n", 0},
+		{"a private mapping", "7f0000000000-7f0000008000 rw-p 00000000 fe:00 4242 /l/ledger.db-shm\n", 0},
+		{"not from the start", "7f0000000000-7f0000008000 rw-s 00008000 fe:00 4242 /l/ledger.db-shm\n", 0},
+		{"too small", "7f0000000000-7f0000000010 rw-s 00000000 fe:00 4242 /l/ledger.db-shm\n", 0},
+		{"mapped twice", "7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242 /l/ledger.db-shm\n" +
+			"7f1000000000-7f1000008000 rw-s 00000000 fe:00 4242 /l/ledger.db-shm\n", 0},
+		{"a line cut short", "7f0000000000-7f0000008000 rw-s 00000000 fe:00\n", 0},
+		{"nothing", "", 0},
+	} {
+		got, err := at(tc.maps)
+		if got != tc.want || (err == nil) != (tc.want != 0) {
+			t.Errorf("%s: %#x %v, want %#x", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// Whatever /proc/self/maps holds, its reading does not crash, and finds
+// only a shared mapping of the file from its start.
+func FuzzSharedMapping(f *testing.F) {
+	f.Add("7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242 /l/ledger.db-shm\n")
+	f.Add("7f0000000000-7f0000008000 rw-s 0000000000000000 fe:00 4242 x\n55-56 r--p 0 0:0 0\n")
+	f.Fuzz(func(t *testing.T, maps string) {
+		m, err := sharedMapping([]byte(maps), 0xfe00, 4242, 96)
+		if err != nil {
+			return
+		}
+		if len(m) != 96 || !strings.Contains(maps, " fe:00 4242") || !strings.Contains(maps, "s 0") {
+			t.Errorf("found a mapping of %d bytes in %q", len(m), maps)
+		}
+	})
 }
