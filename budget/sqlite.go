@@ -113,8 +113,12 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 // walMarkOf maps the WAL-index of the ledger at path (dsn). nil when it
 // cannot be read: reads are then statements, as before.
 func walMarkOf(ctx context.Context, dsn, path string) *walMark {
-	real, err := filepath.EvalSymlinks(path) // SQLite names the index after the file a link points to
+	// SQLite names the index after the file a link points to.
+	real, err := filepath.Abs(path)
 	if err != nil {
+		return nil
+	}
+	if real, err = filepath.EvalSymlinks(real); err != nil {
 		return nil
 	}
 	w, err := openWALMark(ctx, dsn, real)

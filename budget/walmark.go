@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // A WAL ledger's file NAME has a shared-memory file NAME-shm, the
@@ -64,22 +62,27 @@ const (
 )
 
 // openWALMark finds the WAL-index of the ledger whose data source name is
-// dsn and whose file (symbolic links resolved, as SQLite does) is ledger.
+// dsn and whose file is ledger: an absolute name, symbolic links resolved
+// (as SQLite and the kernel name it).
 // It fails when there is none: the ledger is not in WAL mode (a file
 // system without shared memory leaves it in another), or its index lives
 // in a process's memory.
-func openWALMark(ctx context.Context, dsn, ledger string) (w *walMark, err error) {
-	w = &walMark{}
-	if w.db, err = sql.Open("sqlite", dsn); err != nil {
+func openWALMark(ctx context.Context, dsn, ledger string) (*walMark, error) {
+	w := &walMark{}
+	if err := w.open(ctx, dsn, ledger); err != nil {
+		w.close()
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			w.close()
-		}
-	}()
+	return w, nil
+}
+
+// open is openWALMark's work; what it opened, close lets go of.
+func (w *walMark) open(ctx context.Context, dsn, ledger string) (err error) {
+	if w.db, err = sql.Open("sqlite", dsn); err != nil {
+		return err
+	}
 	if w.hold, err = w.db.Conn(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	var mode string
 	var n int
@@ -90,44 +93,63 @@ func openWALMark(ctx context.Context, dsn, ledger string) (w *walMark, err error
 		// A read opens the WAL and maps its index.
 		return w.hold.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n)
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if !strings.EqualFold(mode, "wal") {
-		return nil, fmt.Errorf("the ledger is in %s mode, not WAL", mode)
+		return fmt.Errorf("the ledger is in %s mode, not WAL", mode)
 	}
+	shm := ledger + "-shm"
 	var st syscall.Stat_t
-	if err := syscall.Stat(ledger+"-shm", &st); err != nil {
-		return nil, err
+	if err := syscall.Stat(shm, &st); err != nil {
+		return err
 	}
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if w.mem, err = sharedMapping(maps, uint64(st.Dev), uint64(st.Ino), 2*walHdrSize); err != nil {
-		return nil, fmt.Errorf("%s-shm: %w", ledger, err)
+	mem, err := sharedMapping(maps, shm, uint64(st.Ino), 2*walHdrSize)
+	if err != nil {
+		return fmt.Errorf("%s: %w", shm, err)
 	}
+	w.mem = mem
 	for range 1000 { // a commit under way reads as unknown, for a moment
 		if _, ok := w.read(); ok {
-			return w, nil
+			return nil
 		}
 		runtime.Gosched()
 	}
-	return nil, errors.New("the WAL-index header does not read")
+	return errors.New("the WAL-index header does not read")
 }
 
 // sharedMapping finds, in maps (the text of /proc/self/maps), the one
-// shared mapping of the file (dev, ino) from its first byte, and returns
-// its first size bytes.
-func sharedMapping(maps []byte, dev, ino uint64, size int) ([]byte, error) {
-	device := fmt.Sprintf("%02x:%02x", unix.Major(dev), unix.Minor(dev))
+// shared mapping from its first byte of the file named name (absolute,
+// symbolic links resolved) whose inode is ino, and returns its first size
+// bytes. The file is told by its name and inode, not its device: on some
+// file systems (btrfs) the device that stat reports is not the one the
+// maps show.
+func sharedMapping(maps []byte, name string, ino uint64, size int) ([]byte, error) {
 	var found []byte
 	for line := range strings.Lines(string(maps)) {
-		// address perms offset dev inode path
-		f := strings.Fields(line)
-		if len(f) < 6 || len(f[1]) != 4 || f[1][3] != 's' || f[2] != "00000000" && strings.Trim(f[2], "0") != "" {
+		// address perms offset dev inode name; the name is the rest of
+		// the line, and may hold spaces.
+		var f [5]string
+		rest := strings.TrimSuffix(line, "\n")
+		for i := range f {
+			rest = strings.TrimLeft(rest, " ")
+			j := strings.IndexByte(rest, ' ')
+			if j < 0 {
+				rest = "\x00" // a line cut short: no name matches
+				break
+			}
+			f[i], rest = rest[:j], rest[j:]
+		}
+		if strings.TrimLeft(rest, " ") != name {
 			continue
 		}
-		if i, err := strconv.ParseUint(f[4], 10, 64); err != nil || i != ino || f[3] != device {
+		if len(f[1]) != 4 || f[1][3] != 's' || strings.Trim(f[2], "0") != "" {
+			continue
+		}
+		if i, err := strconv.ParseUint(f[4], 10, 64); err != nil || i != ino {
 			continue
 		}
 		lo, hi, ok := strings.Cut(f[0], "-")
@@ -155,7 +177,9 @@ func (w *walMark) close() {
 	if w.hold != nil {
 		w.hold.Close()
 	}
-	w.db.Close()
+	if w.db != nil {
+		w.db.Close()
+	}
 }
 
 // read returns the header as every new reader of the ledger sees it now.

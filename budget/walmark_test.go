@@ -509,11 +509,11 @@ func TestLedgerCallsEndAtTheirDeadlineWhileAListingRuns(t *testing.T) {
 
 func TestSharedMapping(t *testing.T) {
 	const (
-		dev = 0xfe00 // 254:0
-		ino = 4242
+		name = "/home/a b/ledger.db-shm"
+		ino  = 4242
 	)
 	at := func(maps string) (uintptr, error) {
-		m, err := sharedMapping([]byte(maps), dev, ino, 96)
+		m, err := sharedMapping([]byte(maps), name, ino, 96)
 		if err != nil {
 			return 0, err
 		}
@@ -524,16 +524,21 @@ func TestSharedMapping(t *testing.T) {
 		maps string
 		want uintptr // 0: none
 	}{
-		{"SQLite's mapping", "7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242 /home/a b/ledger.db-shm\n", 0x7f0000000000},
+		{"SQLite's mapping", "7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242                       /home/a b/ledger.db-shm\n", 0x7f0000000000},
 		{"among others", "55e000000000-55e000001000 r--p 00000000 fe:00 99 /usr/bin/harness\n" +
-			"7f0000010000-7f0000018000 rw-s 00008000 fe:00 4242 /l/ledger.db-shm\n" +
-			"7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242 /l/ledger.db-shm\n", 0x7f0000000000},
-		{"another device", "7f0000000000-7f0000008000 rw-s 00000000 00:01 4242 /memfd:x (deleted)\n", 0},
-		{"a private mapping", "7f0000000000-7f0000008000 rw-p 00000000 fe:00 4242 /l/ledger.db-shm\n", 0},
-		{"not from the start", "7f0000000000-7f0000008000 rw-s 00008000 fe:00 4242 /l/ledger.db-shm\n", 0},
-		{"too small", "7f0000000000-7f0000000010 rw-s 00000000 fe:00 4242 /l/ledger.db-shm\n", 0},
-		{"mapped twice", "7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242 /l/ledger.db-shm\n" +
-			"7f1000000000-7f1000008000 rw-s 00000000 fe:00 4242 /l/ledger.db-shm\n", 0},
+			"7f0000010000-7f0000018000 rw-s 00008000 fe:00 4242 /home/a b/ledger.db-shm\n" +
+			"7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242 /home/a b/ledger.db-shm\n", 0x7f0000000000},
+		// btrfs: stat gives the subvolume's device, the maps the file system's.
+		{"a device that is not stat's", "7f0000000000-7f0000008000 rw-s 00000000 00:28 4242 /home/a b/ledger.db-shm\n", 0x7f0000000000},
+		{"another file of that inode", "7f0000000000-7f0000008000 rw-s 00000000 00:01 4242 /memfd:x (deleted)\n", 0},
+		{"the file deleted", "7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242 /home/a b/ledger.db-shm (deleted)\n", 0},
+		{"another inode", "7f0000000000-7f0000008000 rw-s 00000000 fe:00 4243 /home/a b/ledger.db-shm\n", 0},
+		{"a private mapping", "7f0000000000-7f0000008000 rw-p 00000000 fe:00 4242 /home/a b/ledger.db-shm\n", 0},
+		{"not from the start", "7f0000000000-7f0000008000 rw-s 00008000 fe:00 4242 /home/a b/ledger.db-shm\n", 0},
+		{"too small", "7f0000000000-7f0000000010 rw-s 00000000 fe:00 4242 /home/a b/ledger.db-shm\n", 0},
+		{"at address 0", "0-7f0000008000 rw-s 00000000 fe:00 4242 /home/a b/ledger.db-shm\n", 0},
+		{"mapped twice", "7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242 /home/a b/ledger.db-shm\n" +
+			"7f1000000000-7f1000008000 rw-s 00000000 fe:00 4242 /home/a b/ledger.db-shm\n", 0},
 		{"a line cut short", "7f0000000000-7f0000008000 rw-s 00000000 fe:00\n", 0},
 		{"nothing", "", 0},
 	} {
@@ -545,17 +550,36 @@ func TestSharedMapping(t *testing.T) {
 }
 
 // Whatever /proc/self/maps holds, its reading does not crash, and finds
-// only a shared mapping of the file from its start.
+// only a mapping of the file's name, of the size asked for.
 func FuzzSharedMapping(f *testing.F) {
 	f.Add("7f0000000000-7f0000008000 rw-s 00000000 fe:00 4242 /l/ledger.db-shm\n")
-	f.Add("7f0000000000-7f0000008000 rw-s 0000000000000000 fe:00 4242 x\n55-56 r--p 0 0:0 0\n")
+	f.Add("7f0000000000-7f0000008000 rw-s 0000000000000000 fe:00 04242   /l/ledger.db-shm\n55-56 r--p 0 0:0 0\n")
 	f.Fuzz(func(t *testing.T, maps string) {
-		m, err := sharedMapping([]byte(maps), 0xfe00, 4242, 96)
+		m, err := sharedMapping([]byte(maps), "/l/ledger.db-shm", 4242, 96)
 		if err != nil {
 			return
 		}
-		if len(m) != 96 || !strings.Contains(maps, " fe:00 4242") || !strings.Contains(maps, "s 0") {
+		if len(m) != 96 || !strings.Contains(maps, "/l/ledger.db-shm") || !strings.Contains(maps, "4242") {
 			t.Errorf("found a mapping of %d bytes in %q", len(m), maps)
 		}
 	})
+}
+
+// An index that cannot be found is no error of the store's: openWALMark
+// says why, and lets go of the connection it opened (which would hold the
+// ledger's index in use).
+func TestWALMarkFailsQuietly(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	w, err := openWALMark(context.Background(), "file:"+path+"?_pragma=journal_mode(WAL)", filepath.Join(t.TempDir(), "elsewhere.db"))
+	if err == nil || w != nil {
+		t.Errorf("an index that is not there: %v, %v", w, err)
+	}
+	out, err := child(t, "dms", "sqlite:"+path, "", 0).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out); got != "free\n" {
+		t.Errorf("the ledger's index after a failed open: %q, want free", got)
+	}
 }
