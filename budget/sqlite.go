@@ -271,19 +271,19 @@ func (s *SQLite) change(ctx context.Context, k Key, period Period, session func(
 		c, ok, err = s.changeOnce(ctx, k, period, session, agent)
 		return err
 	}
-	if s.wal == nil {
-		if err := s.attempt(ctx, once); err != nil || ok {
-			return c, ok, err
-		}
-		c, err := s.Get(ctx, k, period)
-		return c, false, err
-	}
 	kept := period
 	if agent == nil {
 		kept = "" // the counters hold no agent's usage
 	}
-	before, known := s.wal.read()
-	prev, had := s.recent.find(k, kept, before)
+	var (
+		before     mark
+		prev       Counters
+		known, had bool
+	)
+	if s.wal != nil {
+		before, known = s.wal.read()
+		prev, had = s.recent.find(k, kept, before)
+	}
 	err := s.attempt(ctx, once)
 	if err == nil && !ok {
 		c, err = s.Get(ctx, k, period) // the current counters, in place of the ones expected
@@ -345,10 +345,11 @@ func (s *SQLite) Get(ctx context.Context, k Key, period Period) (Counters, error
 	if err := validate(k, period); err != nil {
 		return Counters{}, err
 	}
-	if s.wal == nil {
-		return s.get(ctx, k, period)
+	var at mark
+	var known bool
+	if s.wal != nil {
+		at, known = s.wal.read()
 	}
-	at, known := s.wal.read()
 	if !known {
 		return s.get(ctx, k, period)
 	}
@@ -503,11 +504,13 @@ func (s *SQLite) ResetAgent(ctx context.Context, agent string, period Period) er
 func (s *SQLite) exec(ctx context.Context, name string, args ...any) error {
 	var res sql.Result
 	err := s.attempt(ctx, func(ctx context.Context) (err error) {
-		res, err = s.stmts[name].ExecContext(context.WithoutCancel(ctx), args...)
-		return err
+		if res, err = s.stmts[name].ExecContext(context.WithoutCancel(ctx), args...); err != nil {
+			return fmt.Errorf("sqlite ledger: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite ledger: %w", err)
+		return err
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
 		return ErrNoSession
