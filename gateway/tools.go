@@ -418,21 +418,29 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	headroom := g.Prefetch(ctx, k, o.Counters)
 	resp, err := c.up.call(ctx, c.method, c.params)
 	if err != nil {
+		// What the agent is told says what was charged, so that it (and
+		// whoever reconciles its bill) need not guess.
 		var ns notSent
+		charged := fmt.Sprintf("the %s was not sent, and nothing was charged", c.what())
 		switch {
-		case errors.As(err, &ns) && o.Reserved:
-			if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k, c.tool); rerr != nil {
-				s.g.o.Logf("giving back the shell slot of %s: %v", c.tool, rerr)
+		case errors.As(err, &ns):
+			if o.Reserved {
+				if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k, c.tool); rerr != nil {
+					s.g.o.Logf("giving back the shell slot of %s: %v", c.tool, rerr)
+					charged = fmt.Sprintf("the %s was not sent, yet its shell slot could not be given back (%v)", c.what(), rerr)
+				}
 			}
-		case !errors.As(err, &ns):
+		default:
 			// Sent, and cancelled or lost on the way back: the upstream
 			// had the arguments, whose cost is the call's.
+			charged = fmt.Sprintf("the %s had reached it, and its arguments were charged", c.what())
 			if _, serr := g.Settle(context.WithoutCancel(ctx), govern.Output{Session: k, Role: s.id.StartRole, Tool: c.tool, Arguments: string(c.arguments)}); serr != nil {
 				s.g.o.Logf("charging the arguments of %s: %v", c.tool, serr)
+				charged = fmt.Sprintf("the %s had reached it; its arguments could not be charged (%v)", c.what(), serr)
 			}
 		}
 		if errors.Is(err, ErrUpstreamDown) {
-			return c.fail(codeInternal, fmt.Sprintf("[harness] %v. The gateway is restarting it; try again shortly.", err), nil)
+			return c.fail(codeInternal, fmt.Sprintf("[harness] %v: %s. The gateway is restarting it; try again shortly.", err, charged), nil)
 		}
 		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
 	}

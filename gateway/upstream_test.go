@@ -88,11 +88,15 @@ func TestDownUpstreamGivesTheSlotBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	text, isError := toolText(t, c.call("tools/call", tool("ctx_shell", map[string]string{"command": "crash"})))
-	if !isError || !strings.Contains(text, "upstream is down") {
+	if !isError || !strings.Contains(text, "upstream is down") || !strings.Contains(text, "the call had reached it, and its arguments were charged") {
 		t.Fatalf("the crash: %v %q", isError, text)
 	}
-	if n := f.usage(t, key(id)).Shell; n != 1 {
-		t.Fatalf("the call that was sent took %d slots, want 1", n)
+	sent := f.usage(t, key(id))
+	if sent.Shell != 1 {
+		t.Fatalf("the call that was sent took %d slots, want 1", sent.Shell)
+	}
+	if sent.CostMicros == 0 || sent.Tokens != 0 {
+		t.Fatalf("the call that was sent was charged %+v, want its arguments' cost and no tokens", sent)
 	}
 	// The role allows one shell call: give the crash's back by hand, and
 	// the calls while the upstream is down must not take it.
@@ -101,12 +105,12 @@ func TestDownUpstreamGivesTheSlotBack(t *testing.T) {
 	}
 	for range 3 {
 		text, isError = toolText(t, c.call("tools/call", tool("ctx_shell", map[string]string{"command": "echo"})))
-		if !isError || !strings.Contains(text, "restarting") {
+		if !isError || !strings.Contains(text, "restarting") || !strings.Contains(text, "the call was not sent, and nothing was charged") {
 			t.Errorf("a call while down: %v %q", isError, text)
 		}
 	}
-	if n := f.usage(t, key(id)).Shell; n != 0 {
-		t.Errorf("calls never sent kept %d slots", n)
+	if u := f.usage(t, key(id)); u.Shell != 0 || u.CostMicros != sent.CostMicros {
+		t.Errorf("calls never sent were charged: %+v, after the crash %+v", u, sent)
 	}
 	os.Remove(down)
 	f.g.mu.Lock()

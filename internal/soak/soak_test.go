@@ -541,8 +541,27 @@ func judge(t *testing.T, c call, res *mcp.CallToolResult, err error) outcome {
 		}
 		o.class = "refused " + m[1]
 	case strings.Contains(all, " is down") && strings.Contains(all, "restarting"):
-		// Its shell slot is given back if it never reached the upstream.
-		o.class, o.detail, o.ambiguous = "upstream down", all, shell
+		// The gateway says whether the call had reached the upstream
+		// (its arguments are then charged, and a shell call keeps its
+		// slot) or not (a shell call's slot is given back).
+		o.class, o.detail = "upstream down", all
+		switch {
+		case strings.Contains(all, "had reached it, and its arguments were charged"):
+			o.class += ", sent: arguments charged"
+			cost, err := prices.Cost("", o.in, 0)
+			if err != nil {
+				t.Errorf("cost: %v", err)
+			}
+			o.charged.cost = cost
+			if shell {
+				o.charged.shell = 1
+			}
+		case strings.Contains(all, "was not sent, and nothing was charged"):
+		default:
+			// Its arguments' charge, or the slot's return, failed: the
+			// slot is read from the counters.
+			o.ambiguous = shell
+		}
 	case strings.HasPrefix(all, "[harness] the call was not made: the harness could not decide it ("):
 		o.class, o.detail, o.ambiguous = "not decided", all, shell // a reservation whose reply was lost
 	case strings.Contains(all, "was withheld: it could not be charged ("):
@@ -886,7 +905,7 @@ func soak(t *testing.T, ledger string, chaos bool) {
 		}
 	})
 	for _, k := range keys {
-		fmt.Fprintf(&rep, "    %-28s %d\n", k, classes[k])
+		fmt.Fprintf(&rep, "    %-36s %d\n", k, classes[k])
 	}
 	fmt.Fprintf(&rep, "  errors that do not say why: %d\n", unexplained)
 	fmt.Fprintf(&rep, "  latency          p50 %s, p99 %s, max %s\n", percentile(latencies, 0.5).Round(10*time.Microsecond),
