@@ -153,7 +153,7 @@ func (l *DecisionLog) Log(e Entry, r *Redaction, result any) error {
 		maps.Copy(labels, e.Labels)
 		e.Labels = labels
 	}
-	b, err := json.Marshal(e)
+	b, err := marshalEntry(&e)
 	if err == nil && len(b) > maxJSON {
 		b, err = boundEntry(e)
 	}
