@@ -235,6 +235,8 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzBPE -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzPartsCountAsTheWhole -fuzztime $(FUZZTIME) ./budget
 	go test -run '^$$' -fuzz FuzzMaskAndBound -fuzztime $(FUZZTIME) ./events
+	go test -run '^$$' -fuzz FuzzAppendEntry -fuzztime $(FUZZTIME) ./events
+	go test -run '^$$' -fuzz FuzzAppendInput -fuzztime $(FUZZTIME) ./events
 	go test -run '^$$' -fuzz FuzzRawJSON -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzUnquote -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzQuickMessage -fuzztime $(FUZZTIME) ./gateway

@@ -3,6 +3,8 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,4 +124,108 @@ func BenchmarkDecisionLine(b *testing.B) {
 			}
 		}
 	})
+}
+
+// checkAppendInput fails unless marshalInput writes in as json.Marshal
+// does, and appendInput declines only what it leaves to json.Marshal.
+func checkAppendInput(t *testing.T, in contract.Input) {
+	t.Helper()
+	want, werr := json.Marshal(in)
+	got, err := marshalInput(in)
+	if (err == nil) != (werr == nil) || err == nil && !bytes.Equal(got, want) {
+		t.Errorf("marshalInput: %s, %v; json.Marshal: %s, %v", got, err, want, werr)
+	}
+	if b, ok := appendInput(nil, &in); ok && (werr != nil || !bytes.Equal(b, want)) {
+		t.Errorf("appendInput wrote %s; json.Marshal: %s, %v", b, want, werr)
+	}
+}
+
+// decoded is raw as a JSON decoder reads it, numbers as json.Number or
+// as float64.
+func decoded(t testing.TB, raw string, numbers bool) any {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	if numbers {
+		dec.UseNumber()
+	}
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	return v
+}
+
+func TestAppendInputIsMarshal(t *testing.T) {
+	args := `{"path": "src/<main>.go", "n": 1.5e-7, "big": 1e21, "small": 0.000001, "neg": -0, "int": 12345678901234567890,
+		"list": [true, false, null, "a\u2028b", {"z": 1, "a": [[]], "": {}}], "\u00e9": "caf\u00e9", "ctl": "\u0001\n\t"}`
+	for _, tt := range []struct {
+		name string
+		in   contract.Input
+	}{
+		{"empty", contract.Input{}},
+		{"a call", contract.Input{Role: "coder", Tool: "ctx_read", Upstream: "lean", UpstreamTool: "ctx_read",
+			Arguments: decoded(t, args, true), Budget: contract.Usage{Tokens: 1200, Shell: 3, CostMicros: -4},
+			Session: "s-1", Agent: "claude<code>", Project: "/home/u/p&q"}},
+		{"numbers as floats", contract.Input{Arguments: decoded(t, args, false)}},
+		{"an agent budget", contract.Input{AgentBudget: &contract.Usage{Tokens: 1, Shell: 2, CostMicros: 3}}},
+		{"arguments not an object", contract.Input{Arguments: []any{"x", json.Number("2")}}},
+		{"an empty number", contract.Input{Arguments: map[string]any{"n": json.Number("")}}},
+		{"an invalid number", contract.Input{Arguments: map[string]any{"n": json.Number("01")}}},
+		{"NaN", contract.Input{Arguments: map[string]any{"n": math.NaN()}}},
+		{"infinity", contract.Input{Arguments: []any{math.Inf(-1)}}},
+		{"floats at the exponent's edges", contract.Input{Arguments: []any{1e-6, 9.99999e-7, 1e20, 1e21, -1e-7, 5e-324, math.MaxFloat64, 123456789.125, 0.1}}},
+		{"integers", contract.Input{Arguments: map[string]any{"i": 7, "j": int64(-9)}}},
+		{"nil containers", contract.Input{Arguments: map[string]any{"m": map[string]any(nil), "l": []any(nil)}}},
+		{"another type", contract.Input{Arguments: map[string]any{"s": []string{"x"}, "u": uint8(3)}}},
+		{"invalid UTF-8 in a key", contract.Input{Arguments: map[string]any{"\xff": "\xfe"}}},
+		{"nested past the bound", contract.Input{Arguments: decoded(t, strings.Repeat("[", maxDepth+5)+strings.Repeat("]", maxDepth+5), true)}},
+		{"nested to the bound", contract.Input{Arguments: decoded(t, strings.Repeat(`{"a":`, maxDepth-1)+"1"+strings.Repeat("}", maxDepth-1), true)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) { checkAppendInput(t, tt.in) })
+	}
+	if _, ok := appendInput(nil, &contract.Input{Arguments: decoded(t, args, true)}); !ok {
+		t.Error("appendInput left decoded arguments to json.Marshal")
+	}
+}
+
+// Arguments of any JSON, and fields of any bytes.
+func FuzzAppendInput(f *testing.F) {
+	f.Add(`{"command": "git push --force", "n": [1, 2.5, -3e-9, {"x": null}]}`, "coder", "ctx_shell", int64(5), true)
+	f.Add(`[1e400, "\u2029", 0.0000001, 100000000000000000000000]`, "\xff<", "&", int64(-1), false)
+	f.Fuzz(func(t *testing.T, args, role, tool string, n int64, numbers bool) {
+		dec := json.NewDecoder(strings.NewReader(args))
+		if numbers {
+			dec.UseNumber()
+		}
+		var v any
+		if dec.Decode(&v) != nil {
+			return
+		}
+		in := contract.Input{Role: role, Tool: tool, UpstreamTool: tool, Arguments: v, Budget: contract.Usage{Tokens: n, Shell: -n, CostMicros: n / 3},
+			Session: role + tool, Agent: tool, Project: role}
+		if n%2 == 0 {
+			in.AgentBudget = &contract.Usage{Tokens: n}
+		}
+		checkAppendInput(t, in)
+	})
+}
+
+// BenchmarkDecisionInput measures a call's input as its log line holds it:
+// appendInput against json.Marshal, the reference, in one run.
+func BenchmarkDecisionInput(b *testing.B) {
+	in := contract.Input{Role: "coder", Tool: "ctx_read", Upstream: "lean", UpstreamTool: "ctx_read",
+		Arguments: decoded(b, `{"path": "src/main.go", "start": 10, "lines": 200, "mode": "full"}`, true),
+		Budget:    contract.Usage{Tokens: 1200, Shell: 3, CostMicros: 4500}, Session: "s-1", Agent: "claude-code", Project: "/home/dev/project"}
+	for _, tt := range []struct {
+		name string
+		f    func(any) ([]byte, error)
+	}{{"appendInput", marshalInput}, {"json.Marshal", json.Marshal}} {
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tt.f(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -109,7 +109,7 @@ func (m *Mask) Apply(input any) (*Redaction, error) {
 		return &Redaction{in: input}, nil
 	}
 	r := &Redaction{}
-	b, err := json.Marshal(input)
+	b, err := marshalInput(input)
 	if err == nil {
 		var doc any
 		if doc, err = decode(b); err == nil {
@@ -237,7 +237,7 @@ func (r *Redaction) Input() (json.RawMessage, error) {
 	if r.input != nil {
 		return r.input, nil
 	}
-	return json.Marshal(r.in)
+	return marshalInput(r.in)
 }
 
 // Erased are the masks that erased something from the input, as OPA's
