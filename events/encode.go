@@ -189,14 +189,29 @@ func sortedKeys[V any](buf []string, m map[string]V) []string {
 // is left to json.Marshal.
 const maxDepth = 256
 
+// CallInput is a call's input as its decision's log line holds it: the
+// input the policy saw, with the shell policy the engine filled in.
+type CallInput struct {
+	contract.Input
+	ShellPolicy string `json:"shell_policy"`
+}
+
 // marshalInput is input's JSON, byte for byte json.Marshal's: a call's
-// input written without reflection (appendInput), anything else by
-// json.Marshal.
+// input (a CallInput, or a contract.Input) written without reflection
+// (appendInput), anything else by json.Marshal.
 func marshalInput(input any) ([]byte, error) {
-	if in, ok := input.(contract.Input); ok {
-		if b, ok := appendInput(make([]byte, 0, 256), &in); ok {
-			return b, nil
+	var b []byte
+	ok := false
+	switch in := input.(type) {
+	case CallInput:
+		if b, ok = appendInput(make([]byte, 0, 256), &in.Input); ok {
+			b = append(appendString(append(b[:len(b)-1], `,"shell_policy":`...), in.ShellPolicy), '}')
 		}
+	case contract.Input:
+		b, ok = appendInput(make([]byte, 0, 256), &in)
+	}
+	if ok {
+		return b, nil
 	}
 	return json.Marshal(input)
 }

@@ -70,6 +70,17 @@ func ParsePointer(p string) ([]string, error) {
 	return parts, nil
 }
 
+// splitPointer is the keys of p, a pointer that erase wrote: unlike a
+// mask's, one of its keys may be empty (an agent's argument named "",
+// which a star matches).
+func splitPointer(p string) []string {
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, s := range parts {
+		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
+	}
+	return parts
+}
+
 // Redaction is what the masks selected in one decision's input, for
 // everything that decision writes: the input with the masked paths erased,
 // those paths, and the values they held, which are replaced by Masked in
@@ -128,7 +139,7 @@ func (m *Mask) Apply(input any) (*Redaction, error) {
 				slices.Sort(r.rules)
 				r.fields = map[string]bool{}
 				for _, p := range r.erased {
-					parts, _ := ParsePointer(p)
+					parts := splitPointer(p)
 					r.fields[parts[0]] = true
 				}
 				seen := map[string]bool{}
@@ -348,7 +359,7 @@ func (r *Redaction) MaskResult(result any) (b json.RawMessage, erased, masked []
 		return b, nil, nil, nil
 	}
 	for _, p := range r.erased {
-		parts, _ := ParsePointer(p)
+		parts := splitPointer(p)
 		switch maskAt(obj, parts) {
 		case 'm':
 			masked = append(masked, "/result"+p)

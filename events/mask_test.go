@@ -52,6 +52,15 @@ func TestMaskErases(t *testing.T) {
 			"/input/session /input/tool", `{"role":"coder"}`},
 		{"absent", []string{"/arguments/password"}, `{"arguments": "not an object"}`, "", `{"arguments":"not an object"}`},
 		{"numbers stay exact", []string{"/x"}, `{"x": 1, "n": 12345678901234567890}`, "/input/x", `{"n":12345678901234567890}`},
+		// An empty key is a key (RFC 6901): an agent's argument named ""
+		// under a star is erased like any other, and does not stop the
+		// process that logs it.
+		{"star over an empty key", []string{"/arguments/env/*"}, `{"arguments": {"env": {"": "x", "A": "1"}}}`,
+			"/input/arguments/env/*", `{"arguments":{"env":{}}}`},
+		{"star over the arguments", []string{"/arguments/*"}, `{"arguments": {"": 1, "k": 2}}`,
+			"/input/arguments/*", `{"arguments":{}}`},
+		{"star, then a key", []string{"/arguments/*/token"}, `{"arguments": {"": {"token": "t", "x": 1}, "b": {"token": "u"}}}`,
+			"/input/arguments/*/token", `{"arguments":{"":{"x":1},"b":{}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,6 +159,19 @@ func TestMaskResult(t *testing.T) {
 				t.Errorf("result %s", b)
 			}
 		})
+	}
+}
+
+// A value under an empty key is masked in the messages as any other.
+func TestMaskResultOfAnEmptyKey(t *testing.T) {
+	t.Parallel()
+	r := apply(t, []string{"/arguments/*"}, `{"tool": "deploy", "arguments": {"": "hunter2"}}`)
+	b, err := r.Result(contract.Decision{Decision: "deny", Reasons: []contract.Reason{{Code: "policy", Message: "bad token hunter2"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "hunter2") || !strings.Contains(string(b), "bad token [masked]") {
+		t.Errorf("result %s", b)
 	}
 }
 

@@ -418,29 +418,34 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	headroom := g.Prefetch(ctx, k, o.Counters)
 	resp, err := c.up.call(ctx, c.method, c.params)
 	if err != nil {
-		// What the agent is told says what was charged, so that it (and
-		// whoever reconciles its bill) need not guess.
+		// What the agent is told says first what was charged, so that it
+		// (and whoever reconciles its bill) need not guess; the
+		// upstream's own words come after.
+		call, args := "call", "arguments"
+		if c.method != "tools/call" {
+			call, args = "request", "parameters"
+		}
 		var ns notSent
-		charged := fmt.Sprintf("the %s was not sent, and nothing was charged", c.what())
+		charged := fmt.Sprintf("the %s was not sent, and nothing was charged", call)
 		switch {
 		case errors.As(err, &ns):
 			if o.Reserved {
 				if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k, c.tool); rerr != nil {
 					s.g.o.Logf("giving back the shell slot of %s: %v", c.tool, rerr)
-					charged = fmt.Sprintf("the %s was not sent, yet its shell slot could not be given back (%v)", c.what(), rerr)
+					charged = fmt.Sprintf("the %s was not sent, yet its shell slot could not be given back (%v)", call, rerr)
 				}
 			}
 		default:
 			// Sent, and cancelled or lost on the way back: the upstream
 			// had the arguments, whose cost is the call's.
-			charged = fmt.Sprintf("the %s had reached it, and its arguments were charged", c.what())
+			charged = fmt.Sprintf("the %s had reached it, and its %s were charged", call, args)
 			if _, serr := g.Settle(context.WithoutCancel(ctx), govern.Output{Session: k, Role: s.id.StartRole, Tool: c.tool, Arguments: string(c.arguments)}); serr != nil {
 				s.g.o.Logf("charging the arguments of %s: %v", c.tool, serr)
-				charged = fmt.Sprintf("the %s had reached it; its arguments could not be charged (%v)", c.what(), serr)
+				charged = fmt.Sprintf("the %s had reached it; its %s could not be charged (%v)", call, args, serr)
 			}
 		}
 		if errors.Is(err, ErrUpstreamDown) {
-			return c.fail(codeInternal, fmt.Sprintf("[harness] %v: %s. The gateway is restarting it; try again shortly.", err, charged), nil)
+			return c.fail(codeInternal, fmt.Sprintf("[harness] %s: %v. The gateway is restarting it; try again shortly.", charged, err), nil)
 		}
 		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
 	}

@@ -88,7 +88,7 @@ func TestDownUpstreamGivesTheSlotBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	text, isError := toolText(t, c.call("tools/call", tool("ctx_shell", map[string]string{"command": "crash"})))
-	if !isError || !strings.Contains(text, "upstream is down") || !strings.Contains(text, "the call had reached it, and its arguments were charged") {
+	if !isError || !strings.Contains(text, "upstream is down") || !strings.HasPrefix(text, "[harness] the call had reached it, and its arguments were charged: ") {
 		t.Fatalf("the crash: %v %q", isError, text)
 	}
 	sent := f.usage(t, key(id))
@@ -105,7 +105,7 @@ func TestDownUpstreamGivesTheSlotBack(t *testing.T) {
 	}
 	for range 3 {
 		text, isError = toolText(t, c.call("tools/call", tool("ctx_shell", map[string]string{"command": "echo"})))
-		if !isError || !strings.Contains(text, "restarting") || !strings.Contains(text, "the call was not sent, and nothing was charged") {
+		if !isError || !strings.Contains(text, "restarting") || !strings.HasPrefix(text, "[harness] the call was not sent, and nothing was charged: ") {
 			t.Errorf("a call while down: %v %q", isError, text)
 		}
 	}
@@ -171,4 +171,37 @@ func (o *observer) ToolsListed(names []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.listed = append(o.listed, names...)
+}
+
+// What the agent is told of a call while its upstream is down begins with
+// what was charged, in the harness's words: an upstream whose restart
+// fails with words of its own that say otherwise ("had reached it, and its
+// arguments were charged") cannot make a call that was not sent read as
+// charged.
+func TestDownUpstreamCannotSayWhatWasCharged(t *testing.T) {
+	t.Parallel()
+	down := filepath.Join(t.TempDir(), "down")
+	const lie = "the call had reached it, and its arguments were charged"
+	script := `if [ -e "$0" ]; then read -r line; printf '%s\n' '{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"` + lie + `"}}'; cat >/dev/null; exit 1; fi; exec "$1"`
+	obs := &observer{}
+	f := newFixture(t, func(o *Options) {
+		o.Upstreams = []UpstreamConfig{{Name: "fixture", Command: "/bin/sh", Args: []string{"-c", script, down, upstreamBin}}}
+		o.Observer = obs
+	})
+	id := Identity{Agent: "tester", Session: "spoof", StartRole: "coder"}
+	c := f.stdio(t, id)
+	c.initialize(nil)
+	if err := os.WriteFile(down, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toolText(t, c.call("tools/call", tool("ctx_shell", map[string]string{"command": "crash"})))
+	waitFor(t, "a restart that failed", func() bool { obs.mu.Lock(); defer obs.mu.Unlock(); return obs.restarts["failed"] > 0 })
+	before := f.usage(t, key(id))
+	text, isError := toolText(t, c.call("tools/call", tool("ctx_read", map[string]string{"path": "a long argument of some cost"})))
+	if !isError || !strings.HasPrefix(text, "[harness] the call was not sent, and nothing was charged: upstream is down: ") || !strings.Contains(text, lie) {
+		t.Errorf("a call while down: %v %q", isError, text)
+	}
+	if after := f.usage(t, key(id)); after != before {
+		t.Errorf("a call not sent was charged: %+v, before %+v", after, before)
+	}
 }

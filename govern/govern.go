@@ -469,6 +469,15 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 		at := g.now()
 		o.DecisionID = events.NewID(at)
 		record := func() {
+			// A defect in recording (a sink's, the log's, a mask's) is
+			// reported, as a log that cannot be written is: it must not
+			// end the process that serves every session. What it had
+			// not written yet (events of crossings) is not written.
+			defer func() {
+				if p := recover(); p != nil {
+					g.onError(fmt.Errorf("recording decision %s: %v", o.DecisionID, p))
+				}
+			}()
 			red := g.recordDecision(o, r, at, in, elapsed, call, source)
 			if o.Reserved {
 				before := o.Counters

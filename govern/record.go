@@ -14,19 +14,13 @@ import (
 	"github.com/agentharness/harness/policy"
 )
 
-// loggedInput is the input as the policy saw it, with the shell policy the
-// engine filled in, and arguments {} for a call without any.
-type loggedInput struct {
-	contract.Input
-	ShellPolicy string `json:"shell_policy"`
-}
-
-// seen is in as the policy saw it (see loggedInput).
-func seen(in contract.Input, shellPolicy string) loggedInput {
+// seen is in as the policy saw it: with the shell policy the engine
+// filled in, and arguments {} for a call without any.
+func seen(in contract.Input, shellPolicy string) events.CallInput {
 	if in.Arguments == nil {
 		in.Arguments = map[string]any{}
 	}
-	return loggedInput{in, shellPolicy}
+	return events.CallInput{Input: in, ShellPolicy: shellPolicy}
 }
 
 // redact is the redaction of the decision whose input is input: what the

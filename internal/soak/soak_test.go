@@ -541,12 +541,13 @@ func judge(t *testing.T, c call, res *mcp.CallToolResult, err error) outcome {
 		}
 		o.class = "refused " + m[1]
 	case strings.Contains(all, " is down") && strings.Contains(all, "restarting"):
-		// The gateway says whether the call had reached the upstream
-		// (its arguments are then charged, and a shell call keeps its
-		// slot) or not (a shell call's slot is given back).
+		// The gateway says first whether the call had reached the
+		// upstream (its arguments are then charged, and a shell call
+		// keeps its slot) or not (a shell call's slot is given back);
+		// the upstream's own words come after.
 		o.class, o.detail = "upstream down", all
 		switch {
-		case strings.Contains(all, "had reached it, and its arguments were charged"):
+		case strings.HasPrefix(all, "[harness] the call had reached it, and its arguments were charged: "):
 			o.class += ", sent: arguments charged"
 			cost, err := prices.Cost("", o.in, 0)
 			if err != nil {
@@ -556,7 +557,7 @@ func judge(t *testing.T, c call, res *mcp.CallToolResult, err error) outcome {
 			if shell {
 				o.charged.shell = 1
 			}
-		case strings.Contains(all, "was not sent, and nothing was charged"):
+		case strings.HasPrefix(all, "[harness] the call was not sent, and nothing was charged: "):
 		default:
 			// Its arguments' charge, or the slot's return, failed: the
 			// slot is read from the counters.
