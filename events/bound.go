@@ -214,6 +214,9 @@ func share(sizes []int, avail int, inOrder bool) []int {
 }
 
 func shrinkArray(n *node, budget int) any {
+	if len(n.kids) == 0 { // [] itself, given less room than its 2 bytes
+		return []any{}
+	}
 	sizes := make([]int, len(n.kids))
 	for i, k := range n.kids {
 		sizes[i] = k.size + 1
@@ -261,7 +264,12 @@ func shrinkObject(n *node, budget int) any {
 			}
 			k = keys[i] + " #" + strconv.Itoa(j)
 		}
-		out[k] = shrink(n.kids[i], budgets[i]-(quotedLen(k)+2))
+		room := budgets[i] - (quotedLen(k) + 2)
+		if room < 0 { // the key leaves its value no room (escaped, or longer for its " #2")
+			dropped++
+			continue
+		}
+		out[k] = shrink(n.kids[i], room)
 	}
 	if dropped > 0 {
 		out["…"] = fmt.Sprintf("%d more keys", dropped)

@@ -43,6 +43,10 @@ func oversized() []struct {
 	for i := range big / 20 {
 		manyKeys[fmt.Sprintf("key-%06d", i)] = "value"
 	}
+	escapedKeys := map[string]any{}
+	for i := range 300 {
+		escapedKeys[fmt.Sprintf("%s%03d", strings.Repeat("<", 60), i)] = []any{}
+	}
 	var deep any = strings.Repeat("x", 1000)
 	for range big / 400 {
 		deep = []any{deep, strings.Repeat("y", 400)}
@@ -64,6 +68,13 @@ func oversized() []struct {
 		{"a long number", in(map[string]any{"n": json.Number(strings.Repeat("9", big))}), plain},
 		{"escapes", in(map[string]any{"text": strings.Repeat("\x01<\"\u2028", big/6)}), plain},
 		{"invalid UTF-8", in(map[string]any{"text": strings.Repeat("\xff", big)}), plain},
+		// An agent's keys that leave their values no room: two long keys
+		// cut to the same text (the second then longer by " #2"), and
+		// keys short enough to be kept whole that escaping makes long,
+		// each over an empty list (its cut once read past its end).
+		{"long keys cut alike over empty lists", in(map[string]any{"pad": strings.Repeat("x", big),
+			strings.Repeat("k", 80) + "1": []any{}, strings.Repeat("k", 80) + "2": []any{}}), plain},
+		{"escaped keys over empty lists", in(escapedKeys), plain},
 		{"a long tool name", map[string]any{"role": "coder", "tool": strings.Repeat("t", big), "session": "s", "agent": "a"},
 			contract.Decision{Decision: "deny", Role: "coder", Tool: strings.Repeat("t", big), Reasons: reasons(1, "no")}},
 	}

@@ -329,3 +329,56 @@ func TestResetEventJSON(t *testing.T) {
 		t.Errorf("switch event: %+v, %v", sw, err)
 	}
 }
+
+// panicky is a result whose JSON panics: a defect while a line is made.
+type panicky struct{}
+
+func (panicky) MarshalJSON() ([]byte, error) { panic("a defect") }
+
+// An entry that cannot be written whole (arguments nested past what the
+// log's decoder reads back when it cuts a long line, as a hook's
+// tool_input may be; a defect) is written without its input, with its
+// decision's outcome and reason codes and none of its messages, and the
+// error is returned: no decision goes unlogged for what an agent put in
+// its arguments.
+func TestDecisionLogWritesWhatItCan(t *testing.T) {
+	t.Parallel()
+	deep := json.RawMessage(`{"pad":"` + strings.Repeat("y", MaxLine) + `","deep":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`)
+	var args any
+	dec := json.NewDecoder(bytes.NewReader(deep))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil {
+		t.Fatal(err)
+	}
+	deny := contract.Decision{Decision: "deny", Reasons: []contract.Reason{{Code: "policy", Message: "the secret hunter2 is refused"}}}
+	for _, tt := range []struct {
+		name   string
+		input  any
+		result any
+		want   string
+	}{
+		{"nested past the decoder", CallInput{Input: contract.Input{Tool: "ctx_shell", Arguments: args}}, deny,
+			`"result":{"decision":"deny","allowed":false,"reasons":[{"code":"policy"}]}`},
+		{"a defect", contract.Input{Tool: "ctx_read"}, panicky{}, `"input":{"…":"[not recorded: the entry could not be written]"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "decisions.jsonl")
+			l, err := OpenDecisionLog(path, DecisionLogOptions{Labels: map[string]string{"app": "test"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			r, _ := (*Mask)(nil).Apply(tt.input)
+			err = l.Log(Entry{DecisionID: "d-1", Path: PathDecision, Timestamp: time.Unix(0, 0).UTC(), Custom: &Custom{Shell: 1}}, r, tt.result)
+			if err == nil || !strings.Contains(err.Error(), "written without its input") {
+				t.Errorf("error %v", err)
+			}
+			raw, _ := os.ReadFile(path)
+			if !json.Valid(bytes.TrimSpace(raw)) || !strings.Contains(string(raw), `"decision_id":"d-1"`) || !strings.Contains(string(raw), `"custom":{"shell":1}`) ||
+				!strings.Contains(string(raw), tt.want) || strings.Contains(string(raw), "hunter2") {
+				t.Errorf("the line: %.400s", raw)
+			}
+		})
+	}
+}

@@ -2,9 +2,12 @@ package events
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/agentharness/harness/contract"
 )
 
 // EventLog is a Sink that appends events to a JSONL file, one event a line.
@@ -130,14 +133,69 @@ func OpenDecisionLog(path string, o DecisionLogOptions) (*DecisionLog, error) {
 // Mask.Apply), and its result, its lists of reasons summarised (see
 // SummariseReasons), marshalled and masked by r; in one line of at most
 // MaxLine bytes (newline included).
-func (l *DecisionLog) Log(e Entry, r *Redaction, result any) error {
-	var err error
+//
+// An entry that cannot be written so (an input the log's decoder refuses,
+// a defect) is still written, without its input and with only the
+// outcome of its result (see unrecorded), and the error is returned: no
+// decision goes unlogged because of what an agent put in its arguments.
+func (l *DecisionLog) Log(e Entry, r *Redaction, result any) (err error) {
+	b, err := l.line(e, r, result)
+	if err != nil {
+		if b, _ = marshalEntry(unrecorded(e, l.labels, result)); b == nil {
+			return err
+		}
+		err = fmt.Errorf("%w (its entry was written without its input)", err)
+	}
+	if werr := l.f.WriteLine(b); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// unrecorded is what an entry that could not be written keeps: its ids,
+// path, time, labels and custom fields, an input that says it is missing,
+// and of a decision its outcome and reason codes (its messages may quote
+// what a mask erases).
+func unrecorded(e Entry, labels map[string]string, result any) *Entry {
+	out := Entry{DecisionID: e.DecisionID, Labels: labels, Path: e.Path, Timestamp: e.Timestamp, Custom: e.Custom,
+		Input: json.RawMessage(`{"…":"[not recorded: the entry could not be written]"}`)}
+	if out.Custom.Empty() {
+		out.Custom = nil
+	}
+	if d, ok := result.(contract.Decision); ok {
+		type code struct {
+			Code string `json:"code"`
+		}
+		var outcome struct {
+			Decision string `json:"decision"`
+			Allowed  bool   `json:"allowed"`
+			Reasons  []code `json:"reasons"`
+		}
+		outcome.Decision, outcome.Allowed, outcome.Reasons = d.Decision, d.Allowed, []code{}
+		for _, r := range d.Reasons {
+			outcome.Reasons = append(outcome.Reasons, code{r.Code})
+		}
+		if b, err := json.Marshal(outcome); err == nil && len(b) < maxJSON/2 {
+			out.Result = b
+		}
+	}
+	return &out
+}
+
+// line is e's line: its input and result masked by r, at most MaxLine
+// bytes; a panic while it is made (a defect) is an error.
+func (l *DecisionLog) line(e Entry, r *Redaction, result any) (b []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			b, err = nil, fmt.Errorf("writing a decision-log entry: %v", p)
+		}
+	}()
 	if e.Input, err = r.Input(); err != nil {
-		return err
+		return nil, err
 	}
 	var erased, masked []string
 	if e.Result, erased, masked, err = r.MaskResult(summarised(result)); err != nil {
-		return err
+		return nil, err
 	}
 	e.Erased, e.Masked = append(slices.Clone(r.Erased()), erased...), masked
 	if e.Custom.Empty() {
@@ -153,14 +211,10 @@ func (l *DecisionLog) Log(e Entry, r *Redaction, result any) error {
 		maps.Copy(labels, e.Labels)
 		e.Labels = labels
 	}
-	b, err := marshalEntry(&e)
-	if err == nil && len(b) > maxJSON {
+	if b, err = marshalEntry(&e); err == nil && len(b) > maxJSON {
 		b, err = boundEntry(e)
 	}
-	if err != nil {
-		return err
-	}
-	return l.f.WriteLine(b)
+	return b, err
 }
 
 // Close closes the file.
