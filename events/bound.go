@@ -314,11 +314,13 @@ func boundEntry(e Entry) ([]byte, error) {
 	}
 	budgets := share([]int{len(e.Input), len(e.Result)}, maxJSON-len(base)+2, false)
 	in, out := e.Input, e.Result
+	// A value the decoder cannot read back (nested past its 10,000
+	// levels: an agent's arguments a level under the input) is cut whole.
 	if in, err = bounded(in, max(budgets[0], minShare)); err != nil {
-		return nil, err
+		in = json.RawMessage(fmt.Sprintf(`{"…":"[cut: %d bytes, nested too deep to read back]"}`, len(e.Input)))
 	}
 	if out, err = bounded(out, max(budgets[1], minShare)); err != nil {
-		return nil, err
+		out = json.RawMessage(fmt.Sprintf(`{"…":"[cut: %d bytes, nested too deep to read back]"}`, len(e.Result)))
 	}
 	e.Input, e.Result = in, out
 	b, err := json.Marshal(e)

@@ -335,12 +335,13 @@ type panicky struct{}
 
 func (panicky) MarshalJSON() ([]byte, error) { panic("a defect") }
 
-// An entry that cannot be written whole (arguments nested past what the
-// log's decoder reads back when it cuts a long line, as a hook's
-// tool_input may be; a defect) is written without its input, with its
-// decision's outcome and reason codes and none of its messages, and the
-// error is returned: no decision goes unlogged for what an agent put in
-// its arguments.
+// A long entry whose input the log's decoder cannot read back to cut it
+// (arguments nested past its 10,000 levels, as a hook's tool_input may
+// be) is written with that input cut whole. One that cannot be written
+// at all (a defect) is written without its input, with its decision's
+// outcome and reason codes and none of its messages, and the error is
+// returned: no decision goes unlogged for what an agent put in its
+// arguments.
 func TestDecisionLogWritesWhatItCan(t *testing.T) {
 	t.Parallel()
 	deep := json.RawMessage(`{"pad":"` + strings.Repeat("y", MaxLine) + `","deep":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`)
@@ -355,11 +356,14 @@ func TestDecisionLogWritesWhatItCan(t *testing.T) {
 		name   string
 		input  any
 		result any
-		want   string
+		want   string // in the line
+		whole  bool   // the entry is written whole, its input cut
 	}{
 		{"nested past the decoder", CallInput{Input: contract.Input{Tool: "ctx_shell", Arguments: args}}, deny,
-			`"result":{"decision":"deny","allowed":false,"reasons":[{"code":"policy"}]}`},
-		{"a defect", contract.Input{Tool: "ctx_read"}, panicky{}, `"input":{"…":"[not recorded: the entry could not be written]"}`},
+			`"input":{"…":"[cut: ` + fmt.Sprint(len(deep)+len(`{"role":"","tool":"ctx_shell","upstream":"","upstream_tool":"","arguments":,"budget":{"tokens":0,"shell":0,"cost_micros":0},"session":"","agent":"","project":"","shell_policy":""}`)) +
+				` bytes, nested too deep to read back]"}`, true},
+		{"a defect", contract.Input{Tool: "ctx_read"}, panicky{}, `"input":{"…":"[not recorded: the entry could not be written]"}`, false},
+		{"a defect, of a decision", panicky{}, deny, `"result":{"decision":"deny","allowed":false,"reasons":[{"code":"policy"}]}`, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -371,12 +375,12 @@ func TestDecisionLogWritesWhatItCan(t *testing.T) {
 			defer l.Close()
 			r, _ := (*Mask)(nil).Apply(tt.input)
 			err = l.Log(Entry{DecisionID: "d-1", Path: PathDecision, Timestamp: time.Unix(0, 0).UTC(), Custom: &Custom{Shell: 1}}, r, tt.result)
-			if err == nil || !strings.Contains(err.Error(), "written without its input") {
+			if tt.whole && err != nil || !tt.whole && (err == nil || !strings.Contains(err.Error(), "written without its input")) {
 				t.Errorf("error %v", err)
 			}
 			raw, _ := os.ReadFile(path)
 			if !json.Valid(bytes.TrimSpace(raw)) || !strings.Contains(string(raw), `"decision_id":"d-1"`) || !strings.Contains(string(raw), `"custom":{"shell":1}`) ||
-				!strings.Contains(string(raw), tt.want) || strings.Contains(string(raw), "hunter2") {
+				!strings.Contains(string(raw), tt.want) || strings.Contains(string(raw), "hunter2") != tt.whole {
 				t.Errorf("the line: %.400s", raw)
 			}
 		})
