@@ -69,6 +69,8 @@ const (
 	maxKey = 64
 	// reserve is room kept for the item that says how many more there were.
 	reserve = 48
+	// minCut is the most a cut value takes: its marker, quoted.
+	minCut = 32
 )
 
 // node is a decoded JSON value with the length of its encoding.
@@ -245,7 +247,7 @@ func shrinkObject(n *node, budget int) any {
 	sizes := make([]int, len(n.keys))
 	for i, k := range n.keys {
 		keys[i] = k
-		if len(k) > maxKey {
+		if quotedLen(k) > maxKey+2 { // long as written (escapes count)
 			keys[i] = cutString(k, maxKey)
 		}
 		sizes[i] = quotedLen(keys[i]) + 2 + n.kids[i].size
@@ -264,8 +266,11 @@ func shrinkObject(n *node, budget int) any {
 			}
 			k = keys[i] + " #" + strconv.Itoa(j)
 		}
+		// A key that leaves its value less room than the value's cut
+		// takes (a marker), or its whole value if shorter, is dropped:
+		// values cut past their room would together pass the line's.
 		room := budgets[i] - (quotedLen(k) + 2)
-		if room < 0 { // the key leaves its value no room (escaped, or longer for its " #2")
+		if room < min(n.kids[i].size, minCut) {
 			dropped++
 			continue
 		}
@@ -313,7 +318,7 @@ func boundEntry(e Entry) ([]byte, error) {
 		return nil, err
 	}
 	budgets := share([]int{len(e.Input), len(e.Result)}, maxJSON-len(base)+2, false)
-	in, out := e.Input, e.Result
+	in, out, result := e.Input, e.Result, e.Result
 	// A value the decoder cannot read back (nested past its 10,000
 	// levels: an agent's arguments a level under the input) is cut whole.
 	if in, err = bounded(in, max(budgets[0], minShare)); err != nil {
@@ -327,9 +332,13 @@ func boundEntry(e Entry) ([]byte, error) {
 	if err != nil || len(b) <= maxJSON {
 		return b, err
 	}
-	// Only labels or metrics beyond reason could get here: keep the ids.
+	// Only labels or metrics beyond reason could get here: keep the ids,
+	// and of a decision its outcome.
 	e.Input = json.RawMessage(fmt.Sprintf(`{"…":"[cut: %d bytes]"}`, len(in)))
 	e.Result = json.RawMessage(fmt.Sprintf(`{"…":"[cut: %d bytes]"}`, len(out)))
+	if o := outcomeOf(result); o != nil {
+		e.Result = o
+	}
 	e.Erased, e.Masked, e.Labels, e.Metrics, e.Bundles = nil, nil, nil, nil, nil
 	return json.Marshal(e)
 }
@@ -348,4 +357,30 @@ func boundEvent(e Event, b []byte) ([]byte, error) {
 	}
 	return json.Marshal(Event{ID: e.ID, Type: Type(cut(string(e.Type))), Time: e.Time,
 		Session: cut(e.Session), Agent: cut(e.Agent), Role: cut(e.Role), Shadow: e.Shadow})
+}
+
+// outcomeOf is what a decision's result says of its outcome: the decision,
+// whether it is allowed, and its reasons' codes (not their messages, which
+// may quote what a mask erases); nil for another result, or one that
+// cannot be read.
+func outcomeOf(result json.RawMessage) json.RawMessage {
+	type code struct {
+		Code string `json:"code"`
+	}
+	var d struct {
+		Decision string `json:"decision"`
+		Allowed  bool   `json:"allowed"`
+		Reasons  []code `json:"reasons"`
+	}
+	if json.Unmarshal(result, &d) != nil || d.Decision == "" {
+		return nil
+	}
+	if d.Reasons == nil {
+		d.Reasons = []code{}
+	}
+	b, err := json.Marshal(d)
+	if err != nil || len(b) > maxJSON/2 {
+		return nil
+	}
+	return b
 }

@@ -364,6 +364,7 @@ func TestDecisionLogWritesWhatItCan(t *testing.T) {
 				` bytes, nested too deep to read back]"}`, true},
 		{"a defect", contract.Input{Tool: "ctx_read"}, panicky{}, `"input":{"…":"[not recorded: the entry could not be written]"}`, false},
 		{"a defect, of a decision", panicky{}, deny, `"result":{"decision":"deny","allowed":false,"reasons":[{"code":"policy"}]}`, false},
+		{"a time JSON cannot hold", contract.Input{Tool: "ctx_read"}, deny, `"timestamp":"0001-01-01T00:00:00Z"`, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -374,7 +375,11 @@ func TestDecisionLogWritesWhatItCan(t *testing.T) {
 			}
 			defer l.Close()
 			r, _ := (*Mask)(nil).Apply(tt.input)
-			err = l.Log(Entry{DecisionID: "d-1", Path: PathDecision, Timestamp: time.Unix(0, 0).UTC(), Custom: &Custom{Shell: 1}}, r, tt.result)
+			at := time.Unix(0, 0).UTC()
+			if strings.Contains(tt.name, "time") {
+				at = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+			}
+			err = l.Log(Entry{DecisionID: "d-1", Path: PathDecision, Timestamp: at, Custom: &Custom{Shell: 1}}, r, tt.result)
 			if tt.whole && err != nil || !tt.whole && (err == nil || !strings.Contains(err.Error(), "written without its input")) {
 				t.Errorf("error %v", err)
 			}

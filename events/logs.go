@@ -157,7 +157,11 @@ func (l *DecisionLog) Log(e Entry, r *Redaction, result any) (err error) {
 // and of a decision its outcome and reason codes (its messages may quote
 // what a mask erases).
 func unrecorded(e Entry, labels map[string]string, result any) *Entry {
-	out := Entry{DecisionID: e.DecisionID, Labels: labels, Path: e.Path, Timestamp: e.Timestamp, Custom: e.Custom,
+	ts := e.Timestamp.UTC() // a time JSON can hold, whatever e's
+	if y := ts.Year(); y < 0 || y > 9999 {
+		ts = time.Time{}
+	}
+	out := Entry{DecisionID: e.DecisionID, Labels: labels, Path: e.Path, Timestamp: ts, Custom: e.Custom,
 		Input: json.RawMessage(`{"…":"[not recorded: the entry could not be written]"}`)}
 	if out.Custom.Empty() {
 		out.Custom = nil

@@ -321,6 +321,9 @@ func arguments(input gjson.Result) (any, error) {
 	if !input.Exists() || input.Type == gjson.Null {
 		return nil, nil
 	}
+	if n := nesting(input.Raw); n > maxArgumentsDepth {
+		return nil, fmt.Errorf("nested %d levels deep, past %d", n, maxArgumentsDepth)
+	}
 	dec := json.NewDecoder(strings.NewReader(input.Raw))
 	dec.UseNumber()
 	if input.IsObject() {
@@ -331,6 +334,35 @@ func arguments(input gjson.Result) (any, error) {
 	var v any
 	err := dec.Decode(&v)
 	return v, err
+}
+
+// maxArgumentsDepth is how deeply a call's arguments may nest: as deep as
+// the gateway admits them (its messages nest at most 10,000 levels, the
+// arguments three under the top). The decision log holds them two levels
+// under its line, which must stay within what a JSON decoder reads back
+// (10,000 levels), or the line is one that tools skip.
+const maxArgumentsDepth = 9997
+
+// nesting is how deeply raw, valid JSON, nests its arrays and objects.
+func nesting(raw string) int {
+	depth, most := 0, 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			if depth++; depth > most {
+				most = depth
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return most
 }
 
 // post charges a finished call (event PostToolUse or PostToolUseFailure):
