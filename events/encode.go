@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentharness/harness/contract"
+	"github.com/agentharness/harness/internal/jsonstr"
 )
 
 // appendEntry appends e's JSON to dst, byte for byte what json.Marshal
@@ -116,56 +116,8 @@ func appendEntry(dst []byte, e *Entry) (out []byte, ok bool) {
 	return append(dst, '}'), true
 }
 
-// appendString appends s as a JSON string as encoding/json writes one: the
-// HTML characters <, > and & escaped, as are U+2028 and U+2029; control
-// characters as \b, \f, \n, \r, \t or \u00XX; each byte that is not part
-// of valid UTF-8 replaced by U+FFFD.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(append(dst, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(append(dst, s[start:]...), '"')
-}
+// appendString appends s as a JSON string, as encoding/json writes one.
+func appendString(dst []byte, s string) []byte { return jsonstr.Append(dst, s) }
 
 // marshalEntry is e's line: appendEntry, or json.Marshal where it cannot.
 func marshalEntry(e *Entry) ([]byte, error) {
