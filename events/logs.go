@@ -167,20 +167,8 @@ func unrecorded(e Entry, labels map[string]string, result any) *Entry {
 		out.Custom = nil
 	}
 	if d, ok := result.(contract.Decision); ok {
-		type code struct {
-			Code string `json:"code"`
-		}
-		var outcome struct {
-			Decision string `json:"decision"`
-			Allowed  bool   `json:"allowed"`
-			Reasons  []code `json:"reasons"`
-		}
-		outcome.Decision, outcome.Allowed, outcome.Reasons = d.Decision, d.Allowed, []code{}
-		for _, r := range d.Reasons {
-			outcome.Reasons = append(outcome.Reasons, code{r.Code})
-		}
-		if b, err := json.Marshal(outcome); err == nil && len(b) < maxJSON/2 {
-			out.Result = b
+		if b, err := json.Marshal(d); err == nil {
+			out.Result = outcomeOf(b)
 		}
 	}
 	return &out
