@@ -134,8 +134,8 @@ func OpenDecisionLog(path string, o DecisionLogOptions) (*DecisionLog, error) {
 // SummariseReasons), marshalled and masked by r; in one line of at most
 // MaxLine bytes (newline included).
 //
-// An entry that cannot be written so (an input the log's decoder refuses,
-// a defect) is still written, without its input and with only the
+// An entry that cannot be written so (a time JSON cannot hold, a defect)
+// is still written, without its input and with only the
 // outcome of its result (see unrecorded), and the error is returned: no
 // decision goes unlogged because of what an agent put in its arguments.
 func (l *DecisionLog) Log(e Entry, r *Redaction, result any) (err error) {
