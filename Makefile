@@ -227,6 +227,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzCacheAgrees -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzQuickAgreesWithTheRules -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzPlanAgrees -fuzztime $(FUZZTIME) ./policy/plan
+	go test -run '^$$' -fuzz FuzzShortcutsAreOPAs -fuzztime $(FUZZTIME) ./policy/plan
 	go test -run '^$$' -fuzz FuzzViewsAgree -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzSuspectCoversProtection -fuzztime $(FUZZTIME) ./policy
 	go test -run '^$$' -fuzz FuzzMatcherRegex -fuzztime $(FUZZTIME) ./compiler

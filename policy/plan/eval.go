@@ -550,6 +550,12 @@ func (e *evaluation) builtin(s *stmt, L []*ast.Term) (*ast.Term, error) {
 			}
 		}
 	}
+	if s.bi.short != nil {
+		if answer := s.bi.short(args); answer != nil {
+			clear(args)
+			return answer, nil
+		}
+	}
 	e.out, e.all, e.relation, e.relTerms = nil, nil, s.bi.relation, 0
 	e.bctx.Location = s.at
 	err := s.bi.f(e.bctx, args, e.yield_)

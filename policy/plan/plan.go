@@ -171,6 +171,9 @@ type builtin struct {
 	relation bool
 	// memo: its answers are kept across evaluations (see matches).
 	memo bool
+	// short answers the calls whose answer it knows to be OPA's (see
+	// shortcuts); nil, every call is OPA's implementation's.
+	short func(args []*ast.Term) *ast.Term
 }
 
 // impure are built-ins whose answer depends on more than their arguments
@@ -206,7 +209,7 @@ func build(p *ir.Policy) (*Program, error) {
 		if !ok || f == nil || decl.Nondeterministic || impure[d.Name] {
 			return nil, fmt.Errorf("%w: built-in %s", ErrUnsupported, d.Name)
 		}
-		b.builtins[d.Name] = &builtin{name: d.Name, f: f, relation: decl.Relation, memo: memoised[d.Name]}
+		b.builtins[d.Name] = &builtin{name: d.Name, f: f, relation: decl.Relation, memo: memoised[d.Name], short: shortcuts[d.Name]}
 	}
 	if p.Funcs != nil {
 		for i, f := range p.Funcs.Funcs {

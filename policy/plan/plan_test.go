@@ -229,6 +229,11 @@ x := [
 		[]string{`{"p": "^a", "s": "abc", "list": ["a", "b"]}`, `{"p": "^b", "s": "abc", "list": ["a", "b"]}`,
 			`{"p": "^a", "s": "bcd", "list": ["b", "a"]}`, `{"p": "(", "s": "abc"}`, `{"p": "^a", "s": "abc", "list": ["a", "b"]}`,
 			`{"p": "c$", "s": "abc", "list": [1, "xc"]}`, `{"p": "^a", "s": 7}`}},
+	{"division, a zero dividend taking the shortcut", `package t
+x := [input.a / input.b, 0 / input.b]`,
+		[]string{`{"a": 0, "b": 5}`, `{"a": 0, "b": 1}`, `{"a": 0, "b": 2147483647}`, `{"a": 0, "b": 2147483648}`,
+			`{"a": -0, "b": 5}`, `{"a": 0.0, "b": 5}`, `{"a": 0, "b": -3}`, `{"a": 0, "b": 0}`, `{"a": 0, "b": 0.5}`,
+			`{"a": 0, "b": 1e2}`, `{"a": 6, "b": 3}`, `{"a": 7, "b": 2}`, `{"a": 0, "b": "5"}`, `{"a": "0", "b": 5}`}},
 	{"undefined", `package t
 x := 1 if input.yes`,
 		[]string{`{"yes": true}`, `{"yes": false}`, `{}`}},
