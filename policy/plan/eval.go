@@ -32,6 +32,10 @@ var noMetrics = metrics.NoOp()
 // with two different values, an object with two values for one key.
 var ErrConflict = errors.New("conflicting values")
 
+// errSharedSet is a defect: an add to the empty set the evaluations share
+// (see shareEmptySets). The evaluation fails rather than change it.
+var errSharedSet = errors.New("an add to the shared empty set")
+
 // Eval evaluates the query on input. It returns the value of the query's
 // one expression, nil when the query is undefined, and an error for a
 // conflict, a built-in's error (built-in errors are strict, as the
@@ -386,6 +390,9 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 			v := e.get(L, s.a)
 			if !ok || v == nil {
 				return e.fail(fmt.Errorf("%s: add to %v", where(s), L[s.b]))
+			}
+			if e.prog.emptySet != 0 && L[s.b] == e.prog.consts[-1-e.prog.emptySet] {
+				return e.fail(fmt.Errorf("%s: %w", where(s), errSharedSet))
 			}
 			set.Add(v)
 		case kWith:

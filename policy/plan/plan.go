@@ -91,6 +91,9 @@ type Program struct {
 	// most members of an object made at once.
 	maxArgs, maxItems int
 	matches           matches
+	// emptySet is the operand of the empty set every evaluation shares
+	// (see shareEmptySets; 0: none).
+	emptySet int32
 }
 
 // function is one planned function: a rule, a Rego function, or a part of
@@ -234,6 +237,7 @@ func build(p *ir.Policy) (*Program, error) {
 				fn.blocks = append(fn.blocks, rb)
 			}
 			fn.locals = b.max + 1
+			b.shareEmptySets(fn.blocks)
 		}
 	}
 	b.max = int(ir.Data)
@@ -245,7 +249,61 @@ func build(p *ir.Policy) (*Program, error) {
 		b.prog.blocks = append(b.prog.blocks, rb)
 	}
 	b.prog.locals = b.max + 1
+	b.shareEmptySets(b.prog.blocks)
 	return b.prog, nil
+}
+
+// shareEmptySets makes every empty set the function (blocks) makes in a
+// local it never adds to (the plan of a literal set(), as in x != set())
+// one set, made once, where the plan makes one each time: the making
+// becomes an assignment of the shared set. Nothing changes a set but an
+// add, and the function adds to none of those locals; should a local
+// that holds the shared set still be added to (another local given it
+// first), the add fails the evaluation (see kSetAdd), whose caller then
+// asks topdown.
+func (b *builder) shareEmptySets(blocks []*block) {
+	added := map[int32]bool{}
+	var adds func(bl *block)
+	adds = func(bl *block) {
+		for i := range bl.stmts {
+			s := &bl.stmts[i]
+			if s.kind == kSetAdd {
+				added[s.b] = true
+			}
+			for _, inner := range s.blocks {
+				adds(inner)
+			}
+			if s.body != nil {
+				adds(s.body)
+			}
+		}
+	}
+	var share func(bl *block)
+	share = func(bl *block) {
+		for i := range bl.stmts {
+			s := &bl.stmts[i]
+			for _, inner := range s.blocks {
+				share(inner)
+			}
+			if s.body != nil {
+				share(s.body)
+			}
+			if s.kind != kMakeSet || added[s.b] {
+				continue
+			}
+			if b.prog.emptySet == 0 {
+				b.prog.consts = append(b.prog.consts, ast.NewTerm(ast.NewSet()))
+				b.prog.emptySet = -int32(len(b.prog.consts))
+			}
+			*s = stmt{kind: kAssignVar, a: b.prog.emptySet, b: s.b, loc: s.loc}
+		}
+	}
+	for _, bl := range blocks {
+		adds(bl)
+	}
+	for _, bl := range blocks {
+		share(bl)
+	}
 }
 
 // builder resolves statements: functions and built-ins by name, operands

@@ -234,6 +234,14 @@ x := [input.a / input.b, 0 / input.b]`,
 		[]string{`{"a": 0, "b": 5}`, `{"a": 0, "b": 1}`, `{"a": 0, "b": 2147483647}`, `{"a": 0, "b": 2147483648}`,
 			`{"a": -0, "b": 5}`, `{"a": 0.0, "b": 5}`, `{"a": 0, "b": -3}`, `{"a": 0, "b": 0}`, `{"a": 0, "b": 0.5}`,
 			`{"a": 0, "b": 1e2}`, `{"a": 6, "b": 3}`, `{"a": 7, "b": 2}`, `{"a": 0, "b": "5"}`, `{"a": "0", "b": 5}`}},
+	{"empty sets: literals shared, sets added to made each time", `package t
+s contains v if some v in input.list
+e := set() if input.none
+x := [count(s), s != set(), input.v != set(), input.v == set(), e, {y | some y in input.list; y > 1} == set()] if {
+	some name
+	data.t.roles[name].allowed != set()
+}`,
+		[]string{`{"list": [1, 2], "v": [], "none": true}`, `{"list": [], "v": {}}`, `{"list": [0], "v": []}`, `{"v": 1}`, `{}`}},
 	{"undefined", `package t
 x := 1 if input.yes`,
 		[]string{`{"yes": true}`, `{"yes": false}`, `{}`}},

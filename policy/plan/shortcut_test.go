@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -117,4 +118,53 @@ func usesShortcut(b *block) bool {
 		}
 	}
 	return false
+}
+
+// The empty set literals of a plan are one set, which no evaluation
+// changes: an add to it fails the evaluation instead.
+func TestEmptySetsAreShared(t *testing.T) {
+	_, p, err := fixture(t, "package t\ns contains 1 if input.a\nx if { s != set(); input.b != set() }", "data.t.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	makes, shared := 0, 0
+	for _, f := range p.funcs {
+		for _, b := range f.blocks {
+			forStmts(b, func(s *stmt) {
+				switch {
+				case s.kind == kMakeSet:
+					makes++
+				case s.kind == kAssignVar && p.emptySet != 0 && s.a == p.emptySet:
+					shared++
+				}
+			})
+		}
+	}
+	if makes != 1 || shared != 2 {
+		t.Fatalf("%d sets made (want 1, the one added to), %d shared (want 2)", makes, shared)
+	}
+
+	// A plan that adds to a local given the shared set (none OPA
+	// plans) fails, and leaves the set empty.
+	bad := &Program{consts: append(p.consts[:len(p.consts):len(p.consts)], ast.IntNumberTerm(1)), emptySet: p.emptySet, locals: 3}
+	one := -int32(len(bad.consts))
+	bad.blocks = []*block{{stmts: []stmt{{kind: kAssignVar, a: p.emptySet, b: 2}, {kind: kSetAdd, a: one, b: 2}}}}
+	if _, err := bad.Eval(context.Background(), ast.NewObject(), Options{}); !errors.Is(err, errSharedSet) {
+		t.Fatalf("an add to the shared set: %v, want %v", err, errSharedSet)
+	}
+	if n := p.consts[-1-p.emptySet].Value.(ast.Set).Len(); n != 0 {
+		t.Fatalf("the shared set has %d members", n)
+	}
+}
+
+func forStmts(b *block, f func(*stmt)) {
+	for i := range b.stmts {
+		f(&b.stmts[i])
+		for _, inner := range b.stmts[i].blocks {
+			forStmts(inner, f)
+		}
+		if b.stmts[i].body != nil {
+			forStmts(b.stmts[i].body, f)
+		}
+	}
 }
