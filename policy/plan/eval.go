@@ -391,7 +391,7 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 			if !ok || v == nil {
 				return e.fail(fmt.Errorf("%s: add to %v", where(s), L[s.b]))
 			}
-			if e.prog.emptySet != 0 && L[s.b] == e.prog.consts[-1-e.prog.emptySet] {
+			if e.prog.emptySet != 0 && set == e.prog.consts[-1-e.prog.emptySet].Value {
 				return e.fail(fmt.Errorf("%s: %w", where(s), errSharedSet))
 			}
 			set.Add(v)
