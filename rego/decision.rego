@@ -20,7 +20,12 @@ package harness
 # grid of calls, FuzzQuickAgreesWithTheRules over arbitrary ones. Each rule
 # reads the call itself, in the order that fails a call of another kind
 # soonest: one helper rule that read it for all of them cost more than
-# the repetition (its value built, cached and taken apart).
+# the repetition (its value built, cached and taken apart). One check is
+# shared: _budget_quiet, a rule of no value that the plan works out once,
+# comes first in every rule but that of the levels, so a call past a
+# threshold (a warning, a refusal by the budget) fails them all at once
+# (13-17% fewer statements for those calls; an allowed call pays about
+# 25 more, the rule's call and its own reads).
 decision := {
 	"decision": "allow",
 	"allowed": true,
@@ -42,6 +47,7 @@ decision := {
 	# Allowed, a tool that is neither exempt nor a shell tool: the role's
 	# lists allow it and ask for no approval (rule 2), every dimension is
 	# below its thresholds (rule 5), and nothing else speaks.
+	_budget_quiet
 	r := data.harness.roles[input.role]
 	t := input.tool
 	is_string(t)
@@ -57,17 +63,8 @@ decision := {
 	th := r.thresholds
 	b := input.budget
 	tokens := b.tokens
-	tokens >= 0
-	tokens < th.tokens.ok_below
-	tokens == floor(tokens)
 	shell := b.shell
-	shell >= 0
-	shell < th.shell.ok_below
-	shell == floor(shell)
 	cost := b.cost_micros
-	cost >= 0
-	cost < th.cost.ok_below
-	cost == floor(cost)
 	t != ""
 	up := input.upstream
 	is_string(up)
@@ -91,6 +88,7 @@ decision := {
 } if {
 	# Allowed, a shell tool: as above, under a shell policy that allows it
 	# (rule 3) and within the shell budget (rule 7).
+	_budget_quiet
 	r := data.harness.roles[input.role]
 	t := input.tool
 	is_string(t)
@@ -107,18 +105,9 @@ decision := {
 	th := r.thresholds
 	b := input.budget
 	tokens := b.tokens
-	tokens >= 0
-	tokens < th.tokens.ok_below
-	tokens == floor(tokens)
 	shell := b.shell
-	shell >= 0
-	shell < th.shell.ok_below
 	shell < object.get(th.shell, "admits", shell + 1)
-	shell == floor(shell)
 	cost := b.cost_micros
-	cost >= 0
-	cost < th.cost.ok_below
-	cost == floor(cost)
 	t != ""
 	up := input.upstream
 	is_string(up)
@@ -143,21 +132,12 @@ decision := {
 	# Refused by the role's lists (rule 2, before every other reason of
 	# the harness's own), every dimension below its thresholds, so no
 	# warning.
+	_budget_quiet
 	r := data.harness.roles[input.role]
-	th := r.thresholds
 	b := input.budget
 	tokens := b.tokens
-	tokens >= 0
-	tokens < th.tokens.ok_below
-	tokens == floor(tokens)
 	shell := b.shell
-	shell >= 0
-	shell < th.shell.ok_below
-	shell == floor(shell)
 	cost := b.cost_micros
-	cost >= 0
-	cost < th.cost.ok_below
-	cost == floor(cost)
 	t := input.tool
 	is_string(t)
 	ut := input.upstream_tool
@@ -186,21 +166,12 @@ decision := {
 	"agent_budget": null,
 } if {
 	# An exempt tool (rule 1), every dimension below its thresholds.
+	_budget_quiet
 	r := data.harness.roles[input.role]
-	th := r.thresholds
 	b := input.budget
 	tokens := b.tokens
-	tokens >= 0
-	tokens < th.tokens.ok_below
-	tokens == floor(tokens)
 	shell := b.shell
-	shell >= 0
-	shell < th.shell.ok_below
-	shell == floor(shell)
 	cost := b.cost_micros
-	cost >= 0
-	cost < th.cost.ok_below
-	cost == floor(cost)
 	t := input.tool
 	is_string(t)
 	up := input.upstream
@@ -291,6 +262,7 @@ decision := {
 } if {
 	# A call the rules above would allow, of which a custom policy says
 	# something: refused by its denies, else warned of its warnings.
+	_budget_quiet
 	r := data.harness.roles[input.role]
 	t := input.tool
 	is_string(t)
@@ -303,20 +275,10 @@ decision := {
 	c := data.harness.config
 	not object.get(c.exempt_by_origin, [up, t], false)
 	is_object(input.arguments)
-	th := r.thresholds
 	b := input.budget
 	tokens := b.tokens
-	tokens >= 0
-	tokens < th.tokens.ok_below
-	tokens == floor(tokens)
 	shell := b.shell
-	shell >= 0
-	shell < th.shell.ok_below
-	shell == floor(shell)
 	cost := b.cost_micros
-	cost >= 0
-	cost < th.cost.ok_below
-	cost == floor(cost)
 	data.harness.schema_version == supported_schema
 	not data.harness.agents[input.agent]
 	not data.harness.agents["*"]
@@ -336,6 +298,30 @@ _plain if {
 	not data.harness.agents[input.agent]
 	not data.harness.agents["*"]
 	not _custom_speaks
+}
+
+# Every dimension of the call's usage is below its warning threshold, and
+# as the engine sends it (a whole number, at least 0): what the rules of
+# allowed calls, refusals by the lists, exempt tools and custom policies
+# above all need. A rule, which the plan works out once for all of them:
+# a call whose usage is past a threshold (a warning, a refusal by the
+# budget) fails each of them at once, and the rule of the levels decides
+# it.
+_budget_quiet if {
+	th := data.harness.roles[input.role].thresholds
+	b := input.budget
+	tokens := b.tokens
+	tokens >= 0
+	tokens < th.tokens.ok_below
+	tokens == floor(tokens)
+	shell := b.shell
+	shell >= 0
+	shell < th.shell.ok_below
+	shell == floor(shell)
+	cost := b.cost_micros
+	cost >= 0
+	cost < th.cost.ok_below
+	cost == floor(cost)
 }
 
 _custom_speaks if {
