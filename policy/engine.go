@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -479,16 +480,16 @@ func inputValue(in contract.Input, shellPolicy string) (ast.Value, error) {
 		args = v
 	}
 	obj := ast.NewObject(
-		ast.Item(inputKeys.role, ast.StringTerm(in.Role)),
-		ast.Item(inputKeys.tool, ast.StringTerm(in.Tool)),
-		ast.Item(inputKeys.upstream, ast.StringTerm(in.Upstream)),
-		ast.Item(inputKeys.upstreamTool, ast.StringTerm(in.UpstreamTool)),
+		ast.Item(inputKeys.role, names.term(in.Role)),
+		ast.Item(inputKeys.tool, names.term(in.Tool)),
+		ast.Item(inputKeys.upstream, names.term(in.Upstream)),
+		ast.Item(inputKeys.upstreamTool, names.term(in.UpstreamTool)),
 		ast.Item(inputKeys.arguments, ast.NewTerm(args)),
-		ast.Item(inputKeys.shellPolicy, ast.StringTerm(shellPolicy)),
+		ast.Item(inputKeys.shellPolicy, names.term(shellPolicy)),
 		ast.Item(inputKeys.budget, usageTerm(in.Budget)),
-		ast.Item(inputKeys.session, ast.StringTerm(in.Session)),
-		ast.Item(inputKeys.agent, ast.StringTerm(in.Agent)),
-		ast.Item(inputKeys.project, ast.StringTerm(in.Project)),
+		ast.Item(inputKeys.session, names.term(in.Session)),
+		ast.Item(inputKeys.agent, names.term(in.Agent)),
+		ast.Item(inputKeys.project, names.term(in.Project)),
 	)
 	if in.AgentBudget != nil {
 		obj.Insert(inputKeys.agentBudget, usageTerm(*in.AgentBudget))
@@ -506,6 +507,40 @@ var inputKeys = struct {
 	ast.StringTerm("arguments"), ast.StringTerm("shell_policy"), ast.StringTerm("budget"), ast.StringTerm("session"),
 	ast.StringTerm("agent"), ast.StringTerm("project"), ast.StringTerm("agent_budget"),
 	ast.StringTerm("tokens"), ast.StringTerm("shell"), ast.StringTerm("cost_micros"),
+}
+
+// names keeps the terms of the strings inputs repeat: a session's role,
+// tool, session, agent and project names (see nameTerms).
+var names nameTerms
+
+// maxNameTerm is the longest string nameTerms keeps.
+const maxNameTerm = 256
+
+// nameTerms keeps a term for each of the strings it was last asked for:
+// a term is not changed once made, so every input can hold the same, and
+// a decision makes two allocations fewer for each of its names. Each
+// string has a slot of a fixed table, chosen by its hash, which keeps the
+// last string that fell in it: bounded whatever strings an agent sends,
+// and a string another replaced is made again.
+type nameTerms struct {
+	once  sync.Once
+	seed  maphash.Seed
+	slots [512]atomic.Pointer[ast.Term]
+}
+
+// term is s's term.
+func (n *nameTerms) term(s string) *ast.Term {
+	if len(s) > maxNameTerm {
+		return ast.StringTerm(s)
+	}
+	n.once.Do(func() { n.seed = maphash.MakeSeed() })
+	slot := &n.slots[maphash.String(n.seed, s)%uint64(len(n.slots))]
+	if t := slot.Load(); t != nil && string(t.Value.(ast.String)) == s {
+		return t
+	}
+	t := ast.StringTerm(s)
+	slot.Store(t)
+	return t
 }
 
 // usageTerm is a usage as the policy reads input.budget.
