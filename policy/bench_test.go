@@ -12,6 +12,7 @@ import (
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/testroles"
+	"github.com/agentharness/harness/policy/plan"
 	"github.com/agentharness/harness/roles"
 )
 
@@ -105,6 +106,7 @@ func BenchmarkDecide(b *testing.B) {
 					b.Fatal(err)
 				}
 			})
+			b.ReportMetric(float64(statements(b, e, tt.in)), "statements")
 		})
 		b.Run("topdown/"+tt.want+"/"+tt.name, func(b *testing.B) {
 			p50(b, func(int) {
@@ -127,6 +129,27 @@ func BenchmarkDecide(b *testing.B) {
 			})
 		})
 	}
+}
+
+// statements is how many statements of the decision's plan deciding in
+// runs: the evaluation's work, which unlike its time is the same on every
+// run and every machine.
+func statements(tb testing.TB, e *Engine, in contract.Input) int64 {
+	tb.Helper()
+	l := e.cur.Load()
+	p, err := l.waitPlan(Query)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v, err := inputValue(in, l.shellPolicy(in.Role))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var n int64
+	if _, err := p.Eval(context.Background(), v, plan.Options{Values: l.values, Steps: &n}); err != nil {
+		tb.Fatal(err)
+	}
+	return n
 }
 
 // p50 runs f in b's loop, reporting allocations and the median duration of

@@ -23,6 +23,10 @@ type Options struct {
 	// Cancel, when set, ends built-ins that look at it (as topdown's do);
 	// unset, Eval makes one that ctx's end cancels.
 	Cancel topdown.Cancel
+	// Steps, when set, has the statements the evaluation ran added to
+	// it: a measure of its work that, unlike its time, is the same on
+	// every run and every machine.
+	Steps *int64
 }
 
 // noMetrics is the built-ins' metrics: counted by no one.
@@ -50,6 +54,9 @@ func (p *Program) Eval(ctx context.Context, input ast.Value, opts Options) (v as
 			// Its state is whatever the panic left: not reused.
 			v, err = nil, fmt.Errorf("plan evaluation failed: %v", r)
 			return
+		}
+		if opts.Steps != nil {
+			*opts.Steps += e.steps
 		}
 		e.release()
 	}()
@@ -183,6 +190,8 @@ type evaluation struct {
 	// a statement costs is not known before it runs (a with copies the
 	// input, a built-in may format or copy all of an agent's arguments).
 	ended *atomic.Bool
+	// steps counts the statements run (see Options.Steps).
+	steps int64
 	// stack holds the locals of the calls in progress.
 	stack []*ast.Term
 	cache builtins.Cache
@@ -234,6 +243,7 @@ func (e *evaluation) get(L []*ast.Term, o int32) *ast.Term {
 func (e *evaluation) block(b *block, L []*ast.Term) int {
 	for i := range b.stmts {
 		s := &b.stmts[i]
+		e.steps++
 		if e.ended.Load() {
 			return e.fail(e.ctx.Err())
 		}

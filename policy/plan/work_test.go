@@ -168,3 +168,32 @@ func forStmts(b *block, f func(*stmt)) {
 		}
 	}
 }
+
+// Options.Steps counts the statements an evaluation runs: more for an
+// input that takes a longer way, added up across evaluations.
+func TestStepsAreCounted(t *testing.T) {
+	_, p, err := fixture(t, "package t\nx := 1 if { input.a; input.b; input.c }", "data.t.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(raw string) int64 {
+		in, _ := document(raw)
+		var n int64
+		if _, err := p.Eval(context.Background(), in, Options{Steps: &n}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	short, long := count(`{"a": false}`), count(`{"a": true, "b": true, "c": true}`)
+	if short <= 0 || long <= short {
+		t.Fatalf("%d statements for a call that stops at once, %d for one that goes on", short, long)
+	}
+	var n int64
+	in, _ := document(`{"a": false}`)
+	for range 3 {
+		p.Eval(context.Background(), in, Options{Steps: &n})
+	}
+	if n != 3*short {
+		t.Fatalf("three evaluations: %d statements, want %d", n, 3*short)
+	}
+}
