@@ -10,11 +10,8 @@ import (
 	"testing"
 
 	"github.com/agentharness/harness/budget"
-	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/govern"
-	"github.com/agentharness/harness/policy"
-	"github.com/agentharness/harness/roles"
 )
 
 func TestNesting(t *testing.T) {
@@ -39,14 +36,7 @@ func TestNesting(t *testing.T) {
 // and its line reads back, with and without a mask.
 func TestDeepToolInput(t *testing.T) {
 	ctx := context.Background()
-	set, err := roles.LoadDefs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rules := builtinRules(t)
 	for _, levels := range []int{9997, 9998, 10000} {
 		for _, masks := range [][]string{nil, {"/arguments/password"}} {
 			path := filepath.Join(t.TempDir(), "decisions.jsonl")
@@ -58,7 +48,7 @@ func TestDeepToolInput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := &ClaudeCode{Gov: govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set, DefaultRole: roles.DefaultRole},
+			h := &ClaudeCode{Gov: govern.New(govern.Options{Rules: rules,
 				Store: budget.NewMemory(), Decisions: dl, Mask: mask})}
 			deep := strings.Repeat("[", levels-1) + strings.Repeat("]", levels-1)
 			resp := h.Handle(ctx, []byte(`{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"Bash","tool_input":{"command":"ls","deep":`+deep+`}}`))

@@ -13,6 +13,21 @@ import (
 	"github.com/agentharness/harness/roles"
 )
 
+// builtinRules are the rules of the built-in roles and the default
+// configuration.
+func builtinRules(t testing.TB) govern.Rules {
+	t.Helper()
+	set, err := roles.LoadDefs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return govern.Rules{Engine: e, Roles: set, DefaultRole: roles.DefaultRole}
+}
+
 // A session's pin is asked of the ledger once per handler: it never
 // changes, and writing it was the costliest step of a call the daemon
 // answers. What is remembered is the ledger's answer, the project of the
@@ -20,21 +35,13 @@ import (
 func TestPinsAreRemembered(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	set, err := roles.LoadDefs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var asked atomic.Int32
 	store := budget.Observed(budget.NewMemory(), func(op string, _ time.Duration, _ error) {
 		if op == budget.OpPinProject {
 			asked.Add(1)
 		}
 	})
-	h := &ClaudeCode{Gov: govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set, DefaultRole: roles.DefaultRole}, Store: store})}
+	h := &ClaudeCode{Gov: govern.New(govern.Options{Rules: builtinRules(t), Store: store})}
 	for _, tt := range []struct {
 		session, root, want string
 		asked               int32
