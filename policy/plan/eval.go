@@ -36,9 +36,9 @@ var noMetrics = metrics.NoOp()
 // with two different values, an object with two values for one key.
 var ErrConflict = errors.New("conflicting values")
 
-// errSharedSet is a defect: an add to the empty set the evaluations share
-// (see shareEmptySets). The evaluation fails rather than change it.
-var errSharedSet = errors.New("an add to the shared empty set")
+// errShared is a defect: an append or add to a constant the evaluations
+// share (see shareConstants). The evaluation fails rather than change it.
+var errShared = errors.New("a change to a shared constant")
 
 // Eval evaluates the query on input. It returns the value of the query's
 // one expression, nil when the query is undefined, and an error for a
@@ -158,7 +158,8 @@ func (e *evaluation) drop(n int) {
 }
 
 // result reads the query's value from the result set: one binding, an
-// object of one key (the query's expression) to its value.
+// object of one key (the query's expression) to its value; or, where the
+// plan adds the values themselves (Program.bare), one value.
 func (e *evaluation) result() (ast.Value, error) {
 	switch len(e.results) {
 	case 0:
@@ -166,6 +167,9 @@ func (e *evaluation) result() (ast.Value, error) {
 	case 1:
 	default:
 		return nil, fmt.Errorf("%d results, want one", len(e.results))
+	}
+	if e.prog.bare {
+		return e.results[0].Value, nil
 	}
 	o, ok := e.results[0].Value.(ast.Object)
 	if !ok || o.Len() != 1 {
@@ -254,6 +258,9 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 			if !ok || v == nil {
 				return e.fail(fmt.Errorf("%s: append to %v", where(s), L[s.b]))
 			}
+			if e.prog.shared[arr] {
+				return e.fail(fmt.Errorf("%s: %w", where(s), errShared))
+			}
 			L[s.b].Value = arr.Append(v)
 		case kAssignInt:
 			L[s.b] = ast.InternedTerm(int(s.n))
@@ -338,6 +345,16 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 			L[s.b] = ast.InternedTerm(length(v.Value))
 		case kMakeArray:
 			L[s.b] = ast.NewTerm(ast.NewArrayWithCapacity(int(s.n)))
+		case kMakeArrayItems:
+			// An array literal's elements (see fuseArrays), each
+			// defined, as an append needs.
+			elems := make([]*ast.Term, len(s.args))
+			for i, o := range s.args {
+				if elems[i] = e.get(L, o); elems[i] == nil {
+					return e.fail(fmt.Errorf("%s: append of an undefined value", where(s)))
+				}
+			}
+			L[s.b] = ast.NewTerm(ast.NewArray(elems...))
 		case kMakeNull:
 			L[s.b] = ast.InternedNullTerm
 		case kMakeNumberInt:
@@ -385,7 +402,12 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 		case kResetLocal:
 			L[s.b] = nil
 		case kResultSetAdd:
-			if v := L[s.a]; v != nil {
+			v := e.get(L, s.a)
+			if v == nil && e.prog.bare {
+				// The binding it stands for could not have been made.
+				return e.fail(fmt.Errorf("%s: insert of an undefined value", where(s)))
+			}
+			if v != nil {
 				e.results = append(e.results, v)
 			}
 		case kReturnLocal:
@@ -401,8 +423,8 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 			if !ok || v == nil {
 				return e.fail(fmt.Errorf("%s: add to %v", where(s), L[s.b]))
 			}
-			if e.prog.emptySet != 0 && set == e.prog.consts[-1-e.prog.emptySet].Value {
-				return e.fail(fmt.Errorf("%s: %w", where(s), errSharedSet))
+			if e.prog.shared[set] {
+				return e.fail(fmt.Errorf("%s: %w", where(s), errShared))
 			}
 			set.Add(v)
 		case kWith:

@@ -123,9 +123,108 @@ func TestHarnessPlanIsRewritten(t *testing.T) {
 		count(fn.blocks)
 	}
 	t.Logf("%d objects made at once; %d inserts left one by one", atOnce, oneByOne)
+	if !p.bare {
+		t.Error("the decision's result is bound in an object, not added bare")
+	}
 	// The decision's literals: one per way it decides, each with its
 	// budget's four objects.
 	if atOnce < 30 {
 		t.Errorf("%d objects made at once, want 30 at least", atOnce)
+	}
+}
+
+// An array literal made at once (fuseArrays) is the array its appends one
+// by one make, and one is made at once only when that holds.
+func TestArraysMadeAtOnce(t *testing.T) {
+	// Constants: -1 "a", -2 "b". Locals: 2 the array, 3 to 6 values, 7
+	// the result's binding.
+	const a, b = -1, -2
+	app := func(val, arr int32) stmt { return stmt{kind: kArrayAppend, a: val, b: arr} }
+	num := func(n int64, l int32) stmt { return stmt{kind: kMakeNumberInt, n: n, b: l} }
+	mk := func(l int32) stmt { return stmt{kind: kMakeArray, b: l} }
+	for _, tt := range []struct {
+		name   string
+		result int32 // the local whose value is the result
+		stmts  []stmt
+		want   string
+		fused  int // arrays made at once
+	}{
+		{"a literal", 2, []stmt{mk(2), num(1, 3), app(3, 2), {kind: kAssignVar, a: a, b: 4}, app(4, 2), app(b, 2)},
+			`[1, "a", "b"]`, 1},
+		{"a value given another after its append", 2, []stmt{mk(2), num(1, 3), app(3, 2), num(2, 3), app(3, 2)},
+			`[1, 2]`, 0},
+		{"the array read before its last append", 5, []stmt{mk(2), app(a, 2), {kind: kAssignVar, a: 2, b: 5}, app(b, 2)},
+			`["a", "b"]`, 1},
+		{"an array inside another", 2, []stmt{mk(2), mk(6), num(1, 3), app(3, 6), app(6, 2), app(a, 2)},
+			`[[1], "a"]`, 2},
+		{"an inner array appended to after it is", 2, []stmt{mk(2), mk(6), app(6, 2), app(a, 6), app(b, 2)},
+			`[["a"], "b"]`, 2},
+		{"a statement that may leave the block", 2, []stmt{mk(2), num(1, 3), app(3, 2), {kind: kIsDefined, a: 3}, app(a, 2)},
+			`[1, "a"]`, 1},
+		{"the array made again", 2, []stmt{mk(2), app(a, 2), mk(2), app(b, 2)},
+			`["b"]`, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			run := func(fuse bool) (ast.Value, int) {
+				consts := []*ast.Term{ast.StringTerm("a"), ast.StringTerm("b"), ast.StringTerm("x")}
+				stmts := append(slices.Clone(tt.stmts), stmt{kind: kMakeObject, b: 7}, stmt{kind: kObjectInsert, a: -3, c: tt.result, b: 7}, stmt{kind: kResultSetAdd, a: 7})
+				if fuse {
+					fuseArrays(stmts)
+				}
+				n := 0
+				for _, s := range stmts[:len(tt.stmts)] {
+					if s.kind == kMakeArrayItems {
+						n++
+					}
+				}
+				p := &Program{locals: 8, consts: consts, blocks: []*block{{stmts: stmts}}}
+				v, err := p.Eval(context.Background(), ast.NewObject(), Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v, n
+			}
+			want := ast.MustParseTerm(tt.want).Value
+			if v, _ := run(false); v.Compare(want) != 0 {
+				t.Fatalf("one by one: %v, want %v", v, want)
+			}
+			v, n := run(true)
+			if v.Compare(want) != 0 {
+				t.Errorf("at once: %v, want %v", v, want)
+			}
+			if n != tt.fused {
+				t.Errorf("%d arrays made at once, want %d", n, tt.fused)
+			}
+		})
+	}
+}
+
+// A plan whose every result is a binding made right before it is added
+// adds the value instead (bareResults); any other plan is left as it is.
+// Either way Eval gives the query's value.
+func TestBareResults(t *testing.T) {
+	// Constants: -1 "x" (the binding's key), -2 "v". Local 2 the value, 3
+	// the binding.
+	for _, tt := range []struct {
+		name  string
+		stmts []stmt
+		bare  bool
+	}{
+		{"a binding made at once", []stmt{{kind: kAssignVar, a: -2, b: 2}, {kind: kMakeObjectItems, b: 3, args: []int32{-1, 2}}, {kind: kResultSetAdd, a: 3}}, true},
+		{"a binding made one member at a time", []stmt{{kind: kAssignVar, a: -2, b: 2}, {kind: kMakeObject, b: 3}, {kind: kObjectInsert, a: -1, c: 2, b: 3}, {kind: kResultSetAdd, a: 3}}, false},
+		{"a value of a constant", []stmt{{kind: kMakeObjectItems, b: 3, args: []int32{-1, -2}}, {kind: kResultSetAdd, a: 3}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Program{locals: 4, consts: []*ast.Term{ast.StringTerm("x"), ast.StringTerm("v")}, maxItems: 1,
+				blocks: []*block{{stmts: slices.Clone(tt.stmts)}}}
+			bareResults(p)
+			if p.bare != tt.bare {
+				t.Fatalf("bare %v, want %v", p.bare, tt.bare)
+			}
+			v, err := p.Eval(context.Background(), ast.NewObject(), Options{})
+			if err != nil || v == nil || v.Compare(ast.String("v")) != 0 {
+				t.Fatalf("Eval: %v, %v; want \"v\"", v, err)
+			}
+		})
 	}
 }

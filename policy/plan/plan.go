@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -91,9 +92,12 @@ type Program struct {
 	// most members of an object made at once.
 	maxArgs, maxItems int
 	matches           matches
-	// emptySet is the operand of the empty set every evaluation shares
-	// (see shareEmptySets; 0: none).
-	emptySet int32
+	// shared are the values of the constant literals every evaluation
+	// shares (see shareConstants): no statement may change them.
+	shared map[ast.Value]bool
+	// bare: the results are the query's values themselves, not its
+	// bindings (see bareResults).
+	bare bool
 }
 
 // function is one planned function: a rule, a Rego function, or a part of
@@ -133,6 +137,7 @@ const (
 	kIsUndefined
 	kLen
 	kMakeArray
+	kMakeArrayItems
 	kMakeNull
 	kMakeNumberInt
 	kMakeObject
@@ -200,7 +205,7 @@ func build(p *ir.Policy) (*Program, error) {
 	if p.Plans == nil || len(p.Plans.Plans) != 1 {
 		return nil, fmt.Errorf("%w: want one plan", ErrUnsupported)
 	}
-	b := &builder{prog: &Program{}, funcs: map[string]*function{}, builtins: map[string]*builtin{}, numbers: map[int]int32{}}
+	b := &builder{prog: &Program{}, funcs: map[string]*function{}, builtins: map[string]*builtin{}, numbers: map[int]int32{}, literals: map[string]int32{}}
 	for _, s := range p.Static.Strings {
 		b.prog.consts = append(b.prog.consts, ast.StringTerm(s.Value))
 	}
@@ -237,7 +242,8 @@ func build(p *ir.Policy) (*Program, error) {
 				fn.blocks = append(fn.blocks, rb)
 			}
 			fn.locals = b.max + 1
-			b.shareEmptySets(fn.blocks)
+			b.shareConstants(fn.blocks)
+			dropNops(fn.blocks)
 		}
 	}
 	b.max = int(ir.Data)
@@ -249,61 +255,182 @@ func build(p *ir.Policy) (*Program, error) {
 		b.prog.blocks = append(b.prog.blocks, rb)
 	}
 	b.prog.locals = b.max + 1
-	b.shareEmptySets(b.prog.blocks)
+	bareResults(b.prog)
+	b.shareConstants(b.prog.blocks)
+	dropNops(b.prog.blocks)
 	return b.prog, nil
 }
 
-// shareEmptySets makes every empty set the function (blocks) makes in a
-// local it never adds to (the plan of a literal set(), as in x != set())
-// one set, made once, where the plan makes one each time: the making
-// becomes an assignment of the shared set. Nothing changes a set but an
-// add, and the function adds to none of those locals; should a local
-// that holds the shared set still be added to (another local given it
-// first), the add fails the evaluation (see kSetAdd), whose caller then
-// asks topdown.
-func (b *builder) shareEmptySets(blocks []*block) {
-	added := map[int32]bool{}
-	var adds func(bl *block)
-	adds = func(bl *block) {
+// shareConstants makes each literal of constants that a function
+// (blocks) makes, and never changes, one value made once, where the plan
+// makes it anew each time: an empty array ([]), an empty set (set()), or
+// an array or set of constants (["a", "b"], {"a", 1}). Its making becomes
+// an assignment of the shared value. A literal is shared when the local it
+// is made in is never appended or added to in the function, other than by
+// the adds of its own members, made right after it. Should a statement
+// still change a shared value (another local given it first), it fails
+// the evaluation (see kArrayAppend, kSetAdd), whose caller then asks
+// topdown.
+func (b *builder) shareConstants(blocks []*block) {
+	changed := map[int32]int{} // adds and appends, by the local they change
+	for _, bl := range blocks {
+		forEach(bl, func(s *stmt) {
+			if s.kind == kSetAdd || s.kind == kArrayAppend {
+				changed[s.b]++
+			}
+		})
+	}
+	for _, bl := range blocks {
+		shareIn(bl, func(stmts []stmt, i int) {
+			s := &stmts[i]
+			var v ast.Value
+			switch s.kind {
+			case kMakeArray:
+				if changed[s.b] == 0 {
+					v = ast.NewArray()
+				}
+			case kMakeArrayItems:
+				if items, ok := b.constants(s.args); ok && changed[s.b] == 0 {
+					v = ast.NewArray(items...)
+				}
+			case kMakeSet:
+				// Its members: the adds of constants that follow it, up
+				// to a statement that may leave the block or that reads
+				// or makes its local otherwise.
+				var adds []int
+				for k := i + 1; k < len(stmts) && total(stmts[k].kind); k++ {
+					a := &stmts[k]
+					if a.kind == kSetAdd && a.b == s.b && a.a < 0 {
+						adds = append(adds, k)
+						continue
+					}
+					if reads(a, s.b) || writes(a) == s.b {
+						break
+					}
+				}
+				if changed[s.b] != len(adds) {
+					return
+				}
+				ops := make([]int32, len(adds))
+				for j, k := range adds {
+					ops[j] = stmts[k].a
+					stmts[k] = stmt{kind: kNop, loc: stmts[k].loc}
+				}
+				items, _ := b.constants(ops)
+				v = ast.NewSet(items...)
+			}
+			if v != nil {
+				*s = stmt{kind: kAssignVar, a: b.share(v), b: s.b, loc: s.loc}
+			}
+		})
+	}
+}
+
+// bareResults makes the plan's results the values of its query's one
+// expression, where the plan binds each in an object of one member that
+// Eval would only take apart again: every result the plan adds is such
+// an object, made (at once, see fuseObjects) right before it is added.
+// Then the plan adds the value, and Eval returns it as it is.
+func bareResults(p *Program) {
+	var adds [][]stmt // the blocks' statements, from a result's making
+	var walk func(bl *block) bool
+	walk = func(bl *block) bool {
 		for i := range bl.stmts {
 			s := &bl.stmts[i]
-			if s.kind == kSetAdd {
-				added[s.b] = true
+			if s.kind == kResultSetAdd {
+				if i == 0 {
+					return false
+				}
+				mk := &bl.stmts[i-1]
+				if mk.kind != kMakeObjectItems || mk.b != s.a || len(mk.args) != 2 {
+					return false
+				}
+				adds = append(adds, bl.stmts[i-1:i+1])
 			}
 			for _, inner := range s.blocks {
-				adds(inner)
+				if !walk(inner) {
+					return false
+				}
 			}
-			if s.body != nil {
-				adds(s.body)
+			if s.body != nil && !walk(s.body) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, bl := range p.blocks {
+		if !walk(bl) {
+			return
+		}
+	}
+	for _, pair := range adds {
+		v := pair[0].args[1]
+		pair[0] = stmt{kind: kNop, loc: pair[0].loc}
+		pair[1].a = v
+	}
+	p.bare = len(adds) > 0
+}
+
+// dropNops takes out of blocks the statements that do nothing: those the
+// plan has, and those its literals made at once or shared left.
+func dropNops(blocks []*block) {
+	for _, bl := range blocks {
+		bl.stmts = slices.DeleteFunc(bl.stmts, func(s stmt) bool { return s.kind == kNop })
+		for i := range bl.stmts {
+			dropNops(bl.stmts[i].blocks)
+			if bl.stmts[i].body != nil {
+				dropNops([]*block{bl.stmts[i].body})
 			}
 		}
 	}
-	var share func(bl *block)
-	share = func(bl *block) {
-		for i := range bl.stmts {
-			s := &bl.stmts[i]
-			for _, inner := range s.blocks {
-				share(inner)
-			}
-			if s.body != nil {
-				share(s.body)
-			}
-			if s.kind != kMakeSet || added[s.b] {
-				continue
-			}
-			if b.prog.emptySet == 0 {
-				b.prog.consts = append(b.prog.consts, ast.NewTerm(ast.NewSet()))
-				b.prog.emptySet = -int32(len(b.prog.consts))
-			}
-			*s = stmt{kind: kAssignVar, a: b.prog.emptySet, b: s.b, loc: s.loc}
+}
+
+// shareIn calls f with each statement of bl and of the blocks in it, by
+// its block's statements and its index.
+func shareIn(bl *block, f func(stmts []stmt, i int)) {
+	for i := range bl.stmts {
+		for _, inner := range bl.stmts[i].blocks {
+			shareIn(inner, f)
 		}
+		if bl.stmts[i].body != nil {
+			shareIn(bl.stmts[i].body, f)
+		}
+		f(bl.stmts, i)
 	}
-	for _, bl := range blocks {
-		adds(bl)
+}
+
+// forEach calls f with each statement of bl and of the blocks in it.
+func forEach(bl *block, f func(*stmt)) {
+	shareIn(bl, func(stmts []stmt, i int) { f(&stmts[i]) })
+}
+
+// constants are the terms of operands, if all are constants.
+func (b *builder) constants(ops []int32) ([]*ast.Term, bool) {
+	out := make([]*ast.Term, len(ops))
+	for i, o := range ops {
+		if o >= 0 {
+			return nil, false
+		}
+		out[i] = b.prog.consts[-1-o]
 	}
-	for _, bl := range blocks {
-		share(bl)
+	return out, true
+}
+
+// share is the operand of the shared constant v: one for all the
+// literals of one value.
+func (b *builder) share(v ast.Value) int32 {
+	key := v.String()
+	if o, ok := b.literals[key]; ok {
+		return o
 	}
+	if b.prog.shared == nil {
+		b.prog.shared = map[ast.Value]bool{}
+	}
+	b.prog.shared[v] = true
+	b.prog.consts = append(b.prog.consts, ast.NewTerm(v))
+	o := -int32(len(b.prog.consts))
+	b.literals[key] = o
+	return o
 }
 
 // builder resolves statements: functions and built-ins by name, operands
@@ -317,6 +444,8 @@ type builder struct {
 	// numbers are the operands of the numbers made so far, by the string
 	// constant each is made of.
 	numbers map[int]int32
+	// literals are the operands of the shared constants, by value.
+	literals map[string]int32
 }
 
 func (b *builder) local(l ir.Local) int32 {
@@ -364,6 +493,8 @@ func (b *builder) block(in *ir.Block) (*block, error) {
 		out.stmts = append(out.stmts, rs)
 	}
 	b.fuseObjects(out.stmts)
+	forwardConstants(out.stmts)
+	fuseArrays(out.stmts)
 	sizeObjects(out.stmts)
 	return out, nil
 }
@@ -438,11 +569,96 @@ func (b *builder) fuseObjects(stmts []stmt) {
 	}
 }
 
+// forwardConstants gives an append or add of a local that holds a
+// constant the constant itself, where the local was given it by an
+// assignment that no statement between could have undone (the plan
+// assigns a number to a local before it appends it): an array or set of
+// constants is then seen to be one (see shareConstants).
+func forwardConstants(stmts []stmt) {
+	for j := range stmts {
+		s := &stmts[j]
+		if (s.kind != kArrayAppend && s.kind != kSetAdd) || s.a < 0 {
+			continue
+		}
+		for k := j - 1; k >= 0 && total(stmts[k].kind); k-- {
+			if writes(&stmts[k]) == s.a {
+				if stmts[k].kind == kAssignVar && stmts[k].a < 0 {
+					s.a = stmts[k].a
+				}
+				break
+			}
+		}
+	}
+}
+
+// fuseArrays makes each array literal of a block at once, with all its
+// elements, where the plan makes it empty and appends them one by one: an
+// append copies the array's header, so one allocation for the array
+// instead of one an element. The plan of a literal makes the array, then
+// appends its elements, with statements between them that make the
+// elements' values. As for objects (fuseObjects), an array is made at
+// once, at its last append, when the statements from the making to that
+// append cannot leave the block, none of them reads or writes the array's
+// local other than its appends, and no element's value local is given
+// another value after its append. Then the array its last append leaves
+// is the array made at once.
+func fuseArrays(stmts []stmt) {
+	for i := range stmts {
+		if stmts[i].kind != kMakeArray {
+			continue
+		}
+		l := stmts[i].b
+		var appends []int
+		for j := i + 1; j < len(stmts); j++ {
+			s := &stmts[j]
+			if !total(s.kind) {
+				break
+			}
+			if s.kind == kArrayAppend && s.b == l {
+				if s.a == l {
+					break
+				}
+				appends = append(appends, j)
+				continue
+			}
+			if reads(s, l) || writes(s) == l {
+				break
+			}
+		}
+		if len(appends) == 0 {
+			continue
+		}
+		last := appends[len(appends)-1]
+		fusable := true
+		for _, j := range appends {
+			v := stmts[j].a
+			for _, s := range stmts[j+1 : last+1] {
+				if v >= 0 && writes(&s) == v {
+					fusable = false
+				}
+			}
+		}
+		if !fusable {
+			continue
+		}
+		items := make([]int32, 0, len(appends))
+		for _, j := range appends {
+			items = append(items, stmts[j].a)
+		}
+		loc := stmts[last].loc
+		for _, j := range appends {
+			stmts[j] = stmt{kind: kNop, loc: stmts[j].loc}
+		}
+		stmts[i] = stmt{kind: kNop, loc: stmts[i].loc}
+		stmts[last] = stmt{kind: kMakeArrayItems, b: l, args: items, loc: loc}
+	}
+}
+
 // total reports whether a statement of kind k always goes on to the next
 // (or fails the evaluation): it never leaves its block.
 func total(k kind) bool {
 	switch k {
-	case kMakeNull, kMakeNumberInt, kAssignInt, kAssignVar, kMakeArray, kMakeObject, kMakeSet, kObjectInsert, kNop:
+	case kMakeNull, kMakeNumberInt, kAssignInt, kAssignVar, kMakeArray, kMakeObject, kMakeSet, kObjectInsert, kArrayAppend, kSetAdd, kNop:
 		return true
 	}
 	return false
@@ -455,6 +671,8 @@ func reads(s *stmt, l int32) bool {
 		return s.a == l
 	case kObjectInsert:
 		return s.a == l || s.b == l || s.c == l
+	case kArrayAppend, kSetAdd:
+		return s.a == l || s.b == l
 	}
 	return false
 }

@@ -242,6 +242,20 @@ x := [count(s), s != set(), input.v != set(), input.v == set(), e, {y | some y i
 	data.t.roles[name].allowed != set()
 }`,
 		[]string{`{"list": [1, 2], "v": [], "none": true}`, `{"list": [], "v": {}}`, `{"list": [0], "v": []}`, `{"v": 1}`, `{}`}},
+	{"array and set literals: made at once, constants shared", `package t
+pair := ["a", 1]
+names(n) := ["x", "y", 1e2, 100, n]
+letters := {"p", "q", "p", 1, 1.0, 2.50}
+x := {
+	"nested": [[1, 2], [input.a, [3, input.b]], []],
+	"const": [pair, pair == ["a", 1], ["a", 1] == input.l, count(pair), pair[1]],
+	"function": [names(input.a), names("z"), names(input.a) == names(input.a)],
+	"sets": [letters, input.a in {"p", 3, 3.0}, count({1, 2, 2}), {input.a, 1, input.b} == {1, input.a, input.b}, {1, input.a}],
+	"in a loop": [[v, 1, ["c"]] | some v in input.l],
+	"members": {"k": [1, 2], "s": {"t"}, "e": [], "f": set()},
+	"format": sprintf("%v %v %s", [input.a, [1e3], "s"]),
+}`,
+		[]string{`{"a": "p", "b": 2, "l": ["a", 1]}`, `{"a": 3, "l": [1, "x"]}`, `{"a": 1.0, "b": [], "l": []}`, `{"b": 1}`, `{"a": {"k": ["v"]}, "l": "s"}`, `{}`}},
 	{"undefined", `package t
 x := 1 if input.yes`,
 		[]string{`{"yes": true}`, `{"yes": false}`, `{}`}},

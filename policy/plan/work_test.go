@@ -120,40 +120,69 @@ func usesShortcut(b *block) bool {
 	return false
 }
 
-// The empty set literals of a plan are one set, which no evaluation
-// changes: an add to it fails the evaluation instead.
-func TestEmptySetsAreShared(t *testing.T) {
-	_, p, err := fixture(t, "package t\ns contains 1 if input.a\nx if { s != set(); input.b != set() }", "data.t.x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	makes, shared := 0, 0
-	for _, f := range p.funcs {
-		for _, b := range f.blocks {
-			forStmts(b, func(s *stmt) {
+// The literals of constants a plan never changes (empty sets and arrays,
+// sets and arrays of constants) are values made once and shared by every
+// evaluation; those it changes are made each time. A change to a shared
+// value fails the evaluation instead.
+func TestConstantsAreShared(t *testing.T) {
+	for _, tt := range []struct {
+		name, src    string
+		shared, made int // literals shared; arrays and sets still made
+	}{
+		{"empty sets, one added to", "package t\ns contains 1 if input.a\nx if { s != set(); input.b != set() }", 2, 1},
+		{"a set of constants", `package t
+x if input.a in {"p", "q", 3}`, 1, 0},
+		{"a set of constants and a local", `package t
+x if input.a in {"p", input.b}`, 0, 1},
+		{"empty arrays, one appended to", "package t\na := [y | some y in input.l]\nx if { a != []; input.b != [] }", 2, 1},
+		{"an array of constants", `package t
+x := sprintf("%s %d", ["a", 1]) if input.a`, 1, 0},
+		{"an array of constants and a local", `package t
+x := sprintf("%s %d", ["a", input.n]) if input.a`, 0, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, p, err := fixture(t, tt.src, "data.t.x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			made, shared := 0, 0
+			count := func(s *stmt) {
 				switch {
-				case s.kind == kMakeSet:
-					makes++
-				case s.kind == kAssignVar && p.emptySet != 0 && s.a == p.emptySet:
+				case s.kind == kMakeSet || s.kind == kMakeArray || s.kind == kMakeArrayItems:
+					made++
+				case s.kind == kAssignVar && s.a < 0 && p.shared[p.consts[-1-s.a].Value]:
 					shared++
 				}
-			})
-		}
-	}
-	if makes != 1 || shared != 2 {
-		t.Fatalf("%d sets made (want 1, the one added to), %d shared (want 2)", makes, shared)
+			}
+			for _, f := range p.funcs {
+				for _, b := range f.blocks {
+					forStmts(b, count)
+				}
+			}
+			for _, b := range p.blocks {
+				forStmts(b, count)
+			}
+			if made != tt.made || shared != tt.shared {
+				t.Fatalf("%d literals made (want %d), %d shared (want %d)", made, tt.made, shared, tt.shared)
+			}
+		})
 	}
 
-	// A plan that adds to a local given the shared set (none OPA
-	// plans) fails, and leaves the set empty.
-	bad := &Program{consts: append(p.consts[:len(p.consts):len(p.consts)], ast.IntNumberTerm(1)), emptySet: p.emptySet, locals: 3}
-	one := -int32(len(bad.consts))
-	bad.blocks = []*block{{stmts: []stmt{{kind: kAssignVar, a: p.emptySet, b: 2}, {kind: kSetAdd, a: one, b: 2}}}}
-	if _, err := bad.Eval(context.Background(), ast.NewObject(), Options{}); !errors.Is(err, errSharedSet) {
-		t.Fatalf("an add to the shared set: %v, want %v", err, errSharedSet)
-	}
-	if n := p.consts[-1-p.emptySet].Value.(ast.Set).Len(); n != 0 {
-		t.Fatalf("the shared set has %d members", n)
+	// A plan that changes a local given a shared value (none OPA plans)
+	// fails, and leaves the value as it was.
+	for _, v := range []ast.Value{ast.NewSet(), ast.NewArray(ast.StringTerm("a"))} {
+		bad := &Program{consts: []*ast.Term{ast.NewTerm(v), ast.IntNumberTerm(1)}, shared: map[ast.Value]bool{v: true}, locals: 3}
+		change := kSetAdd
+		if _, ok := v.(*ast.Array); ok {
+			change = kArrayAppend
+		}
+		bad.blocks = []*block{{stmts: []stmt{{kind: kAssignVar, a: -1, b: 2}, {kind: change, a: -2, b: 2}}}}
+		if _, err := bad.Eval(context.Background(), ast.NewObject(), Options{}); !errors.Is(err, errShared) {
+			t.Fatalf("a change to the shared %v: %v, want %v", v, err, errShared)
+		}
+		if got := bad.consts[0].Value; got.Compare(v) != 0 || got.(interface{ Len() int }).Len() != v.(interface{ Len() int }).Len() {
+			t.Fatalf("the shared value is %v", got)
+		}
 	}
 }
 
