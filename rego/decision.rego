@@ -483,7 +483,11 @@ _protect_suspects if {
 
 # A suspect expression made of other data than the document holds (one
 # edited by hand) is no guide: everything is suspect.
-_protect_suspects if {
+_protect_suspects if _protect_suspect_stale
+
+# A rule of the data alone, which the plan works out once for all the
+# evaluations of a policy, not on every call of a tool that edits files.
+_protect_suspect_stale if {
 	p := data.harness.config.protect
 	p.suspect.of != {"paths": p.paths, "locations": p.locations, "commands": p.commands, "home": p.home}
 }

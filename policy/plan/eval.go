@@ -537,6 +537,15 @@ func (e *evaluation) call(s *stmt, L []*ast.Term) (*ast.Term, int) {
 	if memo && e.memo[fn.index].done {
 		return e.memo[fn.index].val, 0
 	}
+	if memo && fn.dataOnly {
+		if v := e.prog.kept[fn.index].Load(); v != nil {
+			if v == undefined {
+				v = nil
+			}
+			e.memo[fn.index] = memoEntry{done: true, val: v}
+			return v, 0
+		}
+	}
 	locals := e.frame(fn.locals)
 	defer e.drop(fn.locals)
 	for i, p := range fn.params {
@@ -566,6 +575,13 @@ func (e *evaluation) call(s *stmt, L []*ast.Term) (*ast.Term, int) {
 	}
 	if memo {
 		e.memo[fn.index] = memoEntry{done: true, val: ret}
+		if fn.dataOnly {
+			kept := ret
+			if kept == nil {
+				kept = undefined
+			}
+			e.prog.kept[fn.index].Store(kept)
+		}
 	}
 	return ret, 0
 }

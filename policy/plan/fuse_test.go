@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -125,6 +126,16 @@ func TestHarnessPlanIsRewritten(t *testing.T) {
 	t.Logf("%d objects made at once; %d inserts left one by one", atOnce, oneByOne)
 	if !p.bare {
 		t.Error("the decision's result is bound in an object, not added bare")
+	}
+	// The check of the protect data against itself is worked out once.
+	stale := false
+	for _, fn := range p.funcs {
+		if strings.HasSuffix(fn.name, "._protect_suspect_stale") {
+			stale = fn.dataOnly
+		}
+	}
+	if !stale {
+		t.Error("_protect_suspect_stale is not a rule of the data alone")
 	}
 	// The decision's literals: one per way it decides, each with its
 	// budget's four objects.

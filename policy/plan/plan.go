@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/ir"
@@ -98,7 +99,13 @@ type Program struct {
 	// bare: the results are the query's values themselves, not its
 	// bindings (see bareResults).
 	bare bool
+	// kept are the values of the functions of data alone, by index, once
+	// an evaluation has worked them out (undefined: the term undefined).
+	kept []atomic.Pointer[ast.Term]
 }
+
+// undefined stands for an undefined value among the kept ones.
+var undefined = &ast.Term{}
 
 // function is one planned function: a rule, a Rego function, or a part of
 // either.
@@ -108,6 +115,9 @@ type function struct {
 	ret    int32
 	blocks []*block
 	locals int
+	// dataOnly: the function reads the data alone, never the input, and
+	// its value is kept across evaluations (see readsData).
+	dataOnly bool
 	// memo: a function of the input and data alone is evaluated once per
 	// query, as OPA's Wasm target does; index is its slot.
 	memo  bool
@@ -255,6 +265,8 @@ func build(p *ir.Policy) (*Program, error) {
 		b.prog.blocks = append(b.prog.blocks, rb)
 	}
 	b.prog.locals = b.max + 1
+	readsData(b.prog.funcs)
+	b.prog.kept = make([]atomic.Pointer[ast.Term], len(b.prog.funcs))
 	bareResults(b.prog)
 	b.shareConstants(b.prog.blocks)
 	dropNops(b.prog.blocks)
@@ -324,6 +336,63 @@ func (b *builder) shareConstants(blocks []*block) {
 			}
 		})
 	}
+}
+
+// readsData marks the functions of the data alone: rules (functions of
+// the input and data) whose statements never read the input but to pass
+// it on to other such functions. The data of a Program is read once, when
+// it is compiled, and every built-in a plan calls is a function of its
+// arguments (others are refused), so such a function has one value for
+// all evaluations: the first to work it out keeps it (Program.kept), and
+// the others read it. A rule that checks the data against itself, say,
+// is then checked once, not on every call.
+func readsData(funcs []*function) {
+	for _, fn := range funcs {
+		fn.dataOnly = fn.memo
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, fn := range funcs {
+			if fn.dataOnly && readsInput(fn) {
+				fn.dataOnly, changed = false, true
+			}
+		}
+	}
+}
+
+// readsInput reports whether a statement of fn reads the input (local 0)
+// other than to pass it, as its first argument, to a function of the
+// data alone.
+func readsInput(fn *function) bool {
+	reads := false
+	for _, bl := range fn.blocks {
+		forEach(bl, func(s *stmt) {
+			for i, o := range operands(s) {
+				if o == int32(ir.Input) && !(s.kind == kCallFunc && i == 0 && s.fn.dataOnly) {
+					reads = true
+				}
+			}
+		})
+	}
+	return reads
+}
+
+// operands are the locals and constants a statement reads (not those of
+// the blocks in it), and, for a with, the local it changes.
+func operands(s *stmt) []int32 {
+	switch s.kind {
+	case kArrayAppend, kEqual, kNotEqual, kSetAdd, kWith:
+		return []int32{s.a, s.b}
+	case kAssignVarOnce, kAssignVar, kIsArray, kIsObject, kIsSet, kIsDefined, kIsUndefined, kLen, kResultSetAdd, kReturnLocal, kScan:
+		return []int32{s.a}
+	case kCallFunc, kCallBuiltin, kMakeObjectItems, kMakeArrayItems:
+		return s.args
+	case kDot:
+		return []int32{s.a, s.c}
+	case kObjectInsert, kObjectInsertOnce:
+		return []int32{s.a, s.b, s.c}
+	}
+	return nil
 }
 
 // bareResults makes the plan's results the values of its query's one

@@ -256,6 +256,24 @@ x := {
 	"format": sprintf("%v %v %s", [input.a, [1e3], "s"]),
 }`,
 		[]string{`{"a": "p", "b": 2, "l": ["a", 1]}`, `{"a": 3, "l": [1, "x"]}`, `{"a": 1.0, "b": [], "l": []}`, `{"b": 1}`, `{"a": {"k": ["v"]}, "l": "s"}`, `{}`}},
+	{"rules of the data alone, kept across evaluations", `package t
+names := [n | some n, _ in data.t.roles]
+limits := {r: v.limit | some r, v in data.t.roles}
+total := sum([v | some v in limits])
+nothing if data.t.nope
+conflict := 1 if data.t.half > 0
+conflict := 2 if data.t.half > 0
+small := [l | some l in data.t.lists; l < 3]
+mixed := count(names) + input.n
+x := {
+	"names": names, "limits": limits, "total": total, "nothing": nothing, "small": small, "mixed": mixed,
+	"again": [names, array.concat(small, [input.n])],
+	"with": [v | v := total with input.n as 1],
+	"conflict": [c | input.conflict; c := conflict],
+}`,
+		// One program evaluates the inputs in turn: a value kept from one
+		// evaluation answers the next, and an error is not kept.
+		[]string{`{"n": 1}`, `{"n": 2, "conflict": true}`, `{"n": 3}`, `{}`, `{"n": 4, "conflict": true}`}},
 	{"undefined", `package t
 x := 1 if input.yes`,
 		[]string{`{"yes": true}`, `{"yes": false}`, `{}`}},

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -224,5 +225,48 @@ func TestStepsAreCounted(t *testing.T) {
 	}
 	if n != 3*short {
 		t.Fatalf("three evaluations: %d statements, want %d", n, 3*short)
+	}
+}
+
+// The rules of the data alone are found (readsData), and their values,
+// worked out by one evaluation, are kept for the next, which runs fewer
+// statements for the same value; an error is not kept.
+func TestDataRulesAreKept(t *testing.T) {
+	_, p, err := fixture(t, `package t
+d := data.t.lists
+i := input.a
+di := [d, 1]
+mi := [d, i]
+w := [v | v := d with input.a as 1]
+bad := 1 if data.t.half
+bad := 2 if data.t.half
+x := [di, mi, w, [b | input.bad; b := bad]]`, "data.t.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"d": true, "i": false, "di": true, "mi": false, "w": false, "bad": true, "x": false}
+	for _, fn := range p.funcs {
+		name := fn.name[strings.LastIndex(fn.name, ".")+1:]
+		if w, ok := want[name]; ok && fn.dataOnly != w {
+			t.Errorf("%s: of the data alone %v, want %v", fn.name, fn.dataOnly, w)
+		}
+	}
+	eval := func(raw string) (string, int64) {
+		var n int64
+		v, err := p.Eval(context.Background(), ast.MustParseTerm(raw).Value, Options{Steps: &n})
+		return outcome(v, err), n
+	}
+	first, n1 := eval(`{"a": 2}`)
+	second, n2 := eval(`{"a": 2}`)
+	if first != second || n2 >= n1 {
+		t.Fatalf("first %s in %d statements, second %s in %d: want the same value in fewer", first, n1, second, n2)
+	}
+	if first != `[[[1, 2, 3], 1], [[1, 2, 3], 2], [[1, 2, 3]], []]` {
+		t.Fatalf("value %s", first)
+	}
+	for range 2 {
+		if got, _ := eval(`{"a": 2, "bad": true}`); !strings.Contains(got, "error") {
+			t.Fatalf("a conflict of the data alone: %s, want an error each time", got)
+		}
 	}
 }
