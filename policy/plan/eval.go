@@ -265,9 +265,14 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 		case kAssignInt:
 			L[s.b] = ast.InternedTerm(int(s.n))
 		case kAssignVarOnce:
+			// A value equal to the one already there (1 and 1.0) leaves
+			// that one, as topdown keeps the first.
 			v := e.get(L, s.a)
-			if cur := L[s.b]; cur != nil && v != nil && cur != v && ast.Compare(cur.Value, v.Value) != 0 {
-				return e.fail(fmt.Errorf("%s: %w", where(s), ErrConflict))
+			if cur := L[s.b]; cur != nil && v != nil {
+				if cur != v && ast.Compare(cur.Value, v.Value) != 0 {
+					return e.fail(fmt.Errorf("%s: %w", where(s), ErrConflict))
+				}
+				continue
 			}
 			L[s.b] = v
 		case kAssignVar:
@@ -394,8 +399,11 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 				return e.fail(fmt.Errorf("%s: insert into %v", where(s), L[s.b]))
 			}
 			if s.kind == kObjectInsertOnce {
-				if cur := obj.Get(k); cur != nil && cur != v && ast.Compare(cur.Value, v.Value) != 0 {
-					return e.fail(fmt.Errorf("%s: %w", where(s), ErrConflict))
+				if cur := obj.Get(k); cur != nil {
+					if cur != v && ast.Compare(cur.Value, v.Value) != 0 {
+						return e.fail(fmt.Errorf("%s: %w", where(s), ErrConflict))
+					}
+					continue // the first of equal values stays, as in topdown
 				}
 			}
 			obj.Insert(k, v)

@@ -274,6 +274,14 @@ x := {
 		// One program evaluates the inputs in turn: a value kept from one
 		// evaluation answers the next, and an error is not kept.
 		[]string{`{"n": 1}`, `{"n": 2, "conflict": true}`, `{"n": 3}`, `{}`, `{"n": 4, "conflict": true}`}},
+	{"equal values spelled differently: the first kept, as topdown keeps it", `package t
+o[k] := k if some k in input.l
+v := input.a if true
+v := input.b if true
+a := [1] if true
+a := [1.0] if true
+x := [o, v, a]`,
+		[]string{`{"l": [1.0, 1], "a": 1, "b": 1.0}`, `{"l": [1, 1.0, 1e0], "a": 1.0, "b": 1}`, `{"l": [2], "a": 1, "b": 2}`, `{"l": []}`}},
 	{"undefined", `package t
 x := 1 if input.yes`,
 		[]string{`{"yes": true}`, `{"yes": false}`, `{}`}},
