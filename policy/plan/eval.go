@@ -538,6 +538,43 @@ func (e *evaluation) scan(s *stmt, L []*ast.Term) (r int, stop bool) {
 	return r, stop
 }
 
+// maxKept bounds the size of a value kept across evaluations (see
+// small): a policy's rules of the data alone may be as large as an
+// evaluation's bounds allow, and a value kept is never given back.
+const maxKept = 64 << 10
+
+// small reports whether v is small enough to keep across evaluations:
+// its terms count 16 bytes each and its strings their length, at most
+// maxKept in all. Undefined is small.
+func small(v *ast.Term) bool {
+	if v == nil {
+		return true
+	}
+	size := 0
+	var walk func(t *ast.Term) bool
+	walk = func(t *ast.Term) bool {
+		size += 16
+		switch x := t.Value.(type) {
+		case ast.String:
+			size += len(x)
+		case ast.Number:
+			size += len(x)
+		case *ast.Array:
+			for i := range x.Len() {
+				if !walk(x.Elem(i)) {
+					return false
+				}
+			}
+		case ast.Set:
+			x.Until(func(t *ast.Term) bool { return !walk(t) })
+		case ast.Object:
+			x.Until(func(k, v *ast.Term) bool { return !walk(k) || !walk(v) })
+		}
+		return size <= maxKept
+	}
+	return walk(v)
+}
+
 // call calls a planned function; a nil value is undefined.
 func (e *evaluation) call(s *stmt, L []*ast.Term) (*ast.Term, int) {
 	fn := s.fn
@@ -545,8 +582,13 @@ func (e *evaluation) call(s *stmt, L []*ast.Term) (*ast.Term, int) {
 	if memo && e.memo[fn.index].done {
 		return e.memo[fn.index].val, 0
 	}
-	if memo && fn.dataOnly {
-		if v := e.prog.kept[fn.index].Load(); v != nil {
+	keep := memo && fn.dataOnly
+	if keep {
+		switch v := e.prog.kept[fn.index].Load(); v {
+		case nil:
+		case tooLarge:
+			keep = false
+		default:
 			if v == undefined {
 				v = nil
 			}
@@ -583,10 +625,13 @@ func (e *evaluation) call(s *stmt, L []*ast.Term) (*ast.Term, int) {
 	}
 	if memo {
 		e.memo[fn.index] = memoEntry{done: true, val: ret}
-		if fn.dataOnly {
+		if keep {
 			kept := ret
-			if kept == nil {
+			switch {
+			case kept == nil:
 				kept = undefined
+			case !small(kept):
+				kept = tooLarge // not measured again
 			}
 			e.prog.kept[fn.index].Store(kept)
 		}

@@ -104,8 +104,9 @@ type Program struct {
 	kept []atomic.Pointer[ast.Term]
 }
 
-// undefined stands for an undefined value among the kept ones.
-var undefined = &ast.Term{}
+// Among the kept values, undefined stands for an undefined value and
+// tooLarge for one too large to keep (see small), worked out every time.
+var undefined, tooLarge = &ast.Term{}, &ast.Term{}
 
 // function is one planned function: a rule, a Rego function, or a part of
 // either.

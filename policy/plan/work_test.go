@@ -270,3 +270,46 @@ x := [di, mi, w, [b | input.bad; b := bad]]`, "data.t.x")
 		}
 	}
 }
+
+// A large value of a rule of the data alone is not kept (it would never
+// be given back), and is worked out again by every evaluation, which
+// gives the same value; a small one is kept, and undefined is.
+func TestKeptValuesAreSmall(t *testing.T) {
+	_, p, err := fixture(t, `package t
+big := numbers.range(1, 20000)
+words := concat("", [w | some _ in numbers.range(1, 2000); w := "0123456789abcdefghijklmnopqrstuvwxyz"])
+few := numbers.range(1, 100)
+none if data.t.nope
+x := [count(big), count(words), count(few), [1 | none]] if input.a
+x := [count(big), count(words), count(few)] if not input.a`, "data.t.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{`{}`, `{"a": true}`, `{}`} {
+		v, err := p.Eval(context.Background(), ast.MustParseTerm(in).Value, Options{})
+		if err != nil || v == nil || v.(*ast.Array).Elem(0).Value.Compare(ast.Number("20000")) != 0 {
+			t.Fatalf("%s: %v, %v", in, v, err)
+		}
+	}
+	kept := map[string]bool{}
+	for _, fn := range p.funcs {
+		if fn.dataOnly {
+			v := p.kept[fn.index].Load()
+			kept[fn.name[strings.LastIndex(fn.name, ".")+1:]] = v != nil && v != tooLarge
+		}
+	}
+	want := map[string]bool{"big": false, "words": false, "few": true, "none": true}
+	for name, w := range want {
+		if got, ok := kept[name]; !ok || got != w {
+			t.Errorf("%s: kept %v (a rule of the data alone: %v), want kept %v", name, got, ok, w)
+		}
+	}
+	for _, v := range []*ast.Term{nil, ast.StringTerm("x"), ast.ArrayTerm(ast.IntNumberTerm(1))} {
+		if !small(v) {
+			t.Errorf("%v is not small", v)
+		}
+	}
+	if small(ast.StringTerm(strings.Repeat("x", maxKept))) {
+		t.Error("a string of maxKept bytes is small")
+	}
+}
