@@ -20,15 +20,8 @@ func TestObjectsMadeAtOnce(t *testing.T) {
 	// values, 7 the result's binding.
 	const a, b, x = -1, -2, -3
 	insert := func(key, val, obj int32) stmt { return stmt{kind: kObjectInsert, a: key, c: val, b: obj} }
-	num := func(n int64, l int32) stmt { return stmt{kind: kMakeNumberInt, n: n, b: l} }
 	mk := func(l int32) stmt { return stmt{kind: kMakeObject, b: l} }
-	for _, tt := range []struct {
-		name   string
-		result int32 // the local whose value is the result
-		stmts  []stmt
-		want   string
-		fused  int // objects made at once
-	}{
+	for _, tt := range []literalCase{
 		{"a literal", 2, []stmt{mk(2), num(1, 3), insert(a, 3, 2), {kind: kAssignVar, a: x, b: 4}, insert(b, 4, 2)},
 			`{"a": 1, "b": "x"}`, 1},
 		{"a value given another after its insert", 2, []stmt{mk(2), num(1, 3), insert(a, 3, 2), num(2, 3), insert(b, 3, 2)},
@@ -45,40 +38,59 @@ func TestObjectsMadeAtOnce(t *testing.T) {
 			`{"a": 1, "b": 1}`, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			run := func(fuse bool) (ast.Value, int) {
-				bl := &builder{prog: &Program{}, strings: []*ir.StringConst{{Value: "a"}, {Value: "b"}, {Value: "x"}}}
-				for _, s := range bl.strings {
-					bl.prog.consts = append(bl.prog.consts, ast.StringTerm(s.Value))
-				}
-				stmts := append(slices.Clone(tt.stmts), stmt{kind: kMakeObject, b: 7}, insert(x, tt.result, 7), stmt{kind: kResultSetAdd, a: 7})
-				if fuse {
-					bl.fuseObjects(stmts)
-				}
-				n := 0
-				for _, s := range stmts[:len(tt.stmts)] {
-					if s.kind == kMakeObjectItems {
-						n++
-					}
-				}
-				p := &Program{locals: 8, consts: bl.prog.consts, blocks: []*block{{stmts: stmts}}, maxItems: bl.prog.maxItems}
-				v, err := p.Eval(context.Background(), ast.NewObject(), Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return v, n
-			}
-			want := ast.MustParseTerm(tt.want).Value // the binding's value
-			if v, _ := run(false); v.Compare(want) != 0 {
-				t.Fatalf("one by one: %v, want %v", v, want)
-			}
-			v, n := run(true)
-			if v.Compare(want) != 0 {
-				t.Errorf("at once: %v, want %v", v, want)
-			}
-			if n != tt.fused {
-				t.Errorf("%d objects made at once, want %d", n, tt.fused)
-			}
+			bl := &builder{prog: &Program{}, strings: []*ir.StringConst{{Value: "a"}, {Value: "b"}, {Value: "x"}}}
+			madeBothWays(t, tt.stmts, tt.result, bl.fuseObjects, kMakeObjectItems, tt.want, tt.fused)
 		})
+	}
+}
+
+// literalCase is a list of statements that make literals, and what it
+// gives.
+type literalCase struct {
+	name   string
+	result int32 // the local whose value is the result
+	stmts  []stmt
+	want   string
+	fused  int // literals made at once
+}
+
+// num makes the number n in local l.
+func num(n int64, l int32) stmt { return stmt{kind: kMakeNumberInt, n: n, b: l} }
+
+// madeBothWays runs stmts, whose result is local result, one member at a
+// time and after fuse, which should make fused literals at once (the
+// statement of kind made): both give want. Constants: -1 "a", -2 "b",
+// -3 "x"; local 7 is the result's binding.
+func madeBothWays(t *testing.T, stmts []stmt, result int32, fuse func([]stmt), made kind, want string, fused int) {
+	t.Helper()
+	run := func(fuse func([]stmt)) (ast.Value, int) {
+		consts := []*ast.Term{ast.StringTerm("a"), ast.StringTerm("b"), ast.StringTerm("x")}
+		all := append(slices.Clone(stmts), stmt{kind: kMakeObject, b: 7}, stmt{kind: kObjectInsert, a: -3, c: result, b: 7}, stmt{kind: kResultSetAdd, a: 7})
+		fuse(all)
+		n, items := 0, 0
+		for _, s := range all[:len(stmts)] {
+			if s.kind == made {
+				n++
+				items = max(items, len(s.args))
+			}
+		}
+		p := &Program{locals: 8, consts: consts, blocks: []*block{{stmts: all}}, maxItems: items}
+		v, err := p.Eval(context.Background(), ast.NewObject(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, n
+	}
+	w := ast.MustParseTerm(want).Value // the binding's value
+	if v, _ := run(func([]stmt) {}); v.Compare(w) != 0 {
+		t.Fatalf("one by one: %v, want %v", v, w)
+	}
+	v, n := run(fuse)
+	if v.Compare(w) != 0 {
+		t.Errorf("at once: %v, want %v", v, w)
+	}
+	if n != fused {
+		t.Errorf("%d literals made at once, want %d", n, fused)
 	}
 }
 
@@ -151,15 +163,8 @@ func TestArraysMadeAtOnce(t *testing.T) {
 	// the result's binding.
 	const a, b = -1, -2
 	app := func(val, arr int32) stmt { return stmt{kind: kArrayAppend, a: val, b: arr} }
-	num := func(n int64, l int32) stmt { return stmt{kind: kMakeNumberInt, n: n, b: l} }
 	mk := func(l int32) stmt { return stmt{kind: kMakeArray, b: l} }
-	for _, tt := range []struct {
-		name   string
-		result int32 // the local whose value is the result
-		stmts  []stmt
-		want   string
-		fused  int // arrays made at once
-	}{
+	for _, tt := range []literalCase{
 		{"a literal", 2, []stmt{mk(2), num(1, 3), app(3, 2), {kind: kAssignVar, a: a, b: 4}, app(4, 2), app(b, 2)},
 			`[1, "a", "b"]`, 1},
 		{"a value given another after its append", 2, []stmt{mk(2), num(1, 3), app(3, 2), num(2, 3), app(3, 2)},
@@ -176,36 +181,7 @@ func TestArraysMadeAtOnce(t *testing.T) {
 			`["b"]`, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			run := func(fuse bool) (ast.Value, int) {
-				consts := []*ast.Term{ast.StringTerm("a"), ast.StringTerm("b"), ast.StringTerm("x")}
-				stmts := append(slices.Clone(tt.stmts), stmt{kind: kMakeObject, b: 7}, stmt{kind: kObjectInsert, a: -3, c: tt.result, b: 7}, stmt{kind: kResultSetAdd, a: 7})
-				if fuse {
-					fuseArrays(stmts)
-				}
-				n := 0
-				for _, s := range stmts[:len(tt.stmts)] {
-					if s.kind == kMakeArrayItems {
-						n++
-					}
-				}
-				p := &Program{locals: 8, consts: consts, blocks: []*block{{stmts: stmts}}}
-				v, err := p.Eval(context.Background(), ast.NewObject(), Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return v, n
-			}
-			want := ast.MustParseTerm(tt.want).Value
-			if v, _ := run(false); v.Compare(want) != 0 {
-				t.Fatalf("one by one: %v, want %v", v, want)
-			}
-			v, n := run(true)
-			if v.Compare(want) != 0 {
-				t.Errorf("at once: %v, want %v", v, want)
-			}
-			if n != tt.fused {
-				t.Errorf("%d arrays made at once, want %d", n, tt.fused)
-			}
+			madeBothWays(t, tt.stmts, tt.result, fuseArrays, kMakeArrayItems, tt.want, tt.fused)
 		})
 	}
 }

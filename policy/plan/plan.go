@@ -589,54 +589,80 @@ func (b *builder) fuseObjects(stmts []stmt) {
 			continue
 		}
 		l := stmts[i].b
-		var inserts []int
 		keys := map[string]bool{}
-		for j := i + 1; j < len(stmts); j++ {
-			s := &stmts[j]
-			if !total(s.kind) {
-				break
+		inserts := literal(stmts, i, func(s *stmt) (own, stop bool) {
+			if s.kind != kObjectInsert || s.b != l {
+				return false, false
 			}
-			if s.kind == kObjectInsert && s.b == l {
-				k, ok := b.constString(s.a)
-				if !ok || keys[k] || s.c == l {
-					break
-				}
-				keys[k] = true
-				inserts = append(inserts, j)
-				continue
+			k, ok := b.constString(s.a)
+			if !ok || keys[k] || s.c == l {
+				return false, true
 			}
-			if reads(s, l) || writes(s) == l {
-				break
-			}
-		}
-		if len(inserts) == 0 {
-			continue
-		}
-		last := inserts[len(inserts)-1]
-		fusable := true
-		for _, j := range inserts {
-			v := stmts[j].c
-			for _, s := range stmts[j+1 : last+1] {
-				if v >= 0 && writes(&s) == v {
-					fusable = false
-				}
-			}
-		}
-		if !fusable {
+			keys[k] = true
+			return true, false
+		}, func(s *stmt) int32 { return s.c })
+		if inserts == nil {
 			continue
 		}
 		items := make([]int32, 0, 2*len(inserts))
 		for _, j := range inserts {
 			items = append(items, stmts[j].a, stmts[j].c)
 		}
-		loc := stmts[last].loc
-		for _, j := range inserts {
-			stmts[j] = stmt{kind: kNop, loc: stmts[j].loc}
-		}
-		stmts[i] = stmt{kind: kNop, loc: stmts[i].loc}
-		stmts[last] = stmt{kind: kMakeObjectItems, b: l, args: items, loc: loc}
+		madeAtOnce(stmts, i, inserts, stmt{kind: kMakeObjectItems, b: l, args: items})
 		b.prog.maxItems = max(b.prog.maxItems, len(inserts))
 	}
+}
+
+// literal finds the members of the literal the statement at i makes: the
+// statements after it that member says are its own (stop: the literal
+// ends before that one), up to one that may leave the block or that
+// reads or writes the literal's local otherwise. It returns their
+// indices, or none when a member's value local (value) is given another
+// value before the last member: the literal made at once there would not
+// be the one made member by member.
+func literal(stmts []stmt, i int, member func(s *stmt) (own, stop bool), value func(s *stmt) int32) []int {
+	l := stmts[i].b
+	var members []int
+	for j := i + 1; j < len(stmts) && total(stmts[j].kind); j++ {
+		s := &stmts[j]
+		own, stop := member(s)
+		if stop {
+			break
+		}
+		if own {
+			members = append(members, j)
+			continue
+		}
+		if reads(s, l) || writes(s) == l {
+			break
+		}
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	last := members[len(members)-1]
+	for _, j := range members {
+		if v := value(&stmts[j]); v >= 0 {
+			for k := j + 1; k <= last; k++ {
+				if writes(&stmts[k]) == v {
+					return nil
+				}
+			}
+		}
+	}
+	return members
+}
+
+// madeAtOnce replaces the making of a literal (at i) and its members by
+// made, at the last member.
+func madeAtOnce(stmts []stmt, i int, members []int, made stmt) {
+	last := members[len(members)-1]
+	made.loc = stmts[last].loc
+	for _, j := range members {
+		stmts[j] = stmt{kind: kNop, loc: stmts[j].loc}
+	}
+	stmts[i] = stmt{kind: kNop, loc: stmts[i].loc}
+	stmts[last] = made
 }
 
 // forwardConstants gives an append or add of a local that holds a
@@ -678,49 +704,20 @@ func fuseArrays(stmts []stmt) {
 			continue
 		}
 		l := stmts[i].b
-		var appends []int
-		for j := i + 1; j < len(stmts); j++ {
-			s := &stmts[j]
-			if !total(s.kind) {
-				break
+		appends := literal(stmts, i, func(s *stmt) (own, stop bool) {
+			if s.kind != kArrayAppend || s.b != l {
+				return false, false
 			}
-			if s.kind == kArrayAppend && s.b == l {
-				if s.a == l {
-					break
-				}
-				appends = append(appends, j)
-				continue
-			}
-			if reads(s, l) || writes(s) == l {
-				break
-			}
-		}
-		if len(appends) == 0 {
-			continue
-		}
-		last := appends[len(appends)-1]
-		fusable := true
-		for _, j := range appends {
-			v := stmts[j].a
-			for _, s := range stmts[j+1 : last+1] {
-				if v >= 0 && writes(&s) == v {
-					fusable = false
-				}
-			}
-		}
-		if !fusable {
+			return s.a != l, s.a == l
+		}, func(s *stmt) int32 { return s.a })
+		if appends == nil {
 			continue
 		}
 		items := make([]int32, 0, len(appends))
 		for _, j := range appends {
 			items = append(items, stmts[j].a)
 		}
-		loc := stmts[last].loc
-		for _, j := range appends {
-			stmts[j] = stmt{kind: kNop, loc: stmts[j].loc}
-		}
-		stmts[i] = stmt{kind: kNop, loc: stmts[i].loc}
-		stmts[last] = stmt{kind: kMakeArrayItems, b: l, args: items, loc: loc}
+		madeAtOnce(stmts, i, appends, stmt{kind: kMakeArrayItems, b: l, args: items})
 	}
 }
 
