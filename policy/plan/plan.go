@@ -361,13 +361,26 @@ func readsData(funcs []*function) {
 	}
 }
 
+// clocked are the built-ins whose answer depends on the time of the call
+// (a certificate's or a token's validity, unless given a time), which OPA
+// does not mark nondeterministic: a function that calls one is worked out
+// on every evaluation, as if it read the input.
+var clocked = map[string]bool{
+	"crypto.x509.parse_and_verify_certificates":              true,
+	"crypto.x509.parse_and_verify_certificates_with_options": true,
+	"io.jwt.decode_verify":                                   true,
+}
+
 // readsInput reports whether a statement of fn reads the input (local 0)
 // other than to pass it, as its first argument, to a function of the
-// data alone.
+// data alone, or calls a built-in that reads the clock.
 func readsInput(fn *function) bool {
 	reads := false
 	for _, bl := range fn.blocks {
 		forEach(bl, func(s *stmt) {
+			if s.kind == kCallBuiltin && clocked[s.bi.name] {
+				reads = true
+			}
 			for i, o := range operands(s) {
 				if o == int32(ir.Input) && !(s.kind == kCallFunc && i == 0 && s.fn.dataOnly) {
 					reads = true
