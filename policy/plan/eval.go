@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -25,7 +26,8 @@ type Options struct {
 	Cancel topdown.Cancel
 	// Steps, when set, has the statements the evaluation ran added to
 	// it: a measure of its work that, unlike its time, is the same on
-	// every run and every machine.
+	// every run and every machine, given the values the Program has kept
+	// from evaluations before (see readsData).
 	Steps *int64
 }
 
@@ -538,41 +540,109 @@ func (e *evaluation) scan(s *stmt, L []*ast.Term) (r int, stop bool) {
 	return r, stop
 }
 
-// maxKept bounds the size of a value kept across evaluations (see
-// small): a policy's rules of the data alone may be as large as an
-// evaluation's bounds allow, and a value kept is never given back.
-const maxKept = 64 << 10
+// Bounds on the values kept across evaluations (see keepable): a
+// policy's rules of the data alone may be as large as an evaluation's
+// bounds allow, a custom policy decides how large, and a value kept is
+// never given back (until a reload). One value may measure maxKept, all
+// of a Program's maxKeptTotal; past either, the rule is worked out by
+// every evaluation, as it was before values were kept.
+const (
+	maxKept      = 64 << 10
+	maxKeptTotal = 1 << 20
+)
 
-// small reports whether v is small enough to keep across evaluations:
-// its terms count 16 bytes each and its strings their length, at most
-// maxKept in all. Undefined is small.
-func small(v *ast.Term) bool {
-	if v == nil {
-		return true
-	}
-	size := 0
-	var walk func(t *ast.Term) bool
-	walk = func(t *ast.Term) bool {
-		size += 16
+// keepable is a copy of v to keep across evaluations and its measure, or
+// nil when it measures more than maxKept. The copy is made of memory of
+// its own: a string a built-in cut from a larger one (substring, split),
+// or an array sliced from a larger one, shares that one's memory, which
+// keeping it would keep whole. A value measures 48 bytes a term, 16 more
+// an element of an array and 64 a member of a set or object, and its
+// strings' and numbers' lengths (about what they take in memory). A
+// copy's members are in the original's order (every order a plan
+// iterates in is their sorted order), its numbers spelled the same.
+func keepable(v *ast.Term) (*ast.Term, int64) {
+	var size int64
+	var cp func(t *ast.Term) *ast.Term
+	cp = func(t *ast.Term) *ast.Term {
+		if size += 48; size > maxKept {
+			return nil
+		}
+		var out ast.Value
 		switch x := t.Value.(type) {
+		case ast.Null, ast.Boolean:
+			out = x
 		case ast.String:
-			size += len(x)
+			if size += int64(len(x)); size > maxKept {
+				return nil
+			}
+			out = ast.String(strings.Clone(string(x)))
 		case ast.Number:
-			size += len(x)
+			if size += int64(len(x)); size > maxKept {
+				return nil
+			}
+			out = ast.Number(strings.Clone(string(x)))
 		case *ast.Array:
-			for i := range x.Len() {
-				if !walk(x.Elem(i)) {
-					return false
+			elems := make([]*ast.Term, x.Len())
+			for i := range elems {
+				size += 16
+				if elems[i] = cp(x.Elem(i)); elems[i] == nil {
+					return nil
 				}
 			}
+			out = ast.NewArray(elems...)
 		case ast.Set:
-			x.Until(func(t *ast.Term) bool { return !walk(t) })
+			elems := make([]*ast.Term, 0, x.Len())
+			if x.Until(func(m *ast.Term) bool {
+				size += 64
+				c := cp(m)
+				elems = append(elems, c)
+				return c == nil
+			}) {
+				return nil
+			}
+			out = ast.NewSet(elems...)
 		case ast.Object:
-			x.Until(func(k, v *ast.Term) bool { return !walk(k) || !walk(v) })
+			items := make([][2]*ast.Term, 0, x.Len())
+			if x.Until(func(k, m *ast.Term) bool {
+				size += 64
+				ck, cm := cp(k), cp(m)
+				items = append(items, [2]*ast.Term{ck, cm})
+				return ck == nil || cm == nil
+			}) {
+				return nil
+			}
+			out = ast.NewObject(items...)
+		default:
+			return nil // not a value (a reference, a variable): not kept
 		}
-		return size <= maxKept
+		return &ast.Term{Value: out}
 	}
-	return walk(v)
+	c := cp(v)
+	return c, size
+}
+
+// keep keeps the value v of the rule of the data alone fn, worked out by
+// an evaluation, for the next ones: a copy of its own (keepable), within
+// the bounds, or the mark that it is too large to keep. The first
+// evaluation to keep a value keeps it.
+func (p *Program) keep(fn *function, v *ast.Term) {
+	slot := &p.kept[fn.index]
+	if v == nil {
+		slot.CompareAndSwap(nil, undefined)
+		return
+	}
+	c, size := keepable(v)
+	if c != nil && p.keptSize.Add(size) > maxKeptTotal {
+		p.keptSize.Add(-size)
+		c = nil
+	}
+	if c == nil {
+		slot.CompareAndSwap(nil, tooLarge) // not measured again
+		return
+	}
+	if !slot.CompareAndSwap(nil, c) {
+		p.keptSize.Add(-size) // another evaluation kept it first
+	}
 }
 
 // call calls a planned function; a nil value is undefined.
@@ -626,14 +696,7 @@ func (e *evaluation) call(s *stmt, L []*ast.Term) (*ast.Term, int) {
 	if memo {
 		e.memo[fn.index] = memoEntry{done: true, val: ret}
 		if keep {
-			kept := ret
-			switch {
-			case kept == nil:
-				kept = undefined
-			case !small(kept):
-				kept = tooLarge // not measured again
-			}
-			e.prog.kept[fn.index].Store(kept)
+			e.prog.keep(fn, ret)
 		}
 	}
 	return ret, 0

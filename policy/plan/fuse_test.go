@@ -68,10 +68,10 @@ func madeBothWays(t *testing.T, stmts []stmt, result int32, fuse func([]stmt), m
 		all := append(slices.Clone(stmts), stmt{kind: kMakeObject, b: 7}, stmt{kind: kObjectInsert, a: -3, c: result, b: 7}, stmt{kind: kResultSetAdd, a: 7})
 		fuse(all)
 		n, items := 0, 0
-		for _, s := range all[:len(stmts)] {
-			if s.kind == made {
+		for i, s := range all {
+			items = max(items, len(s.args)) // room for every literal made at once, the binding's too
+			if s.kind == made && i < len(stmts) {
 				n++
-				items = max(items, len(s.args))
 			}
 		}
 		p := &Program{locals: 8, consts: consts, blocks: []*block{{stmts: all}}, maxItems: items}

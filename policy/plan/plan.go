@@ -100,8 +100,10 @@ type Program struct {
 	// bindings (see bareResults).
 	bare bool
 	// kept are the values of the functions of data alone, by index, once
-	// an evaluation has worked them out (undefined: the term undefined).
-	kept []atomic.Pointer[ast.Term]
+	// an evaluation has worked them out (undefined: the term undefined);
+	// keptSize, what they measure in all (see keep).
+	kept     []atomic.Pointer[ast.Term]
+	keptSize atomic.Int64
 }
 
 // Among the kept values, undefined stands for an undefined value and

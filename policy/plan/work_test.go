@@ -3,8 +3,10 @@ package plan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/topdown"
@@ -275,7 +277,8 @@ x := [di, mi, w, [b | input.bad; b := bad], clock]`, "data.t.x")
 
 // A large value of a rule of the data alone is not kept (it would never
 // be given back), and is worked out again by every evaluation, which
-// gives the same value; a small one is kept, and undefined is.
+// gives the same value; a small one is kept, as a copy of its own, and
+// undefined is.
 func TestKeptValuesAreSmall(t *testing.T) {
 	_, p, err := fixture(t, `package t
 big := numbers.range(1, 20000)
@@ -306,12 +309,56 @@ x := [count(big), count(words), count(few)] if not input.a`, "data.t.x")
 			t.Errorf("%s: kept %v (a rule of the data alone: %v), want kept %v", name, got, ok, w)
 		}
 	}
-	for _, v := range []*ast.Term{nil, ast.StringTerm("x"), ast.ArrayTerm(ast.IntNumberTerm(1))} {
-		if !small(v) {
-			t.Errorf("%v is not small", v)
+	for _, v := range []*ast.Term{ast.StringTerm("x"), ast.ArrayTerm(ast.IntNumberTerm(1)), ast.MustParseTerm(`{"a": {1.0, "b"}, "c": [null, true]}`)} {
+		if c, _ := keepable(v); c == nil || c.Value.Compare(v.Value) != 0 || c.String() != v.String() {
+			t.Errorf("%v: kept as %v", v, c)
 		}
 	}
-	if small(ast.StringTerm(strings.Repeat("x", maxKept))) {
-		t.Error("a string of maxKept bytes is small")
+	if c, _ := keepable(ast.StringTerm(strings.Repeat("x", maxKept))); c != nil {
+		t.Error("a string of maxKept bytes is kept")
+	}
+	// A string cut from a larger one is kept as a copy of its own, which
+	// does not keep the larger one alive.
+	large := strings.Repeat("x", 1<<20)
+	c, _ := keepable(ast.StringTerm(large[:2]))
+	if c == nil || unsafe.StringData(string(c.Value.(ast.String))) == unsafe.StringData(large) {
+		t.Error("a string cut from a larger one is kept as a part of it")
+	}
+}
+
+// However many rules of the data alone a policy has, what their kept
+// values measure is bounded: past maxKeptTotal, a rule is worked out by
+// every evaluation, and gives the same value.
+func TestKeptValuesAreBoundedInAll(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("package t\n")
+	var names []string
+	for i := range 60 {
+		fmt.Fprintf(&src, "r%d := [x | some x in numbers.range(%d, %d)]\n", i, i*1000, i*1000+400)
+		names = append(names, fmt.Sprintf("count(r%d)", i))
+	}
+	fmt.Fprintf(&src, "x := sum([%s])\n", strings.Join(names, ", "))
+	_, p, err := fixture(t, src.String(), "data.t.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		v, err := p.Eval(context.Background(), ast.NewObject(), Options{})
+		if err != nil || v == nil || v.Compare(ast.Number("24060")) != 0 {
+			t.Fatalf("%v, %v; want 24060", v, err)
+		}
+	}
+	kept, large := 0, 0
+	for i := range p.kept {
+		switch p.kept[i].Load() {
+		case nil, undefined:
+		case tooLarge:
+			large++
+		default:
+			kept++
+		}
+	}
+	if kept == 0 || large == 0 || p.keptSize.Load() > maxKeptTotal {
+		t.Fatalf("%d values kept, %d not (too large in all), measuring %d: want some of each, at most %d", kept, large, p.keptSize.Load(), maxKeptTotal)
 	}
 }
