@@ -216,7 +216,11 @@ func TestDaemonLifetime(t *testing.T) {
 	t.Run("idle", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t)
-		sock, done := serve(t, Options{Idle: 300 * time.Millisecond})
+		// The grace bounds how long Serve waits for the load to close (its
+		// ledger and logs, in the world's directories): the default second
+		// can pass on a busy machine under -race, and the directories'
+		// cleanup then races with the closing.
+		sock, done := serve(t, Options{Idle: 300 * time.Millisecond, Grace: time.Minute})
 		Call(sock, w.request(t, "PreToolUse", "i")) // a call puts the exit off
 		select {
 		case err := <-done:
