@@ -114,26 +114,21 @@ func TestHarnessPlanIsRewritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	atOnce, oneByOne := 0, 0
-	var count func(blocks []*block)
-	count = func(blocks []*block) {
-		for _, bl := range blocks {
-			for _, s := range bl.stmts {
-				switch s.kind {
-				case kMakeObjectItems:
-					atOnce++
-				case kObjectInsert:
-					oneByOne++
-				}
-				count(s.blocks)
-				if s.body != nil {
-					count([]*block{s.body})
-				}
-			}
+	count := func(s *stmt) {
+		switch s.kind {
+		case kMakeObjectItems:
+			atOnce++
+		case kObjectInsert:
+			oneByOne++
 		}
 	}
-	count(p.blocks)
+	for _, bl := range p.blocks {
+		forEach(bl, count)
+	}
 	for _, fn := range p.funcs {
-		count(fn.blocks)
+		for _, bl := range fn.blocks {
+			forEach(bl, count)
+		}
 	}
 	t.Logf("%d objects made at once; %d inserts left one by one", atOnce, oneByOne)
 	if !p.bare {

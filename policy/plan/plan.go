@@ -296,7 +296,7 @@ func (b *builder) shareConstants(blocks []*block) {
 		})
 	}
 	for _, bl := range blocks {
-		shareIn(bl, func(stmts []stmt, i int) {
+		eachStmt(bl, func(stmts []stmt, i int) {
 			s := &stmts[i]
 			var v ast.Value
 			switch s.kind {
@@ -418,35 +418,21 @@ func operands(s *stmt) []int32 {
 // Then the plan adds the value, and Eval returns it as it is.
 func bareResults(p *Program) {
 	var adds [][]stmt // the blocks' statements, from a result's making
-	var walk func(bl *block) bool
-	walk = func(bl *block) bool {
-		for i := range bl.stmts {
-			s := &bl.stmts[i]
-			if s.kind == kResultSetAdd {
-				if i == 0 {
-					return false
-				}
-				mk := &bl.stmts[i-1]
-				if mk.kind != kMakeObjectItems || mk.b != s.a || len(mk.args) != 2 {
-					return false
-				}
-				adds = append(adds, bl.stmts[i-1:i+1])
-			}
-			for _, inner := range s.blocks {
-				if !walk(inner) {
-					return false
-				}
-			}
-			if s.body != nil && !walk(s.body) {
-				return false
-			}
-		}
-		return true
-	}
+	ok := true
 	for _, bl := range p.blocks {
-		if !walk(bl) {
-			return
-		}
+		eachStmt(bl, func(stmts []stmt, i int) {
+			if stmts[i].kind != kResultSetAdd {
+				return
+			}
+			if i == 0 || stmts[i-1].kind != kMakeObjectItems || stmts[i-1].b != stmts[i].a || len(stmts[i-1].args) != 2 {
+				ok = false
+				return
+			}
+			adds = append(adds, stmts[i-1:i+1])
+		})
+	}
+	if !ok {
+		return
 	}
 	for _, pair := range adds {
 		v := pair[0].args[1]
@@ -470,15 +456,15 @@ func dropNops(blocks []*block) {
 	}
 }
 
-// shareIn calls f with each statement of bl and of the blocks in it, by
+// eachStmt calls f with each statement of bl and of the blocks in it, by
 // its block's statements and its index.
-func shareIn(bl *block, f func(stmts []stmt, i int)) {
+func eachStmt(bl *block, f func(stmts []stmt, i int)) {
 	for i := range bl.stmts {
 		for _, inner := range bl.stmts[i].blocks {
-			shareIn(inner, f)
+			eachStmt(inner, f)
 		}
 		if bl.stmts[i].body != nil {
-			shareIn(bl.stmts[i].body, f)
+			eachStmt(bl.stmts[i].body, f)
 		}
 		f(bl.stmts, i)
 	}
@@ -486,7 +472,7 @@ func shareIn(bl *block, f func(stmts []stmt, i int)) {
 
 // forEach calls f with each statement of bl and of the blocks in it.
 func forEach(bl *block, f func(*stmt)) {
-	shareIn(bl, func(stmts []stmt, i int) { f(&stmts[i]) })
+	eachStmt(bl, func(stmts []stmt, i int) { f(&stmts[i]) })
 }
 
 // constants are the terms of operands, if all are constants.

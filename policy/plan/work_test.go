@@ -110,17 +110,11 @@ func TestPlanTakesTheShortcuts(t *testing.T) {
 }
 
 func usesShortcut(b *block) bool {
-	for _, s := range b.stmts {
-		if s.kind == kCallBuiltin && s.bi.name == "div" && s.bi.short != nil {
-			return true
-		}
-		for _, inner := range append(s.blocks, s.body) {
-			if inner != nil && usesShortcut(inner) {
-				return true
-			}
-		}
-	}
-	return false
+	found := false
+	forEach(b, func(s *stmt) {
+		found = found || (s.kind == kCallBuiltin && s.bi.name == "div" && s.bi.short != nil)
+	})
+	return found
 }
 
 // The literals of constants a plan never changes (empty sets and arrays,
@@ -159,11 +153,11 @@ x := sprintf("%s %d", ["a", input.n]) if input.a`, 0, 1},
 			}
 			for _, f := range p.funcs {
 				for _, b := range f.blocks {
-					forStmts(b, count)
+					forEach(b, count)
 				}
 			}
 			for _, b := range p.blocks {
-				forStmts(b, count)
+				forEach(b, count)
 			}
 			if made != tt.made || shared != tt.shared {
 				t.Fatalf("%d literals made (want %d), %d shared (want %d)", made, tt.made, shared, tt.shared)
@@ -185,18 +179,6 @@ x := sprintf("%s %d", ["a", input.n]) if input.a`, 0, 1},
 		}
 		if got := bad.consts[0].Value; got.Compare(v) != 0 || got.(interface{ Len() int }).Len() != v.(interface{ Len() int }).Len() {
 			t.Fatalf("the shared value is %v", got)
-		}
-	}
-}
-
-func forStmts(b *block, f func(*stmt)) {
-	for i := range b.stmts {
-		f(&b.stmts[i])
-		for _, inner := range b.stmts[i].blocks {
-			forStmts(inner, f)
-		}
-		if b.stmts[i].body != nil {
-			forStmts(b.stmts[i].body, f)
 		}
 	}
 }
