@@ -32,13 +32,17 @@ func (l *lineWriter) send(msg []byte) error {
 // ServeStdio serves one agent over in and out (MCP's stdio transport: a
 // message a line) as id, until in ends or ctx is done. Requests are
 // answered concurrently, each as it is done; notifications are taken in
-// order. The session's upstreams stop when it ends.
+// order. The session's upstreams stop when it ends. A pipe or socket in
+// blocking mode (a process's stdin) is read through the runtime's poller
+// while it serves (see pollable).
 func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out io.Writer) error {
 	w := &lineWriter{w: out}
 	s, err := g.session(id, w)
 	if err != nil {
 		return err
 	}
+	in, undo := pollable(in)
+	defer undo()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
