@@ -244,8 +244,7 @@ func (s *session) getPrompt(ctx context.Context, params json.RawMessage) (json.R
 	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
 		return nil, &rpcError{Code: codeInvalidParams, Message: "prompts/get: want a prompt name"}
 	}
-	_, routes := s.routes("prompts/list")
-	rt, ok := routes[p.Name]
+	rt, ok := s.route("prompts/list", p.Name)
 	if !ok {
 		return nil, &rpcError{Code: codeInvalidParams, Message: "unknown prompt: " + p.Name}
 	}
@@ -280,8 +279,7 @@ func (s *session) complete(ctx context.Context, params json.RawMessage) (json.Ra
 	var name, policy string
 	switch ref.Type {
 	case "ref/prompt":
-		_, routes := s.routes("prompts/list")
-		rt, ok := routes[ref.Name]
+		rt, ok := s.route("prompts/list", ref.Name)
 		if !ok {
 			return nil, &rpcError{Code: codeInvalidParams, Message: "unknown prompt: " + ref.Name}
 		}

@@ -73,6 +73,31 @@ func (s *session) routes(method string) ([]string, map[string]route) {
 	return order, out
 }
 
+// route is routes(method)[exposed], found without making the map: the
+// lists are read in place, upstream by upstream, and the first that lists
+// the name wins. A call needs one route; making all of them cost a map
+// and a name a listed item, every call.
+func (s *session) route(method, exposed string) (route, bool) {
+	if method == "tools/list" && exposed == SessionTool {
+		return route{}, false
+	}
+	for _, u := range s.upstreams() {
+		name := exposed
+		if s.g.prefix {
+			var ok bool
+			if name, ok = strings.CutPrefix(exposed, u.cfg.Name+"__"); !ok {
+				continue
+			}
+		}
+		for _, it := range u.list(method) {
+			if it.name == name {
+				return route{up: u, name: it.name, raw: it.raw}, true
+			}
+		}
+	}
+	return route{}, false
+}
+
 // toolRoute is where a call of a tool goes: the upstream that lists it;
 // else, for a tool no upstream lists (yet: lists change), the upstream its
 // prefix names, or the only or first one when names are not prefixed.
@@ -80,8 +105,8 @@ func (s *session) routes(method string) ([]string, map[string]route) {
 // that is not listed is governed as one that is; the upstream answers for
 // a tool it does not have.
 func (s *session) toolRoute(exposed string) (route, bool) {
-	if _, routes := s.routes("tools/list"); routes[exposed].up != nil {
-		return routes[exposed], true
+	if rt, ok := s.route("tools/list", exposed); ok {
+		return rt, true
 	}
 	ups := s.upstreams()
 	if s.g.prefix {
