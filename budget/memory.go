@@ -148,7 +148,7 @@ func (m *Memory) Charge(_ context.Context, k Key, period Period, tokens, cost in
 }
 
 func (m *Memory) ChargeIf(_ context.Context, k Key, period Period, expected Counters, tokens, cost int64) (Counters, bool, error) {
-	if err := checkCharge(tokens, cost); err != nil {
+	if err := checkChargeIf(expected, period, tokens, cost); err != nil {
 		return Counters{}, false, err
 	}
 	return m.update(k, period, func(c *Counters) bool {

@@ -408,7 +408,7 @@ func (r *Redis) Charge(ctx context.Context, k Key, period Period, tokens, cost i
 }
 
 func (r *Redis) ChargeIf(ctx context.Context, k Key, period Period, expected Counters, tokens, cost int64) (Counters, bool, error) {
-	if err := checkCharge(tokens, cost); err != nil {
+	if err := checkChargeIf(expected, period, tokens, cost); err != nil {
 		return Counters{}, false, err
 	}
 	a := expected.AgentUsage

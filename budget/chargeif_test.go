@@ -1,0 +1,145 @@
+package budget
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+// A charge against counters that are all still as its decision saw them
+// changes the SQLite ledger without a statement that returns its row, and
+// gives the counters every store gives; a charge against counters another
+// call moved (the shell count, the role, the agent's shell count) is the
+// contract's, which compares tokens and cost alone: it still lands, with
+// the counters as they are. Every case runs on every store, and the
+// memory store's answer is the one to match.
+func TestChargeIfWithoutReturning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const day = "day:2026-12-03"
+	k := Key{Agent: "a", Session: "s"}
+	type step func(t *testing.T, s Store, cur Counters) Counters
+	charge := func(tokens, cost int64) step {
+		return func(t *testing.T, s Store, _ Counters) Counters {
+			c, err := s.Charge(ctx, k, day, tokens, cost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+	}
+	role := func(name string) step {
+		return func(t *testing.T, s Store, _ Counters) Counters {
+			c, err := s.SetRole(ctx, k, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ = s.Get(ctx, k, day)
+			return c
+		}
+	}
+	shell := func(t *testing.T, s Store, _ Counters) Counters {
+		c, err := s.AddShell(ctx, k, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	otherShell := func(t *testing.T, s Store, cur Counters) Counters { // the agent's other session
+		if _, err := s.AddShell(ctx, Key{Agent: k.Agent, Session: "t"}, day); err != nil {
+			t.Fatal(err)
+		}
+		return cur
+	}
+	pin := func(t *testing.T, s Store, _ Counters) Counters {
+		if _, err := s.PinProject(ctx, k, "/p"); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := s.Get(ctx, k, day)
+		return c
+	}
+	for _, tc := range []struct {
+		name   string
+		before []step // to the counters the charge is worked out on
+		// between moves the counters after they were read, as another
+		// call would.
+		between []step
+		period  Period
+		// returned: the SQLite ledger ran a statement that returns a row
+		// (the contract's) to charge; ok: the charge landed.
+		returned, ok bool
+		err          bool // refused: nothing changed
+	}{
+		{name: "all as expected", before: []step{role("coder"), charge(10, 5)}, period: day, ok: true},
+		{name: "all as expected, no period", before: []step{role("coder"), charge(10, 5)}, ok: true},
+		{name: "all as expected, nothing charged yet", before: []step{role("coder")}, period: day, returned: true, ok: true},
+		{name: "all as expected, pinned, with shell calls", before: []step{role("coder"), pin, shell, charge(3, 1)}, period: day, ok: true},
+		{name: "a new session", period: day, returned: true, ok: true},
+		{name: "the shell count moved", before: []step{role("coder"), charge(10, 5)}, between: []step{shell}, period: day, returned: true, ok: true},
+		{name: "the role moved", before: []step{role("coder"), charge(10, 5)}, between: []step{role("reviewer")}, period: day, returned: true, ok: true},
+		{name: "the project was pinned", before: []step{role("coder"), charge(10, 5)}, between: []step{pin}, period: day, returned: true, ok: true},
+		{name: "the agent's shell count moved", before: []step{role("coder"), charge(10, 5)}, between: []step{otherShell}, period: day, returned: true, ok: true},
+		{name: "the tokens moved", before: []step{role("coder"), charge(10, 5)}, between: []step{charge(1, 0)}, period: day, returned: true},
+		{name: "the tokens moved, no period", before: []step{role("coder"), charge(10, 5)}, between: []step{charge(1, 0)}, returned: true},
+		{name: "a sum past an int64", before: []step{role("coder"), charge(math.MaxInt64-5, 5)}, period: day, err: true},
+		{name: "a sum past an int64, the agent's", before: []step{role("coder"), charge(1, 5), func(t *testing.T, s Store, cur Counters) Counters {
+			if _, err := s.Charge(ctx, Key{Agent: k.Agent, Session: "t"}, day, math.MaxInt64-3, 0); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := s.Get(ctx, k, day)
+			return c
+		}}, period: day, err: true},
+		{name: "a cost past an int64", before: []step{role("coder"), charge(1, math.MaxInt64-1)}, err: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			type answer struct {
+				c   Counters
+				ok  bool
+				err bool
+			}
+			var want *answer
+			for _, name := range []string{"memory", "sqlite", "redis"} {
+				s := stores(t)[name]
+				var cur Counters
+				for _, f := range tc.before {
+					cur = f(t, s, cur)
+				}
+				if tc.period == "" {
+					cur.AgentUsage = Usage{}
+				}
+				for _, f := range tc.between {
+					f(t, s, cur)
+				}
+				sq, _ := s.(*SQLite)
+				var rows int64
+				if sq != nil {
+					rows = sq.rows.Load()
+				}
+				c, ok, err := s.ChargeIf(ctx, k, tc.period, cur, 7, 2)
+				got := answer{c, ok, err != nil}
+				if want == nil {
+					want = &got
+					if ok != tc.ok || (err != nil) != tc.err {
+						t.Fatalf("memory: ok=%v err=%v, want ok=%v err=%v (%+v)", ok, err, tc.ok, tc.err, c)
+					}
+				} else if got != *want {
+					t.Errorf("%s: %+v (%v), memory's %+v", name, got, err, *want)
+				}
+				if sq != nil {
+					if returned := sq.rows.Load() > rows; returned != tc.returned {
+						t.Errorf("sqlite: a statement returned a row: %v, want %v", returned, tc.returned)
+					}
+					if after, err := s.Get(ctx, k, tc.period); err == nil && ok && after != c {
+						t.Errorf("sqlite: read after the charge %+v, the charge's %+v", after, c)
+					}
+				}
+				if tc.err {
+					if after, err := s.Get(ctx, k, tc.period); err != nil || after != cur {
+						t.Errorf("%s: a refused charge changed the counters: %+v (%v), before %+v", name, after, err, cur)
+					}
+				}
+			}
+		})
+	}
+}
