@@ -23,9 +23,10 @@ import (
 // system, from /proc: a figure that the machine's load sways less than
 // latency). "gateway" is the default set-up (the SQLite ledger, event and
 // decision logs on); "lean" keeps counters in memory and writes no logs, to
-// show what the ledger and logs cost. The three paths are called in turn,
-// one call each, so that the load of this shared machine weighs on them
-// alike. Run it with -benchtime 2000x (make bench-gateway) for at least
+// show what the ledger and logs cost; "relay" is testdata/relay, a process
+// that copies the bytes both ways and governs nothing: what any process in
+// the middle adds. The paths are called in turn, one call each, so that
+// the load of this shared machine weighs on them alike. Run it with -benchtime 2000x (make bench-gateway) for at least
 // 2,000 calls each.
 func BenchmarkGatewayLatency(b *testing.B) {
 	t := &testing.T{}
@@ -46,13 +47,15 @@ func BenchmarkGatewayLatency(b *testing.B) {
 				name string
 				c    *client.Client
 				lat  []time.Duration
-			}{{name: "direct"}, {name: "gateway"}, {name: "lean"}}
+			}{{name: "direct"}, {name: "relay"}, {name: "gateway"}, {name: "lean"}}
 			for i := range paths {
 				var c *client.Client
 				var err error
 				switch paths[i].name {
 				case "direct":
 					c, err = client.NewStdioMCPClient(upstreamBin, nil)
+				case "relay":
+					c, err = client.NewStdioMCPClient(binaries.relay, nil, upstreamBin)
 				case "lean":
 					c, err = client.NewStdioMCPClient(harnessBin, []string{"HOME=" + lean},
 						"serve", "--project", project, "--role", "bench", "--ledger", "memory:", "--session", "bench-"+size.name, "--", upstreamBin)
@@ -117,6 +120,7 @@ func BenchmarkGatewayLatency(b *testing.B) {
 			}
 			b.ReportMetric(float64((p50["gateway"] - p50["direct"]).Microseconds()), "added-p50-µs")
 			b.ReportMetric(float64((p50["lean"] - p50["direct"]).Microseconds()), "lean-added-p50-µs")
+			b.ReportMetric(float64((p50["relay"] - p50["direct"]).Microseconds()), "relay-added-p50-µs")
 		})
 	}
 }

@@ -29,6 +29,7 @@ var binaries struct {
 	once              sync.Once
 	harness, upstream string
 	hook              string // the small hook binary, beside harness
+	relay             string // testdata/relay, the floor of a stdio gateway
 	err               error
 }
 
@@ -49,7 +50,9 @@ func buildBinaries(t *testing.T) (harnessBin, upstreamBin string) {
 			return
 		}
 		binaries.harness, binaries.upstream, binaries.hook = filepath.Join(dir, "harness"), filepath.Join(dir, "upstream"), filepath.Join(dir, "harness-hook")
-		for pkg, out := range map[string]string{".": binaries.harness, "../../testdata/upstream": binaries.upstream, "../harness-hook": binaries.hook} {
+		binaries.relay = filepath.Join(dir, "relay")
+		for pkg, out := range map[string]string{".": binaries.harness, "../../testdata/upstream": binaries.upstream, "../harness-hook": binaries.hook,
+			"../../testdata/relay": binaries.relay} {
 			if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 				binaries.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 				return
