@@ -269,33 +269,42 @@ func BenchmarkCallLedger(b *testing.B) {
 	}
 }
 
-// BenchmarkChargeAfterIdle measures the charge as a gateway makes it: after
-// the ledger has been idle for as long as an upstream takes to answer (a
-// millisecond here), when the caches of the machine hold other processes'
-// work. It reports the p50 and p90 of the charge alone (ns/op includes the
-// idle time). The reference is the same charge made back to back, in the
-// same run: BenchmarkCallLedger.
-func BenchmarkChargeAfterIdle(b *testing.B) {
-	for _, name := range []string{"memory", "sqlite"} {
-		b.Run(name, func(b *testing.B) {
-			s, k, _ := benchSession(b, name)
-			ctx := context.Background()
-			took := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				time.Sleep(time.Millisecond) // idle, as while an upstream works; not a synchronisation
-				cur, err := s.Get(ctx, k, "")
-				if err != nil {
-					b.Fatal(err)
+// BenchmarkAfterIdle measures a charge and a shell reservation as a
+// gateway makes them: after the ledger has been idle for as long as an
+// upstream takes to answer (a millisecond here), when the caches of the
+// machine hold other processes' work. It reports the p50 and p90 of the
+// change alone (ns/op includes the idle time). The reference is the
+// memory store, in the same run; BenchmarkCallLedger makes the charge back
+// to back.
+func BenchmarkAfterIdle(b *testing.B) {
+	for _, op := range []string{"charge", "reserve"} {
+		for _, name := range []string{"memory", "sqlite"} {
+			b.Run(op+"/"+name, func(b *testing.B) {
+				s, k, _ := benchSession(b, name)
+				ctx := context.Background()
+				took := make([]time.Duration, 0, b.N)
+				for b.Loop() {
+					time.Sleep(time.Millisecond) // idle, as while an upstream works; not a synchronisation
+					cur, err := s.Get(ctx, k, "")
+					if err != nil {
+						b.Fatal(err)
+					}
+					start := time.Now()
+					var ok bool
+					if op == "charge" {
+						_, ok, err = s.ChargeIf(ctx, k, "", cur, 20, 3)
+					} else {
+						_, ok, err = s.ReserveShell(ctx, k, "", cur)
+					}
+					took = append(took, time.Since(start))
+					if err != nil || !ok {
+						b.Fatalf("%s: ok=%v %v", op, ok, err)
+					}
 				}
-				start := time.Now()
-				if _, ok, err := s.ChargeIf(ctx, k, "", cur, 20, 3); err != nil || !ok {
-					b.Fatalf("charge: ok=%v %v", ok, err)
-				}
-				took = append(took, time.Since(start))
-			}
-			slices.Sort(took)
-			b.ReportMetric(float64(took[len(took)/2].Nanoseconds())/1e3, "p50-µs")
-			b.ReportMetric(float64(took[len(took)*9/10].Nanoseconds())/1e3, "p90-µs")
-		})
+				slices.Sort(took)
+				b.ReportMetric(float64(took[len(took)/2].Nanoseconds())/1e3, "p50-µs")
+				b.ReportMetric(float64(took[len(took)*9/10].Nanoseconds())/1e3, "p90-µs")
+			})
+		}
 	}
 }

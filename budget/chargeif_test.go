@@ -6,14 +6,15 @@ import (
 	"testing"
 )
 
-// A charge against counters that are all still as its decision saw them
-// changes the SQLite ledger without a statement that returns its row, and
-// gives the counters every store gives; a charge against counters another
-// call moved (the shell count, the role, the agent's shell count) is the
-// contract's, which compares tokens and cost alone: it still lands, with
-// the counters as they are. Every case runs on every store, and the
-// memory store's answer is the one to match.
-func TestChargeIfWithoutReturning(t *testing.T) {
+// A charge or a shell reservation against counters that are all still as
+// its decision saw them changes the SQLite ledger without a statement that
+// returns its row, and gives the counters every store gives. Against
+// counters another call moved, it is the contract's: a charge compares
+// tokens and cost alone, a reservation the shell counts and the role; it
+// lands if those are as expected, with the counters as they are. Every
+// case runs on every store, and the memory store's answer is the one to
+// match.
+func TestChangesWithoutReturning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const day = "day:2026-12-03"
@@ -66,80 +67,103 @@ func TestChargeIfWithoutReturning(t *testing.T) {
 		between []step
 		period  Period
 		// returned: the SQLite ledger ran a statement that returns a row
-		// (the contract's) to charge; ok: the charge landed.
-		returned, ok bool
-		err          bool // refused: nothing changed
+		// (the contract's); charged, reserved: the charge, the
+		// reservation landed.
+		returned, charged, reserved bool
+		err                         bool // the charge was refused: nothing changed
 	}{
-		{name: "all as expected", before: []step{role("coder"), charge(10, 5)}, period: day, ok: true},
-		{name: "all as expected, no period", before: []step{role("coder"), charge(10, 5)}, ok: true},
-		{name: "all as expected, nothing charged yet", before: []step{role("coder")}, period: day, returned: true, ok: true},
-		{name: "all as expected, pinned, with shell calls", before: []step{role("coder"), pin, shell, charge(3, 1)}, period: day, ok: true},
-		{name: "a new session", period: day, returned: true, ok: true},
-		{name: "the shell count moved", before: []step{role("coder"), charge(10, 5)}, between: []step{shell}, period: day, returned: true, ok: true},
-		{name: "the role moved", before: []step{role("coder"), charge(10, 5)}, between: []step{role("reviewer")}, period: day, returned: true, ok: true},
-		{name: "the project was pinned", before: []step{role("coder"), charge(10, 5)}, between: []step{pin}, period: day, returned: true, ok: true},
-		{name: "the agent's shell count moved", before: []step{role("coder"), charge(10, 5)}, between: []step{otherShell}, period: day, returned: true, ok: true},
-		{name: "the tokens moved", before: []step{role("coder"), charge(10, 5)}, between: []step{charge(1, 0)}, period: day, returned: true},
-		{name: "the tokens moved, no period", before: []step{role("coder"), charge(10, 5)}, between: []step{charge(1, 0)}, returned: true},
-		{name: "a sum past an int64", before: []step{role("coder"), charge(math.MaxInt64-5, 5)}, period: day, err: true},
+		{name: "all as expected", before: []step{role("coder"), charge(10, 5)}, period: day, charged: true, reserved: true},
+		{name: "all as expected, no period", before: []step{role("coder"), charge(10, 5)}, charged: true, reserved: true},
+		{name: "all as expected, nothing charged yet", before: []step{role("coder")}, period: day, returned: true, charged: true, reserved: true},
+		{name: "all as expected, pinned, with shell calls", before: []step{role("coder"), pin, shell, charge(3, 1)}, period: day, charged: true, reserved: true},
+		{name: "a new session", period: day, returned: true, charged: true, reserved: true},
+		{name: "the shell count moved", before: []step{role("coder"), charge(10, 5)}, between: []step{shell}, period: day, returned: true, charged: true},
+		{name: "the role moved", before: []step{role("coder"), charge(10, 5)}, between: []step{role("reviewer")}, period: day, returned: true, charged: true},
+		{name: "the project was pinned", before: []step{role("coder"), charge(10, 5)}, between: []step{pin}, period: day, returned: true, charged: true, reserved: true},
+		{name: "the agent's shell count moved", before: []step{role("coder"), charge(10, 5)}, between: []step{otherShell}, period: day, returned: true, charged: true},
+		{name: "the tokens moved", before: []step{role("coder"), charge(10, 5)}, between: []step{charge(1, 0)}, period: day, returned: true, reserved: true},
+		{name: "the tokens moved, no period", before: []step{role("coder"), charge(10, 5)}, between: []step{charge(1, 0)}, returned: true, reserved: true},
+		{name: "a sum past an int64", before: []step{role("coder"), charge(math.MaxInt64-5, 5)}, period: day, err: true, reserved: true},
 		{name: "a sum past an int64, the agent's", before: []step{role("coder"), charge(1, 5), func(t *testing.T, s Store, cur Counters) Counters {
 			if _, err := s.Charge(ctx, Key{Agent: k.Agent, Session: "t"}, day, math.MaxInt64-3, 0); err != nil {
 				t.Fatal(err)
 			}
 			c, _ := s.Get(ctx, k, day)
 			return c
-		}}, period: day, err: true},
-		{name: "a cost past an int64", before: []step{role("coder"), charge(1, math.MaxInt64-1)}, err: true},
+		}}, period: day, err: true, reserved: true},
+		{name: "a cost past an int64", before: []step{role("coder"), charge(1, math.MaxInt64-1)}, err: true, reserved: true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			type answer struct {
-				c   Counters
-				ok  bool
-				err bool
-			}
-			var want *answer
-			for _, name := range []string{"memory", "sqlite", "redis"} {
-				s := stores(t)[name]
-				var cur Counters
-				for _, f := range tc.before {
-					cur = f(t, s, cur)
+		for _, op := range []string{"charge", "reserve"} {
+			t.Run(op+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				type answer struct {
+					c   Counters
+					ok  bool
+					err bool
 				}
-				if tc.period == "" {
-					cur.AgentUsage = Usage{}
+				wantOK, wantErr := tc.reserved, false
+				if op == "charge" {
+					wantOK, wantErr = tc.charged, tc.err
 				}
-				for _, f := range tc.between {
-					f(t, s, cur)
-				}
-				sq, _ := s.(*SQLite)
-				var rows int64
-				if sq != nil {
-					rows = sq.rows.Load()
-				}
-				c, ok, err := s.ChargeIf(ctx, k, tc.period, cur, 7, 2)
-				got := answer{c, ok, err != nil}
-				if want == nil {
-					want = &got
-					if ok != tc.ok || (err != nil) != tc.err {
-						t.Fatalf("memory: ok=%v err=%v, want ok=%v err=%v (%+v)", ok, err, tc.ok, tc.err, c)
+				var want *answer
+				for _, name := range []string{"memory", "sqlite", "redis"} {
+					s := stores(t)[name]
+					var cur Counters
+					for _, f := range tc.before {
+						cur = f(t, s, cur)
 					}
-				} else if got != *want {
-					t.Errorf("%s: %+v (%v), memory's %+v", name, got, err, *want)
-				}
-				if sq != nil {
-					if returned := sq.rows.Load() > rows; returned != tc.returned {
-						t.Errorf("sqlite: a statement returned a row: %v, want %v", returned, tc.returned)
+					if tc.period == "" {
+						cur.AgentUsage = Usage{}
 					}
-					if after, err := s.Get(ctx, k, tc.period); err == nil && ok && after != c {
-						t.Errorf("sqlite: read after the charge %+v, the charge's %+v", after, c)
+					for _, f := range tc.between {
+						f(t, s, cur)
+					}
+					sq, _ := s.(*SQLite)
+					var rows int64
+					if sq != nil {
+						rows = sq.rows.Load()
+					}
+					var c Counters
+					var ok bool
+					var err error
+					if op == "charge" {
+						c, ok, err = s.ChargeIf(ctx, k, tc.period, cur, 7, 2)
+					} else {
+						c, ok, err = s.ReserveShell(ctx, k, tc.period, cur)
+					}
+					got := answer{c, ok, err != nil}
+					if want == nil {
+						want = &got
+						if ok != wantOK || (err != nil) != wantErr {
+							t.Fatalf("memory: ok=%v err=%v, want ok=%v err=%v (%+v)", ok, err, wantOK, wantErr, c)
+						}
+					} else if got != *want {
+						t.Errorf("%s: %+v (%v), memory's %+v", name, got, err, *want)
+					}
+					if sq != nil {
+						if returned := sq.rows.Load() > rows; returned != tc.returned {
+							t.Errorf("sqlite: a statement returned a row: %v, want %v", returned, tc.returned)
+						}
+						// What the ledger holds, read by another store of
+						// the file (this one's reads may answer from what
+						// it wrote).
+						other, err := OpenSQLite(ctx, sq.Path())
+						if err != nil {
+							t.Fatal(err)
+						}
+						after, err := other.Get(ctx, k, tc.period)
+						other.Close()
+						if err != nil || ok && after != c {
+							t.Errorf("sqlite: the ledger holds %+v (%v), the change returned %+v", after, err, c)
+						}
+					}
+					if wantErr {
+						if after, err := s.Get(ctx, k, tc.period); err != nil || after != cur {
+							t.Errorf("%s: a refused charge changed the counters: %+v (%v), before %+v", name, after, err, cur)
+						}
 					}
 				}
-				if tc.err {
-					if after, err := s.Get(ctx, k, tc.period); err != nil || after != cur {
-						t.Errorf("%s: a refused charge changed the counters: %+v (%v), before %+v", name, after, err, cur)
-					}
-				}
-			}
-		})
+			})
+		}
 	}
 }

@@ -174,6 +174,9 @@ var queries = map[string]string{
 		WHERE shell = 0 AND role = ''` + returning,
 	"reserve": `UPDATE sessions SET shell = shell + 1, updated_at = ?
 		WHERE agent = ? AND session = ? AND shell = ? AND role = ?` + returning,
+	// reserve when every counter is still as expected (see charge_exact).
+	"reserve_exact": `UPDATE sessions SET shell = shell + 1, updated_at = ?
+		WHERE agent = ? AND session = ? AND shell = ? AND role = ? AND tokens = ? AND cost_micros = ? AND project = ?`,
 	"add_shell": `INSERT INTO sessions (agent, session, shell, updated_at) VALUES (?, ?, 1, ?)
 		ON CONFLICT (agent, session) DO UPDATE SET shell = shell + 1, updated_at = excluded.updated_at` + returning,
 	"charge": `INSERT INTO sessions (agent, session, tokens, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -207,6 +210,8 @@ var queries = map[string]string{
 		WHERE shell = 0` + agentReturning,
 	"agent_reserve": `UPDATE agents SET shell = shell + 1, updated_at = ?
 		WHERE agent = ? AND period = ? AND shell = ?` + agentReturning,
+	"agent_reserve_exact": `UPDATE agents SET shell = shell + 1, updated_at = ?
+		WHERE agent = ? AND period = ? AND shell = ? AND tokens = ? AND cost_micros = ?`,
 	"agent_reset": `UPDATE agents SET tokens = 0, shell = 0, cost_micros = 0, updated_at = ?
 		WHERE agent = ? AND period = ?`,
 	"agent_charge_if_new": `INSERT INTO agents (agent, period, tokens, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -423,14 +428,32 @@ func (s *SQLite) SwitchRole(ctx context.Context, k Key, from, to string) (Counte
 	}, nil)
 }
 
+// ReserveShell, as ChargeIf, first tries a compare-and-swap of every
+// counter that leaves the counters after known, then the contract's
+// statement (shell count and role alone).
 func (s *SQLite) ReserveShell(ctx context.Context, k Key, period Period, expected Counters) (Counters, bool, error) {
 	now := s.now().Unix()
 	return s.change(ctx, k, period, func(q querier) (Counters, bool, error) {
+		if expected.Role != "" && fits(expected.Shell, 1) { // the row exists
+			ok, err := s.exact(ctx, q, "reserve_exact", now, k.Agent, k.Session,
+				expected.Shell, expected.Role, expected.Tokens, expected.CostMicros, expected.Project)
+			if err != nil || ok {
+				c := expected
+				c.Shell, c.AgentUsage = c.Shell+1, Usage{}
+				return c, ok, err
+			}
+		}
 		if expected.Shell == 0 && expected.Role == "" {
 			return s.row(ctx, q, "reserve_new", k.Agent, k.Session, now)
 		}
 		return s.row(ctx, q, "reserve", now, k.Agent, k.Session, expected.Shell, expected.Role)
 	}, func(q querier) (Usage, bool, error) {
+		if a := expected.AgentUsage; a != (Usage{}) && fits(a.Shell, 1) { // the row exists
+			ok, err := s.exact(ctx, q, "agent_reserve_exact", now, k.Agent, period, a.Shell, a.Tokens, a.CostMicros)
+			if err != nil || ok {
+				return Usage{Tokens: a.Tokens, Shell: a.Shell + 1, CostMicros: a.CostMicros}, ok, err
+			}
+		}
 		if expected.AgentUsage.Shell == 0 {
 			return s.agentRow(ctx, q, "agent_reserve_new", k.Agent, period, now)
 		}
