@@ -350,3 +350,41 @@ events = ["PolicyViolation"]
 		}
 	}
 }
+
+// A stdio gateway keeps metrics only when they can be read: with
+// --metrics (its listener serves them). Without, it keeps none, so its
+// decisions, charges and ledger operations pay for no counters.
+func TestStdioKeepsMetricsOnlyWhenServed(t *testing.T) {
+	upstream, err := fixtureUpstream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		metrics string
+		kept    bool
+	}{
+		{name: "no --metrics"},
+		{name: "--metrics", metrics: "127.0.0.1:0", kept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home, project := t.TempDir(), t.TempDir()
+			p := params(home, project, map[string]string{"XDG_STATE_HOME": filepath.Join(home, "state")})
+			p.Project = project
+			h, err := Load(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ledger := "sqlite:" + filepath.Join(home, "ledger.db")
+			// The agent hangs up at once: Serve returns when the session ends.
+			err = h.Serve(context.Background(), ServeOptions{Command: []string{upstream}, Ledger: ledger, Metrics: tc.metrics,
+				Stdin: strings.NewReader(""), Stdout: io.Discard, Log: newLines(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept := h.Params.Metrics != nil; kept != tc.kept {
+				t.Errorf("metrics kept: %v, want %v", kept, tc.kept)
+			}
+		})
+	}
+}

@@ -88,13 +88,21 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.Log, "harness serve: %s\n", contract.Printable(fmt.Sprintf(format, args...)))
 	}
-	m := metrics.New(Version)
-	h.Params.Metrics = m
-	for _, u := range ups {
-		m.KnowUpstreams(u.Name)
+	// Metrics are kept where they can be read: on --metrics's listener,
+	// or at /metrics of the HTTP server. A stdio gateway without
+	// --metrics keeps none, rather than pay on every decision, charge and
+	// ledger operation for counters no one can ask for.
+	var m *metrics.Metrics
+	var observer gateway.Observer
+	if o.Metrics != "" || o.HTTP != "" {
+		m = metrics.New(Version)
+		h.Params.Metrics, observer = m, m
+		for _, u := range ups {
+			m.KnowUpstreams(u.Name)
+		}
 	}
 	id := h.StdioIdentity(o)
-	if o.HTTP == "" {
+	if o.HTTP == "" && m != nil {
 		m.KnowAgents(id.Agent)
 	}
 	bus := events.NewBus() // the sessions' events, which the gateway sends their clients
@@ -111,7 +119,7 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 	defer h.Close()
 	ch := h.Config.Charge
 	gw, err := gateway.New(ctx, gateway.Options{
-		Governor: g, Upstreams: ups, Prefix: h.Config.Prefix, Stderr: o.Log, Logf: logf, Version: Version, Events: bus, Observer: m,
+		Governor: g, Upstreams: ups, Prefix: h.Config.Prefix, Stderr: o.Log, Logf: logf, Version: Version, Events: bus, Observer: observer,
 		Charging: gateway.ChargeOptions{ImagePixelsPerToken: ch.ImagePixelsPerToken, MaxImageTokens: ch.MaxImageTokens,
 			AudioTokensPerKB: ch.AudioTokensPerKB, BlobTokensPerKB: ch.BlobTokensPerKB},
 	})
@@ -119,7 +127,9 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer gw.Close()
-	m.SetSessions(gw.Sessions)
+	if m != nil {
+		m.SetSessions(gw.Sessions)
+	}
 
 	// Follow edits of roles, policies and configuration, until serving ends.
 	wctx, stop := context.WithCancel(ctx)
