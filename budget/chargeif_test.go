@@ -167,3 +167,70 @@ func TestChangesWithoutReturning(t *testing.T) {
 		}
 	}
 }
+
+// A charge that would take a count past the largest int64 is refused and
+// changes nothing, as ChargeIf's is: the memory store wrapped the sum
+// round to a negative count (a budget without end), and SQLite stored a
+// float that no read could take back. A transcript the agent writes is
+// charged this way, with usage of its own choosing.
+func TestChargePastAnInt64IsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const day = "day:2026-12-03"
+	k, other := Key{Agent: "a", Session: "s"}, Key{Agent: "a", Session: "t"}
+	for _, tc := range []struct {
+		name           string
+		period         Period
+		session, agent int64 // tokens charged before, to the session and to the agent's other session
+		tokens, cost   int64
+	}{
+		{name: "the session's tokens", session: math.MaxInt64 - 5, tokens: 6},
+		{name: "the session's cost", cost: math.MaxInt64},
+		{name: "the agent's tokens", period: day, session: 1, agent: math.MaxInt64 - 3, tokens: 4},
+	} {
+		for _, name := range []string{"memory", "sqlite"} {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				s := stores(t)[name]
+				if _, err := s.Charge(ctx, k, tc.period, tc.session, 1); err != nil {
+					t.Fatal(err)
+				}
+				if tc.agent > 0 {
+					if _, err := s.Charge(ctx, other, tc.period, tc.agent, 0); err != nil {
+						t.Fatal(err)
+					}
+				}
+				before, err := s.Get(ctx, k, tc.period)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c, err := s.Charge(ctx, k, tc.period, tc.tokens, tc.cost); err == nil {
+					t.Fatalf("charged past an int64: %+v", c)
+				}
+				if after, err := s.Get(ctx, k, tc.period); err != nil || after != before {
+					t.Errorf("a refused charge changed the counters: %+v (%v), before %+v", after, err, before)
+				}
+				if c, err := s.Charge(ctx, k, tc.period, 0, 0); err != nil || c != before {
+					t.Errorf("a charge of nothing after: %+v %v", c, err)
+				}
+			})
+		}
+	}
+}
+
+// fits says whether a count and a charge (not negative) sum to an int64,
+// whatever the count, a negative one (a hand-edited ledger) too.
+func TestFits(t *testing.T) {
+	for _, tc := range []struct {
+		counter, add int64
+		fits         bool
+	}{
+		{0, 0, true}, {math.MaxInt64, 0, true}, {math.MaxInt64, 1, false}, {math.MaxInt64 - 1, 1, true},
+		{1, math.MaxInt64, false}, {0, math.MaxInt64, true}, {-5, 1, true}, {-1, 0, true},
+		{math.MinInt64, math.MaxInt64, true},
+	} {
+		if got := fits(tc.counter, tc.add); got != tc.fits {
+			t.Errorf("fits(%d, %d) = %v, want %v", tc.counter, tc.add, got, tc.fits)
+		}
+	}
+}

@@ -135,7 +135,11 @@ func (m *Memory) Charge(_ context.Context, k Key, period Period, tokens, cost in
 	if err := checkCharge(tokens, cost); err != nil {
 		return Counters{}, err
 	}
-	c, _, err := m.update(k, period, func(c *Counters) bool {
+	c, ok, err := m.update(k, period, func(c *Counters) bool {
+		if !fits(c.Tokens, tokens) || !fits(c.CostMicros, cost) ||
+			period != "" && (!fits(c.AgentUsage.Tokens, tokens) || !fits(c.AgentUsage.CostMicros, cost)) {
+			return false // past the largest int64: nothing changes
+		}
 		c.Tokens += tokens
 		c.CostMicros += cost
 		if period != "" {
@@ -144,6 +148,9 @@ func (m *Memory) Charge(_ context.Context, k Key, period Period, tokens, cost in
 		}
 		return true
 	})
+	if err == nil && !ok {
+		return Counters{}, errOverflow(tokens, cost)
+	}
 	return c, err
 }
 

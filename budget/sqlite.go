@@ -179,9 +179,12 @@ var queries = map[string]string{
 		WHERE agent = ? AND session = ? AND shell = ? AND role = ? AND tokens = ? AND cost_micros = ? AND project = ?`,
 	"add_shell": `INSERT INTO sessions (agent, session, shell, updated_at) VALUES (?, ?, 1, ?)
 		ON CONFLICT (agent, session) DO UPDATE SET shell = shell + 1, updated_at = excluded.updated_at` + returning,
+	// A charge that would take a count past the largest int64 changes
+	// nothing and returns no row (SQLite would store the sum as a float).
 	"charge": `INSERT INTO sessions (agent, session, tokens, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (agent, session) DO UPDATE SET tokens = tokens + excluded.tokens,
-			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at` + returning,
+			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at
+		WHERE tokens <= 9223372036854775807 - excluded.tokens AND cost_micros <= 9223372036854775807 - excluded.cost_micros` + returning,
 	// A charge worked out against counters that are still the same; a new
 	// session matches only zero usage.
 	"charge_if_new": `INSERT INTO sessions (agent, session, tokens, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -204,7 +207,8 @@ var queries = map[string]string{
 	// if the count is still the one decided on.
 	"agent_add": `INSERT INTO agents (agent, period, tokens, shell, cost_micros, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (agent, period) DO UPDATE SET tokens = tokens + excluded.tokens, shell = shell + excluded.shell,
-			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at` + agentReturning,
+			cost_micros = cost_micros + excluded.cost_micros, updated_at = excluded.updated_at
+		WHERE tokens <= 9223372036854775807 - excluded.tokens AND cost_micros <= 9223372036854775807 - excluded.cost_micros` + agentReturning,
 	"agent_reserve_new": `INSERT INTO agents (agent, period, shell, updated_at) VALUES (?, ?, 1, ?)
 		ON CONFLICT (agent, period) DO UPDATE SET shell = shell + 1, updated_at = excluded.updated_at
 		WHERE shell = 0` + agentReturning,
@@ -476,11 +480,14 @@ func (s *SQLite) Charge(ctx context.Context, k Key, period Period, tokens, cost 
 		return Counters{}, err
 	}
 	now := s.now().Unix()
-	c, _, err := s.change(ctx, k, period, func(q querier) (Counters, bool, error) {
+	c, ok, err := s.change(ctx, k, period, func(q querier) (Counters, bool, error) {
 		return s.row(ctx, q, "charge", k.Agent, k.Session, tokens, cost, now)
 	}, func(q querier) (Usage, bool, error) {
 		return s.agentRow(ctx, q, "agent_add", k.Agent, period, tokens, 0, cost, now)
 	})
+	if err == nil && !ok {
+		return Counters{}, errOverflow(tokens, cost)
+	}
 	return c, err
 }
 
@@ -755,10 +762,16 @@ func checkChargeIf(expected Counters, period Period, tokens, cost int64) error {
 	a := expected.AgentUsage
 	if !fits(expected.Tokens, tokens) || !fits(expected.CostMicros, cost) ||
 		period != "" && (!fits(a.Tokens, tokens) || !fits(a.CostMicros, cost)) {
-		return fmt.Errorf("a charge of %d tokens and %d micro-dollars would take the counters past the largest the ledger holds", tokens, cost)
+		return errOverflow(tokens, cost)
 	}
 	return nil
 }
 
+// errOverflow refuses a charge that would take a count past the largest
+// int64.
+func errOverflow(tokens, cost int64) error {
+	return fmt.Errorf("a charge of %d tokens and %d micro-dollars would take the counters past the largest the ledger holds", tokens, cost)
+}
+
 // fits reports whether counter+add, add not negative, is an int64.
-func fits(counter, add int64) bool { return add <= math.MaxInt64-counter }
+func fits(counter, add int64) bool { return counter <= math.MaxInt64-add }

@@ -29,7 +29,7 @@ var binaries struct {
 	once              sync.Once
 	harness, upstream string
 	hook              string // the small hook binary, beside harness
-	relay             string // testdata/relay, the floor of a stdio gateway
+	relay             string // testdata/relay, a process in the middle that governs nothing
 	err               error
 }
 

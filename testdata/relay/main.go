@@ -1,8 +1,8 @@
-// Command relay is the floor a stdio gateway is measured against (see
+// Command relay is the reference a stdio gateway is measured against (see
 // BenchmarkGatewayLatency in cmd/harness): it starts the command its
 // arguments name and copies bytes both ways between its own stdin and
 // stdout and the command's, reading none of them and governing nothing.
-// What it adds to a call is what any process in the middle costs: two
+// What it adds to a call is about what a process in the middle costs: two
 // more pipe hops, each a sleeping process woken.
 package main
 
