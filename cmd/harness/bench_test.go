@@ -24,10 +24,11 @@ import (
 // latency). "gateway" is the default set-up (the SQLite ledger, event and
 // decision logs on); "lean" keeps counters in memory and writes no logs, to
 // show what the ledger and logs cost; "relay" is testdata/relay, a process
-// that copies the bytes both ways and governs nothing: what any process in
-// the middle adds. The paths are called in turn, one call each, so that
-// the load of this shared machine weighs on them alike. Run it with -benchtime 2000x (make bench-gateway) for at least
-// 2,000 calls each.
+// that copies the bytes both ways and governs nothing: about what a
+// process in the middle adds. The paths are called in turn, one call
+// each, so that the load of this shared machine weighs on them alike. Run
+// it with -benchtime 2000x (make bench-gateway) for at least 2,000 calls
+// each.
 func BenchmarkGatewayLatency(b *testing.B) {
 	t := &testing.T{}
 	harnessBin, upstreamBin := buildBinaries(t)
