@@ -53,6 +53,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// servedHarness is the harness of home and project, its state under
+// home, as serve loads it, and a SQLite ledger of its own to serve with.
+func servedHarness(t *testing.T, home, project string) (*Harness, string) {
+	t.Helper()
+	p := params(home, project, map[string]string{"XDG_STATE_HOME": filepath.Join(home, "state")})
+	p.Project = project
+	h, err := Load(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, "sqlite:" + filepath.Join(home, "ledger.db")
+}
+
 // lines is an io.Writer that hands each line written to it to a channel
 // (and the test's log): what a test waits on instead of a clock.
 type lines struct {
@@ -180,13 +193,7 @@ events = ["PolicyViolation"]
 	// A project role with tool names of its own: they must not become
 	// label values.
 	files(t, project, map[string]string{".lean-ctx/roles/mine.toml": "[role]\ninherits = \"coder\"\n\n[tools]\nallowed = [\"project_tool_a\", \"project_tool_b\"]\n"})
-	p := params(home, project, map[string]string{"XDG_STATE_HOME": filepath.Join(home, "state")})
-	p.Project = project
-	h, err := Load(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledger := "sqlite:" + filepath.Join(home, "ledger.db")
+	h, ledger := servedHarness(t, home, project)
 	log := newLines(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -368,16 +375,9 @@ func TestStdioKeepsMetricsOnlyWhenServed(t *testing.T) {
 		{name: "--metrics", metrics: "127.0.0.1:0", kept: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			home, project := t.TempDir(), t.TempDir()
-			p := params(home, project, map[string]string{"XDG_STATE_HOME": filepath.Join(home, "state")})
-			p.Project = project
-			h, err := Load(context.Background(), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ledger := "sqlite:" + filepath.Join(home, "ledger.db")
+			h, ledger := servedHarness(t, t.TempDir(), t.TempDir())
 			// The agent hangs up at once: Serve returns when the session ends.
-			err = h.Serve(context.Background(), ServeOptions{Command: []string{upstream}, Ledger: ledger, Metrics: tc.metrics,
+			err := h.Serve(context.Background(), ServeOptions{Command: []string{upstream}, Ledger: ledger, Metrics: tc.metrics,
 				Stdin: strings.NewReader(""), Stdout: io.Discard, Log: newLines(t)})
 			if err != nil {
 				t.Fatal(err)
