@@ -218,7 +218,9 @@ func notes(o govern.Outcome) string {
 
 // arguments decodes a call's arguments for the policy, as the agent sent
 // them: an object, nil when absent or null, anything else as it is (the
-// policy refuses it).
+// policy refuses it). Arguments that another parser could read otherwise
+// (a key given twice, see ambiguity) are an error: they go on to the
+// upstream as the agent wrote them.
 func arguments(raw json.RawMessage) (any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
@@ -227,6 +229,9 @@ func arguments(raw json.RawMessage) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if err := ambiguity(raw); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -408,6 +413,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	g := s.g.o.Governor
 	args, err := arguments(c.arguments)
 	if err != nil {
+		s.g.o.Logf("refused a %s of %q (agent %q, session %q), undecided: its arguments: %v", c.what(), c.tool, s.id.Agent, s.id.Session, err)
 		return nil, &rpcError{Code: codeInvalidParams, Message: "arguments: " + err.Error()}
 	}
 	k := s.id.key()
