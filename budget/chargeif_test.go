@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -182,13 +183,16 @@ func TestChargePastAnInt64IsRefused(t *testing.T) {
 		name           string
 		period         Period
 		session, agent int64 // tokens charged before, to the session and to the agent's other session
+		agentCost      int64 // cost charged before to the agent's other session
 		tokens, cost   int64
 	}{
 		{name: "the session's tokens", session: math.MaxInt64 - 5, tokens: 6},
 		{name: "the session's cost", cost: math.MaxInt64},
 		{name: "the agent's tokens", period: day, session: 1, agent: math.MaxInt64 - 3, tokens: 4},
+		{name: "the session's cost, tokens with it", tokens: 5, cost: math.MaxInt64},
+		{name: "the agent's cost", period: day, session: 1, agent: 1, agentCost: 5, tokens: 7, cost: math.MaxInt64 - 3},
 	} {
-		for _, name := range []string{"memory", "sqlite"} {
+		for _, name := range []string{"memory", "sqlite", "redis"} {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				s := stores(t)[name]
@@ -196,7 +200,7 @@ func TestChargePastAnInt64IsRefused(t *testing.T) {
 					t.Fatal(err)
 				}
 				if tc.agent > 0 {
-					if _, err := s.Charge(ctx, other, tc.period, tc.agent, 0); err != nil {
+					if _, err := s.Charge(ctx, other, tc.period, tc.agent, tc.agentCost); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -231,6 +235,59 @@ func TestFits(t *testing.T) {
 	} {
 		if got := fits(tc.counter, tc.add); got != tc.fits {
 			t.Errorf("fits(%d, %d) = %v, want %v", tc.counter, tc.add, got, tc.fits)
+		}
+	}
+}
+
+// Redis's compare-and-swap compares the expected counts as Lua's doubles,
+// which near 2^63 do not tell counts 1,024 apart: a charge checked
+// against counts a little below the real ones could pass the comparison
+// and take a real count past an int64. The script checks every count as
+// its decimal text before it changes any: the charge is refused whole,
+// never half made (HINCRBY's own refusal came after the tokens were added).
+func TestRedisChargeNearTheTopIsExact(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := stores(t)["redis"]
+	k := Key{Agent: "a", Session: "s"}
+	before, err := s.Charge(ctx, k, "", 0, math.MaxInt64-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expected := before
+	expected.CostMicros = math.MaxInt64 - 400 // the same double as the real count
+	if float64(expected.CostMicros) != float64(before.CostMicros) {
+		t.Fatal("the test's counts are not one double")
+	}
+	c, ok, err := s.ChargeIf(ctx, k, "", expected, 5, 100)
+	if err == nil {
+		t.Fatalf("charged past an int64: %+v (%v)", c, ok)
+	}
+	if after, err := s.Get(ctx, k, ""); err != nil || after != before {
+		t.Errorf("a refused charge changed the counters: %+v (%v), before %+v", after, err, before)
+	}
+}
+
+// A count that is not an integer (a hand-edited ledger) fails a Redis
+// charge before it changes anything: HINCRBY's refusal of the cost came
+// after the tokens were added.
+func TestRedisChargeOfACountNotAnInteger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := stores(t)["redis"].(*Redis)
+	k := Key{Agent: "a", Session: "s"}
+	if _, err := r.Charge(ctx, k, "", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"1.5", "007", "x", "+3", "-0", ""} {
+		if err := r.client.HSet(ctx, r.key(k), "cost", bad).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := r.Charge(ctx, k, "", 5, 5); err == nil || !strings.Contains(err.Error(), "not an integer") {
+			t.Errorf("cost %q: charged %+v, %v", bad, c, err)
+		}
+		if tokens, err := r.client.HGet(ctx, r.key(k), "tokens").Result(); err != nil || tokens != "1" {
+			t.Errorf("cost %q: the tokens are %q (%v), want 1 as before", bad, tokens, err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -155,6 +156,33 @@ const luaConflict = luaRead + `
 	table.insert(out, 'conflict')
 	return out`
 
+// luaFits defines fits(session, agent, most_tokens, most_cost): nil when
+// the tokens and cost counts of the session's hash, and of the agent's
+// when there is one, are at most most_tokens and most_cost (the largest
+// int64 less the charge, in decimal), else why not. HINCRBY refuses to go
+// past an int64 by itself, but a script runs on after a command's error:
+// the counts it had added before would stay. So a charge checks every
+// count first and changes none that way. The check is exact: Redis holds
+// a count as its decimal text, which is compared as text (Lua's numbers
+// are doubles).
+const luaFits = `
+local function fits(session, agent, most_tokens, most_cost)
+	for _, key in ipairs({session, agent}) do
+		local v = redis.call('HMGET', key, 'tokens', 'cost')
+		for i, most in ipairs({most_tokens, most_cost}) do
+			local n = v[i] or '0'
+			if n ~= '0' and not string.match(n, '^%-?[1-9]%d*$') then
+				return 'ERR the ' .. key .. ' count is not an integer: ' .. n
+			end
+			if string.sub(n, 1, 1) ~= '-' and (#n > #most or (#n == #most and n > most)) then
+				return 'OVERFLOW the charge would take a count past the largest the ledger holds'
+			end
+		end
+	end
+	return nil
+end
+`
+
 var (
 	scriptInitRole = redis.NewScript(`
 local role = redis.call('HGET', KEYS[1], 'role')
@@ -189,7 +217,11 @@ redis.call('HSET', KEYS[1], 'role', ARGV[5])` + luaTail)
 redis.call('HINCRBY', KEYS[1], 'shell', 1)
 if KEYS[2] then redis.call('HINCRBY', KEYS[2], 'shell', 1) end` + luaTail)
 
-	scriptCharge = redis.NewScript(`
+	// ARGV[4], ARGV[5]: the tokens and cost to add; ARGV[6], ARGV[7]: the
+	// most each count may be before (see luaFits).
+	scriptCharge = redis.NewScript(luaFits + `
+local room = fits(KEYS[1], KEYS[2], ARGV[6], ARGV[7])
+if room then return redis.error_reply(room) end
 redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[4])
 redis.call('HINCRBY', KEYS[1], 'cost', ARGV[5])
 if KEYS[2] then
@@ -198,8 +230,11 @@ if KEYS[2] then
 end` + luaTail)
 
 	// ARGV[4], ARGV[5]: the tokens and cost to add; ARGV[6..9]: the
-	// session's expected tokens and cost, and the agent's.
-	scriptChargeIf = redis.NewScript(`
+	// session's expected tokens and cost, and the agent's; ARGV[10],
+	// ARGV[11]: the most each count may be before (see luaFits: the
+	// expected counts are compared as Lua's doubles, which tell no two
+	// counts apart that are within 1,024 of each other near 2^63).
+	scriptChargeIf = redis.NewScript(luaFits + `
 local v = redis.call('HMGET', KEYS[1], 'tokens', 'cost')
 local same = tonumber(v[1] or '0') == tonumber(ARGV[6]) and tonumber(v[2] or '0') == tonumber(ARGV[7])
 if same and KEYS[2] then
@@ -208,6 +243,8 @@ if same and KEYS[2] then
 end
 if not same then` + luaConflict + `
 end
+local room = fits(KEYS[1], KEYS[2], ARGV[10], ARGV[11])
+if room then return redis.error_reply(room) end
 redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[4])
 redis.call('HINCRBY', KEYS[1], 'cost', ARGV[5])
 if KEYS[2] then
@@ -403,7 +440,10 @@ func (r *Redis) Charge(ctx context.Context, k Key, period Period, tokens, cost i
 	if err := checkCharge(tokens, cost); err != nil {
 		return Counters{}, err
 	}
-	c, _, err := r.run(ctx, k, period, scriptCharge, tokens, cost)
+	c, _, err := r.run(ctx, k, period, scriptCharge, tokens, cost, math.MaxInt64-tokens, math.MaxInt64-cost)
+	if redis.HasErrorPrefix(err, "OVERFLOW") {
+		return Counters{}, errOverflow(tokens, cost)
+	}
 	return c, err
 }
 
@@ -412,7 +452,12 @@ func (r *Redis) ChargeIf(ctx context.Context, k Key, period Period, expected Cou
 		return Counters{}, false, err
 	}
 	a := expected.AgentUsage
-	return r.run(ctx, k, period, scriptChargeIf, tokens, cost, expected.Tokens, expected.CostMicros, a.Tokens, a.CostMicros)
+	c, ok, err := r.run(ctx, k, period, scriptChargeIf, tokens, cost, expected.Tokens, expected.CostMicros, a.Tokens, a.CostMicros,
+		math.MaxInt64-tokens, math.MaxInt64-cost)
+	if redis.HasErrorPrefix(err, "OVERFLOW") {
+		return Counters{}, false, errOverflow(tokens, cost)
+	}
+	return c, ok, err
 }
 
 func (r *Redis) ReleaseShell(ctx context.Context, k Key, period Period) (Counters, error) {
