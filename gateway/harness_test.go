@@ -78,6 +78,13 @@ func (l *logSink) logf(format string, args ...any) {
 	l.mu.Unlock()
 }
 
+// all is a copy of the lines logged so far.
+func (l *logSink) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
 // newFixture starts a gateway in front of the fixture upstream.
 func newFixture(t testing.TB, mod func(*Options)) *fixture {
 	t.Helper()

@@ -173,3 +173,42 @@ func TestTheLogIsALineACall(t *testing.T) {
 		}
 	}
 }
+
+// failingWriter is a client's output that takes no byte: a client gone
+// while the gateway still reads what it sent.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("the client is gone") }
+
+// An answer that cannot be written to the client ends the serving with
+// that error, said in the log: every later answer would be lost too, and
+// the calls it would run meanwhile charged to no one's knowledge. The
+// gateway went on reading and running the client's requests, dropping
+// their answers without a word. The call whose answer failed is charged,
+// as a call's result always is before its answer goes.
+func TestServingEndsWhenTheClientCannotBeWritten(t *testing.T) {
+	f := newFixture(t, nil)
+	id := agentSession("gone")
+	in, client := io.Pipe()
+	t.Cleanup(func() { client.Close() })
+	served := make(chan error, 1)
+	go func() { served <- f.g.ServeStdio(context.Background(), id, in, failingWriter{}) }()
+	call, _ := json.Marshal(tool("ctx_read", map[string]any{"bytes": 5000}))
+	if _, err := client.Write(append(requestMessage(1, "tools/call", call), '\n')); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-served:
+		if err == nil || !strings.Contains(err.Error(), "writing to the client: the client is gone") {
+			t.Fatalf("ServeStdio ended with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the gateway serves on, though no answer can reach the client")
+	}
+	if got := strings.Join(f.logs.all(), "\n"); !strings.Contains(got, `session "gone": writing to the client: the client is gone; the session ends`) {
+		t.Errorf("the log does not say why the session ended:\n%s", got)
+	}
+	if u := f.usage(t, id.key()); u.Tokens == 0 {
+		t.Errorf("the call whose answer was lost was not charged: %+v", u)
+	}
+}

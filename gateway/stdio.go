@@ -6,17 +6,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
 	"github.com/agentharness/harness/internal/reuse"
 )
 
-// lineWriter writes messages a line each, one at a time.
+// lineWriter writes messages a line each, one at a time. After a write
+// fails it writes nothing more (a line may have been cut), and failed, if
+// set, is told of the error once.
 type lineWriter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	err error
+	mu     sync.Mutex
+	w      io.Writer
+	err    error
+	failed func(error)
 }
 
 func (l *lineWriter) send(msg []byte) error {
@@ -25,7 +29,9 @@ func (l *lineWriter) send(msg []byte) error {
 	if l.err != nil {
 		return l.err
 	}
-	_, l.err = l.w.Write(appendLine(make([]byte, 0, len(msg)+1), msg))
+	if _, l.err = l.w.Write(appendLine(make([]byte, 0, len(msg)+1), msg)); l.err != nil && l.failed != nil {
+		l.failed(l.err)
+	}
 	return l.err
 }
 
@@ -34,19 +40,28 @@ func (l *lineWriter) send(msg []byte) error {
 // answered concurrently, each as it is done; notifications are taken in
 // order. The session's upstreams stop when it ends. A pipe or socket in
 // blocking mode (a process's stdin) is read through the runtime's poller
-// while it serves (see pollable).
+// while it serves (see pollable). When an answer cannot be written to out,
+// no later one can reach the client either: serving ends with that error
+// (said in the log), rather than going on to run calls whose answers are
+// lost; the calls under way end as a cancelled call does, charged for
+// what they used.
 func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out io.Writer) error {
-	w := &lineWriter{w: out}
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := &lineWriter{w: out, failed: func(err error) {
+		err = fmt.Errorf("writing to the client: %w", err)
+		g.o.Logf("agent %q, session %q: %v; the session ends, as no answer can reach the client", id.Agent, id.Session, err)
+		cancel(err)
+	}}
 	s, err := g.session(id, w)
 	if err != nil {
+		cancel(nil)
 		return err
 	}
 	in, undo := pollable(in)
 	defer undo()
-	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
-		cancel()
+		cancel(nil)
 		wg.Wait()
 		g.release(s)
 	}()
@@ -71,7 +86,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out
 		var line []byte
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return context.Cause(ctx)
 		case err := <-readErr:
 			if errors.Is(err, io.EOF) {
 				s.hangUp() // it answers no request of an upstream's any more
