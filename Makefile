@@ -244,6 +244,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzQuickMessage -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzValidJSON -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzAmbiguity -fuzztime $(FUZZTIME) ./gateway
+	go test -run '^$$' -fuzz FuzzFoldCase -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzEncodeRequest -fuzztime $(FUZZTIME) ./hookclient
 
 clean:

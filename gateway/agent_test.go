@@ -89,7 +89,7 @@ func rawUpstream(in io.Reader, out io.Writer, completions bool) {
 			}
 			result = json.RawMessage(`{"completion":{"values":["a"]}}`)
 		case "tools/list":
-			result = json.RawMessage(`{"tools":[{"name":"raw","inputSchema":{"type":"object"}}]}`)
+			result = json.RawMessage(`{"tools":[{"name":"raw","inputSchema":{"type":"object","properties":{"touch":{"type":"string"},"result":{},"error":{},"notify":{"type":"array"},"ask":{"type":"object"}}}}]}`)
 		case "tools/call":
 			var p struct {
 				Arguments struct {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/big"
+	"strconv"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -11,30 +14,42 @@ import (
 // ambiguity says why the valid JSON value b could be read by the upstream
 // as other arguments than the ones the policy decided on, nil if it
 // cannot be. The gateway forwards a call's arguments as the agent wrote
-// them, and the policy decides on them as encoding/json reads them, which
-// settles three things that JSON's own grammar leaves open in its own way:
+// them, and the policy decides on them as encoding/json reads them (keys
+// exact, numbers as their exact decimal value), which settles what JSON's
+// grammar leaves to each parser in a way other parsers do not:
 //
 //   - a key given twice in one object: encoding/json keeps the last
 //     value; gjson, jsoniter's lazy API and many streaming parsers find
 //     the first, and some refuse the object;
+//   - two keys of one object that differ only in case ("path", "Path";
+//     "keys", "Keyſ" under Unicode's folding): encoding/json reads either
+//     into a struct's field, the last one winning, where the policy sees
+//     two keys;
+//   - the key "__proto__": JavaScript's JSON.parse keeps it as a key, but
+//     code that copies the arguments (Object.assign, most merges) makes
+//     its value the prototype, whose keys the copy then answers for;
+//   - a number more precise than a double, or beyond one ("1.0000000000000001",
+//     "9007199254740993", "1e400"): the policy compares its exact
+//     value, JavaScript, gjson and most upstreams its nearest double;
 //   - bytes that are not UTF-8: encoding/json reads each as U+FFFD,
 //     where another parser keeps the bytes (or its own replacement);
 //   - a \u escape of half a UTF-16 surrogate pair: read as U+FFFD, where
 //     JavaScript and Python keep the lone surrogate.
 //
 // So an agent could have the policy see {"path": "notes.md"} while a
-// first-wins server writes the harness's own files. RFC 8259 leaves the
-// first two to the parser (names SHOULD be unique; the text SHALL be
-// UTF-8), and I-JSON (RFC 7493) forbids all three: a call that uses any
-// of them is refused, never decided.
+// first-wins or case-blind server writes the harness's own files. I-JSON
+// (RFC 7493) forbids the duplicates, the numbers, the bytes and the
+// surrogates; the keys in another case and "__proto__" are refused too,
+// as no honest client needs them. A call that uses any is refused, never
+// decided.
 func ambiguity(b []byte) error {
 	if !utf8.Valid(b) {
 		return errors.New("they are not UTF-8: the policy would read U+FFFD where the tool reads other bytes")
 	}
 	var stack []container
 	for i := 0; i < len(b); {
-		switch c := b[i]; c {
-		case '{', '[':
+		switch c := b[i]; {
+		case c == '{' || c == '[':
 			if len(stack) < cap(stack) {
 				stack = stack[:len(stack)+1]
 				f := &stack[len(stack)-1]
@@ -43,13 +58,13 @@ func ambiguity(b []byte) error {
 				stack = append(stack, container{object: c == '{', wantKey: c == '{'})
 			}
 			i++
-		case '}', ']':
+		case c == '}' || c == ']':
 			if len(stack) == 0 {
 				return errJSON
 			}
 			stack = stack[:len(stack)-1]
 			i++
-		case ',':
+		case c == ',':
 			if len(stack) == 0 {
 				return errJSON
 			}
@@ -57,7 +72,7 @@ func ambiguity(b []byte) error {
 				f.wantKey = true
 			}
 			i++
-		case '"':
+		case c == '"':
 			end, escaped, err := stringEnd(b, i)
 			if err != nil {
 				return err
@@ -79,9 +94,24 @@ func ambiguity(b []byte) error {
 					}
 					key = []byte(s)
 				}
-				if f.has(key) {
-					return fmt.Errorf("the key %q is given twice in one object: the policy would decide on one of its values and the tool could run with the other", key)
+				if string(key) == "__proto__" {
+					return errors.New(`the key "__proto__" is refused: JavaScript code that copies the arguments (Object.assign) would take its value for their prototype, and the keys the policy did not see for theirs`)
 				}
+				if other, ok := f.has(key); ok {
+					if bytes.Equal(other, key) {
+						return fmt.Errorf("the key %q is given twice in one object: the policy would decide on one of its values and the tool could run with the other", clip(string(key), 64))
+					}
+					return fmt.Errorf("the keys %q and %q of one object differ only in case: a tool that reads keys without regard to case (encoding/json's struct fields) would take one for the other", clip(string(other), 64), clip(string(key), 64))
+				}
+			}
+			i = end
+		case c == '-' || '0' <= c && c <= '9':
+			end := numberValid(b, i)
+			if end < 0 {
+				return errJSON
+			}
+			if !doubleExact(b[i:end]) {
+				return fmt.Errorf("the number %s is more precise than a double, or beyond one: the policy would compare its exact value, a tool (JavaScript's, and most others) its nearest double", clip(string(b[i:end]), 64))
 			}
 			i = end
 		default:
@@ -94,35 +124,163 @@ func ambiguity(b []byte) error {
 // container is an array or object that ambiguity is within.
 type container struct {
 	object  bool
-	keys    [][]byte            // the object's keys so far, unescaped
-	set     map[string]struct{} // the keys, once there are many
-	wantKey bool                // the next string is a key
+	keys    [][]byte          // the object's keys so far, unescaped
+	set     map[string][]byte // the keys by their folded case, once there are many
+	wantKey bool              // the next string is a key
 }
 
-// has reports whether the object's keys hold key, and adds it if not: a
-// list while the object is small, a set once it is not (an agent chooses
-// how many keys its arguments have).
-func (f *container) has(key []byte) bool {
+// has returns a key of the object that is key in some case (see
+// foldCase), and adds key if there is none: a list while the object is
+// small, a set once it is not (an agent chooses how many keys its
+// arguments have).
+func (f *container) has(key []byte) ([]byte, bool) {
 	const small = 16
 	if f.set != nil {
-		if _, ok := f.set[string(key)]; ok {
-			return true
+		folded := foldCase(key)
+		if k, ok := f.set[folded]; ok {
+			return k, true
 		}
-		f.set[string(key)] = struct{}{}
-		return false
+		f.set[folded] = key
+		return nil, false
 	}
 	for _, k := range f.keys {
-		if bytes.Equal(k, key) {
-			return true
+		if bytes.EqualFold(k, key) {
+			return k, true
 		}
 	}
 	if f.keys = append(f.keys, key); len(f.keys) > small {
-		f.set = make(map[string]struct{}, 2*len(f.keys))
+		f.set = make(map[string][]byte, 2*len(f.keys))
 		for _, k := range f.keys {
-			f.set[string(k)] = struct{}{}
+			f.set[foldCase(k)] = k
 		}
 	}
-	return false
+	return nil, false
+}
+
+// foldCase is s with each character the least of those that are it in
+// another case, so that foldCase(x) == foldCase(y) exactly when
+// bytes.EqualFold(x, y): the keys encoding/json takes for one field.
+func foldCase(s []byte) string {
+	out := make([]byte, 0, len(s))
+	for len(s) > 0 {
+		if c := s[0]; c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			out = append(out, c)
+			s = s[1:]
+			continue
+		}
+		r, n := utf8.DecodeRune(s)
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			r = min(r, f)
+		}
+		out = utf8.AppendRune(out, r)
+		s = s[n:]
+	}
+	return string(out)
+}
+
+// doubleExact reports whether the JSON number s is the value of the
+// double nearest it written shortest: what a reader that holds numbers as
+// doubles reads is then what the policy compares. A number of at most 15
+// significant digits, well within a double's range, always is (a double
+// tells apart every two such numbers); one of more than 17 never is (no
+// double needs more), nor one far beyond a double's range; the others are
+// written again as their significant digits and an exponent (a few bytes,
+// however long s is), parsed and compared.
+func doubleExact(s []byte) bool {
+	sig, mag := decimalShape(s)
+	switch {
+	case sig == 0: // a zero, whatever its exponent
+		return true
+	case sig <= 15 && -300 < mag && mag < 300:
+		return true
+	case sig > 17 || mag < -400 || mag > 400:
+		return false
+	}
+	short := make([]byte, 0, 32)
+	if s[0] == '-' {
+		short = append(short, '-')
+	}
+	digits := 0
+	for _, c := range s {
+		if c == 'e' || c == 'E' || digits == sig {
+			break
+		}
+		if c < '0' || c > '9' || digits == 0 && c == '0' {
+			continue // the point, a sign, a leading zero
+		}
+		short = append(short, c)
+		digits++
+	}
+	short = strconv.AppendInt(append(short, 'e'), int64(mag-sig+1), 10)
+	f, err := strconv.ParseFloat(string(short), 64)
+	if err != nil {
+		return false
+	}
+	var exact, near big.Rat
+	if _, ok := exact.SetString(string(short)); !ok {
+		return false
+	}
+	if _, ok := near.SetString(strconv.FormatFloat(f, 'g', -1, 64)); !ok {
+		return false
+	}
+	return exact.Cmp(&near) == 0
+}
+
+// decimalShape reads the JSON number s: how many significant digits it
+// has (from the first digit that is not 0 to the last) and the power of
+// ten of the first (an exponent past 10^7 read as 10^7).
+func decimalShape(s []byte) (sig, mag int) {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	first, last, point := -1, -1, -1 // positions among the digits of the mantissa
+	digits := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '.' {
+			point = digits
+			continue
+		}
+		if c < '0' || c > '9' {
+			break
+		}
+		if c != '0' {
+			if first < 0 {
+				first = digits
+			}
+			last = digits
+		}
+		digits++
+	}
+	if point < 0 {
+		point = digits
+	}
+	exp := 0
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		neg := false
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			neg = s[i] == '-'
+			i++
+		}
+		for ; i < len(s); i++ {
+			if exp = exp*10 + int(s[i]-'0'); exp > 1e7 {
+				exp = 1e7 // far beyond a double either way: no need to read on
+				break
+			}
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	if first < 0 {
+		return 0, 0
+	}
+	return last - first + 1, point - first - 1 + exp
 }
 
 // surrogates reports a \u escape in the inside of a JSON string that is

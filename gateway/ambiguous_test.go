@@ -6,11 +6,14 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestAmbiguity(t *testing.T) {
@@ -35,8 +38,11 @@ func TestAmbiguity(t *testing.T) {
 		{"empty", `{}`, ""},
 		{"one key in two objects", `{"a":{"k":1},"b":{"k":1},"k":[{"k":1},{"k":2}]}`, ""},
 		{"a value that is a key's name", `{"a":"a","b":["a","a"]}`, ""},
-		{"keys that differ by case", `{"path":1,"Path":2,"PATH":3}`, ""},
 		{"keys that differ by one escape", `{"a\"":1,"a\\":2,"a":3}`, ""},
+		{"keys that differ in a letter", `{"path":1,"paths":2,"pat":3,"bath":4}`, ""},
+		{"proto without its underscores", `{"__proto":1,"proto__":2,"_proto_":3,"__PROTO__":4}`, ""},
+		{"numbers a double holds", `[0,-0,0.0,1,-1,0.1,1.5E+2,1e308,-1e308,5e-324,9007199254740992,0.30000000000000004,1e20,100000000000000000000,0e9999999999,1.0000000000000000000000000000000000000000000000000000000000000000000,1e0000001,2.2250738585072014e-308]`, ""},
+		{"a double's digits far from the point", `[0.0000000000000000000000000000000000000000000000000000000000000000001234567890123456,1234567890123456000000000000000000000000000000000000000000000000000000000000000000]`, ""},
 		{"a surrogate pair", `{"s":"\ud83d\ude00","\uD83D\uDE00":1}`, ""},
 		{"an escaped backslash before u", `{"s":"\\ud800"}`, ""},
 		{"U+FFFD itself", "{\"s\":\"\ufffd\",\"t\":\"\\ufffd\"}", ""},
@@ -48,6 +54,22 @@ func TestAmbiguity(t *testing.T) {
 		{"a key twice after a nested object", `{"a":1,"b":{"a":2},"a":3}`, `the key "a" is given twice`},
 		{"the empty key twice", `{"":1,"":2}`, `the key "" is given twice`},
 		{"a key twice among many", many(true), `the key "k57" is given twice`},
+		{"keys in another case", `{"path":1,"Path":2}`, `the keys "path" and "Path" of one object differ only in case`},
+		{"keys in capitals", `{"a":{"PATH":1,"path":2}}`, `the keys "PATH" and "path"`},
+		{"keys in another case, one escaped", `{"path":1,"P\u0061th":2}`, `the keys "path" and "Path"`},
+		{"a Kelvin sign for a k", "{\"k\":1,\"\u212a\":2}", "differ only in case"},
+		{"a long s for an s", `{"keys":1,"Key\u017f":2}`, "differ only in case"},
+		{"keys in another case among many", strings.Replace(many(false), `"k99"`, `"K57"`, 1), `the keys "k57" and "K57"`},
+		{"__proto__", `{"__proto__":{"path":"x"}}`, `the key "__proto__" is refused`},
+		{"__proto__ nested and escaped", `{"a":[{"__pr\u006fto__":1}]}`, `the key "__proto__" is refused`},
+		{"a number past a double's precision", `{"pid":1.0000000000000001}`, "the number 1.0000000000000001 is more precise than a double"},
+		{"an integer past a double's", `{"n":9007199254740993}`, "the number 9007199254740993"},
+		{"an integer of 18 digits", `{"n":[123456789012345678]}`, "the number 123456789012345678"},
+		{"a number past a double", `{"n":1e400}`, "the number 1e400"},
+		{"a negative number past a double", `{"n":-1.5e309}`, "the number -1.5e309"},
+		{"a number below a double", `{"n":1e-400}`, "the number 1e-400"},
+		{"an exponent of many digits", `{"n":1e99999999999999999999}`, "more precise than a double, or beyond one"},
+		{"a number's digits far from the point", `{"n":0.00000000000000000000000000000000000000000000000000000000000000000012345678901234567}`, "more precise than a double"},
 		{"bytes not UTF-8", "{\"s\":\"a\xffb\"}", "not UTF-8"},
 		{"a key not UTF-8", "{\"\xc0\xaf\":1}", "not UTF-8"},
 		{"a high surrogate alone", `{"s":"a\ud800b"}`, `\ud800, half of a UTF-16 surrogate pair`},
@@ -80,10 +102,13 @@ func TestAmbiguity(t *testing.T) {
 
 // FuzzAmbiguity holds ambiguity to a reference built on encoding/json's
 // tokens: on JSON that escapes no surrogate, it finds an ambiguity
-// exactly when the text is not UTF-8 or an object has a key twice.
+// exactly when the text is not UTF-8, an object has two keys equal but
+// for case, a key is "__proto__", or a number is not the value of its
+// nearest double written shortest.
 func FuzzAmbiguity(f *testing.F) {
 	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":[{"c":1}]},"b":1}`, `{"p\u0061":1,"pa":2}`, `[{"a":1},{"a":1}]`,
-		`{"s":"\ud800"}`, "{\"\xff\":1}", `{"a\"b":1,"a\\b":2}`, `"x"`, `[]`, `{"":{"":{"":1}}}`} {
+		`{"s":"\ud800"}`, "{\"\xff\":1}", `{"a\"b":1,"a\\b":2}`, `"x"`, `[]`, `{"":{"":{"":1}}}`, `{"k":1,"K":2}`,
+		`{"__proto__":1}`, `[1.0000000000000001,0.1,1e400,9007199254740993,5e-324]`} {
 		f.Add([]byte(s))
 	}
 	surrogate := regexp.MustCompile(`\\u[dD][89a-fA-F]`)
@@ -95,52 +120,70 @@ func FuzzAmbiguity(f *testing.F) {
 		if surrogate.Match(b) {
 			return // held by TestAmbiguity's cases: encoding/json reads them all as U+FFFD
 		}
-		dup := duplicateKey(t, b)
-		if want := dup || !utf8Valid(b); (err != nil) != want {
-			t.Fatalf("ambiguity %v, want an ambiguity %v (a key twice %v): %q", err, want, dup, b)
+		why := readsTwoWays(t, b)
+		if !utf8.Valid(b) {
+			why = "not UTF-8"
+		}
+		if (err != nil) != (why != "") {
+			t.Fatalf("ambiguity %v, want an ambiguity: %q: %q", err, why, b)
 		}
 	})
 }
 
-func utf8Valid(b []byte) bool { return strings.ToValidUTF8(string(b), "\x00x") == string(b) }
-
-// duplicateKey reports whether an object of the JSON text b has a key
-// twice, as encoding/json's tokens read the keys.
-func duplicateKey(t *testing.T, b []byte) bool {
+// readsTwoWays says what in the JSON text b another parser could read
+// otherwise than encoding/json, as encoding/json's tokens read it: two
+// keys of an object equal but for case, a key "__proto__", a number not
+// the value of its nearest double written shortest; "" for none.
+func readsTwoWays(t *testing.T, b []byte) string {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	var stack []map[string]bool // nil for an array
+	dec.UseNumber()
+	var stack [][]string // an object's keys; nil for an array
+	inObject := []bool{}
 	wantKey := false
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
-			return false
+			return ""
 		}
 		if err != nil {
 			t.Fatalf("%v: %q", err, b)
 		}
+		object := len(inObject) > 0 && inObject[len(inObject)-1]
 		switch tok := tok.(type) {
 		case json.Delim:
 			switch tok {
-			case '{':
-				stack = append(stack, map[string]bool{})
-			case '[':
-				stack = append(stack, nil)
+			case '{', '[':
+				stack, inObject = append(stack, nil), append(inObject, tok == '{')
+				wantKey = tok == '{'
+				continue
 			default:
-				stack = stack[:len(stack)-1]
+				stack, inObject = stack[:len(stack)-1], inObject[:len(inObject)-1]
 			}
 		case string:
-			if wantKey = len(stack) > 0 && stack[len(stack)-1] != nil && !wantKey; wantKey {
-				// A string in an object is a key, then a value.
-				if stack[len(stack)-1][tok] {
-					return true
+			if object && wantKey {
+				if tok == "__proto__" {
+					return "__proto__"
 				}
-				stack[len(stack)-1][tok] = true
+				for _, k := range stack[len(stack)-1] {
+					if strings.EqualFold(k, tok) {
+						return "keys " + k + " and " + tok
+					}
+				}
+				stack[len(stack)-1] = append(stack[len(stack)-1], tok)
+				wantKey = false
 				continue
 			}
+		case json.Number:
+			f, err := strconv.ParseFloat(string(tok), 64)
+			var exact, near big.Rat
+			exact.SetString(string(tok))
+			near.SetString(strconv.FormatFloat(f, 'g', -1, 64))
+			if err != nil || exact.Cmp(&near) != 0 {
+				return "the number " + string(tok)
+			}
 		}
-		if len(stack) > 0 && stack[len(stack)-1] != nil {
-			wantKey = false
-		}
+		// A value ends: in an object, a key comes next.
+		wantKey = len(inObject) > 0 && inObject[len(inObject)-1]
 	}
 }
 
@@ -154,18 +197,25 @@ func TestAttackArgumentsReadTwoWays(t *testing.T) {
 	b := newBench(t, smallRole(1000000))
 	a := stdioAgent(t, b.gateway(t, PrefixNever, rawUpstreamConfig(t, "raw")), Identity{Agent: "a", Session: "s", StartRole: "small"})
 	a.initialize(nil)
-	dir := t.TempDir()
-	first, last := filepath.Join(dir, "first"), filepath.Join(dir, "last")
-	q := func(s string) string { return string(mustJSON(s)) }
+	// FIRST and LAST stand for files of the row's own, named "first" and
+	// "last": the upstream creates the one it reads.
 	for _, tt := range []struct{ name, args string }{
-		{"a key twice", `{"touch":` + q(first) + `,"touch":` + q(last) + `}`},
-		{"a key twice, once escaped", `{"touch":` + q(first) + `,"t\u006fuch":` + q(last) + `}`},
-		{"a key twice, nested", `{"touch":` + q(last) + `,"notify":[{"a":1,"a":2}]}`},
-		{"a lone surrogate", `{"touch":` + q(last) + `,"x":"\udc00"}`},
-		{"bytes not UTF-8", `{"touch":` + q(last) + ",\"x\":\"\xff\"}"},
+		{"a key twice", `{"touch":FIRST,"touch":LAST}`},
+		{"a key twice, once escaped", `{"touch":FIRST,"t\u006fuch":LAST}`},
+		{"a key twice, nested", `{"touch":LAST,"notify":[{"a":1,"a":2}]}`},
+		{"a key in another case", `{"touch":FIRST,"Touch":LAST}`},
+		{"the tool's key in another case alone", `{"TOUCH":LAST}`},
+		{"the tool's key in another case, escaped", `{"t\u006fUCH":LAST}`},
+		{"a number past a double", `{"touch":LAST,"x":1.0000000000000001}`},
+		{"__proto__", `{"touch":LAST,"__proto__":{"touch":FIRST}}`},
+		{"a lone surrogate", `{"touch":LAST,"x":"\udc00"}`},
+		{"bytes not UTF-8", "{\"touch\":LAST,\"x\":\"\xff\"}"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			args := strings.TrimSuffix(tt.args, "}") + `,"result":{"content":[]}}`
+			dir := t.TempDir()
+			first, last := filepath.Join(dir, "first"), filepath.Join(dir, "last")
+			args := strings.NewReplacer("FIRST", string(mustJSON(first)), "LAST", string(mustJSON(last))).Replace(tt.args)
+			args = strings.TrimSuffix(args, "}") + `,"result":{"content":[]}}`
 			m := a.await(a.request("tools/call", json.RawMessage(`{"name":"raw","arguments":`+args+`}`)))
 			if m.Error == nil || m.Error.Code != codeInvalidParams {
 				t.Fatalf("not refused as invalid params: %+v", m)
@@ -177,6 +227,7 @@ func TestAttackArgumentsReadTwoWays(t *testing.T) {
 			}
 		})
 	}
+	last := filepath.Join(t.TempDir(), "last")
 	a.tool("raw", map[string]any{"touch": last, "result": map[string]any{"content": []any{}}})
 	if _, err := os.Stat(last); err != nil {
 		t.Fatalf("the same call with each key once did not run: %v", err)

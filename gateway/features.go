@@ -256,7 +256,7 @@ func (s *session) getPrompt(ctx context.Context, params json.RawMessage) (json.R
 		out["_meta"] = m
 	}
 	return s.governed(ctx, governedCall{
-		tool: PromptPrefix + p.Name, up: rt.up, upstreamName: PromptPrefix + rt.name, arguments: p.Arguments,
+		tool: PromptPrefix + p.Name, up: rt.up, upstreamName: PromptPrefix + rt.name, arguments: p.Arguments, names: rt.names,
 		method: "prompts/get", params: mustJSON(out), verb: "got",
 		result: func(raw json.RawMessage) (charged, error) { return readPrompt(raw) },
 	})

@@ -19,9 +19,10 @@ const DecisionMeta = "agentharness/decision"
 
 // route is where an exposed name leads: an upstream and its own name.
 type route struct {
-	up   *upstream
-	name string
-	raw  json.RawMessage
+	up    *upstream
+	name  string
+	raw   json.RawMessage
+	names *argNames // the names of the item's arguments, as listed
 }
 
 // named reads the "name" of a listed item.
@@ -66,7 +67,7 @@ func (s *session) routes(method string) ([]string, map[string]route) {
 			if _, clash := out[exposed]; clash || method == "tools/list" && exposed == SessionTool {
 				continue
 			}
-			out[exposed] = route{up: u, name: it.name, raw: it.raw}
+			out[exposed] = route{up: u, name: it.name, raw: it.raw, names: it.names}
 			order = append(order, exposed)
 		}
 	}
@@ -91,7 +92,7 @@ func (s *session) route(method, exposed string) (route, bool) {
 		}
 		for _, it := range u.list(method) {
 			if it.name == name {
-				return route{up: u, name: it.name, raw: it.raw}, true
+				return route{up: u, name: it.name, raw: it.raw, names: it.names}, true
 			}
 		}
 	}
@@ -286,7 +287,7 @@ func (s *session) callTool(ctx context.Context, params json.RawMessage) (json.Ra
 		out["_meta"] = m
 	}
 	return s.governed(ctx, governedCall{
-		tool: p.Name, up: rt.up, upstreamName: rt.name, arguments: p.Arguments,
+		tool: p.Name, up: rt.up, upstreamName: rt.name, arguments: p.Arguments, names: rt.names,
 		method: "tools/call", params: mustJSON(out), verb: "called",
 	})
 }
@@ -298,6 +299,7 @@ type governedCall struct {
 	up           *upstream
 	upstreamName string
 	arguments    json.RawMessage
+	names        *argNames // the names its arguments are listed with
 	method       string
 	params       json.RawMessage
 	verb         string // "called", "read", "got": for the refusal's text
@@ -412,6 +414,9 @@ func (c governedCall) fail(code int, text string, d *contract.Decision) (json.Ra
 func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage, *rpcError) {
 	g := s.g.o.Governor
 	args, err := arguments(c.arguments)
+	if err == nil {
+		err = c.names.check(args)
+	}
 	if err != nil {
 		s.g.o.Logf("refused a %s of %q (agent %q, session %q), undecided: its arguments: %v", c.what(), c.tool, s.id.Agent, s.id.Session, err)
 		return nil, &rpcError{Code: codeInvalidParams, Message: "arguments: " + err.Error()}

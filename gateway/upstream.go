@@ -68,16 +68,22 @@ var listKinds = []struct{ method, key, capability, name string }{
 // item is one item of an upstream's list: as it came, and its name (the
 // field that names it: a name, a URI, a URI template).
 type item struct {
-	name string
-	raw  json.RawMessage
+	name  string
+	raw   json.RawMessage
+	names *argNames // the names of its arguments (a tool's, a prompt's)
 }
 
-// items names the raw items of a list by their key.
+// items names the raw items of a list by their key; the items named by
+// "name" (tools, prompts) have the names of their arguments read too.
 func items(raw []json.RawMessage, key string) []item {
 	out := make([]item, 0, len(raw))
 	for _, r := range raw {
 		if name := named(r, key); name != "" {
-			out = append(out, item{name, r})
+			it := item{name: name, raw: r}
+			if key == "name" {
+				it.names = schemaNames(r)
+			}
+			out = append(out, it)
 		}
 	}
 	return out
