@@ -46,7 +46,8 @@ func ambiguity(b []byte) error {
 	if !utf8.Valid(b) {
 		return errors.New("they are not UTF-8: the policy would read U+FFFD where the tool reads other bytes")
 	}
-	var stack []container
+	var outer [4]container // most arguments nest no deeper
+	stack := outer[:0]
 	for i := 0; i < len(b); {
 		switch c := b[i]; {
 		case c == '{' || c == '[':

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // argNames are the names a tool's inputSchema gives the keys of its
@@ -76,6 +77,22 @@ func namesOf(schema any, depth int) *argNames {
 	return n
 }
 
+// named returns the schema's name that k is in another case, if any: the
+// names compared one by one while they are few, else k folded and looked
+// up.
+func (n *argNames) named(k string) (string, bool) {
+	if len(n.props) <= 16 {
+		for name := range n.props {
+			if strings.EqualFold(name, k) {
+				return name, true
+			}
+		}
+		return "", false
+	}
+	name, ok := n.fold[foldCase([]byte(k))]
+	return name, ok
+}
+
 // check refuses a key of v (a call's arguments, decoded) that is not one
 // of the names the schema gives at its place but is one of them in
 // another case.
@@ -92,7 +109,7 @@ func (n *argNames) check(v any) error {
 				}
 				continue
 			}
-			if name, ok := n.fold[foldCase([]byte(k))]; ok {
+			if name, ok := n.named(k); ok {
 				return fmt.Errorf("the key %q is not the tool's %q, which it is in another case: a tool that reads keys without regard to case (encoding/json's struct fields) would take it for %q, which the policy did not see", clip(k, 64), clip(name, 64), clip(name, 64))
 			}
 		}

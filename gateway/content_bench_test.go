@@ -28,3 +28,47 @@ func BenchmarkReadToolResult(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkArguments reads a call's arguments for the policy, as every
+// governed call does: "decode" is encoding/json's decoding alone (the
+// reference: what the gateway paid before it checked them), "checked"
+// adds ambiguity and the tool's names (what it pays now). Small arguments
+// (a read), and an edit of 100 KB of text.
+func BenchmarkArguments(b *testing.B) {
+	names := schemaNames(json.RawMessage(`{"name":"t","inputSchema":{"type":"object","properties":{"path":{"type":"string"},"bytes":{"type":"integer"},"edits":{"type":"array","items":{"type":"object","properties":{"oldText":{},"newText":{}}}}}}}`))
+	text := strings.Repeat("line 42 of the file: the \"quick\" brown fox jumps over the lazy dog\n", 100<<10/68)
+	big, _ := json.Marshal(map[string]any{"path": "src/main.go", "edits": []any{map[string]string{"oldText": "x", "newText": text}}})
+	for _, c := range []struct {
+		name string
+		raw  json.RawMessage
+	}{
+		{"small", json.RawMessage(`{"path":"src/pkg/main.go","bytes":5000,"offset":0.5}`)},
+		{"100KB", big},
+	} {
+		for _, checked := range []bool{false, true} {
+			name := c.name + "/decode"
+			if checked {
+				name = c.name + "/checked"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(int64(len(c.raw)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if !checked {
+						if _, err := decodeArguments(c.raw); err != nil {
+							b.Fatal(err)
+						}
+						continue
+					}
+					args, err := arguments(c.raw)
+					if err == nil {
+						err = names.check(args)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -223,6 +223,19 @@ func notes(o govern.Outcome) string {
 // (a key given twice, see ambiguity) are an error: they go on to the
 // upstream as the agent wrote them.
 func arguments(raw json.RawMessage) (any, error) {
+	v, err := decodeArguments(raw)
+	if err == nil && v != nil {
+		err = ambiguity(raw)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// decodeArguments decodes arguments as the policy reads them: numbers
+// kept exact, nil when absent.
+func decodeArguments(raw json.RawMessage) (any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
@@ -230,9 +243,6 @@ func arguments(raw json.RawMessage) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if err := ambiguity(raw); err != nil {
 		return nil, err
 	}
 	return v, nil
