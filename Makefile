@@ -243,8 +243,8 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzUnquote -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzQuickMessage -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzValidJSON -fuzztime $(FUZZTIME) ./gateway
-	go test -run '^$$' -fuzz FuzzAmbiguity -fuzztime $(FUZZTIME) ./gateway
-	go test -run '^$$' -fuzz FuzzFoldCase -fuzztime $(FUZZTIME) ./gateway
+	go test -run '^$$' -fuzz FuzzAmbiguity -fuzztime $(FUZZTIME) ./internal/ijson
+	go test -run '^$$' -fuzz FuzzFoldCase -fuzztime $(FUZZTIME) ./internal/ijson
 	go test -run '^$$' -fuzz FuzzEncodeRequest -fuzztime $(FUZZTIME) ./hookclient
 
 clean:

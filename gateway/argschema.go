@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/agentharness/harness/internal/ijson"
 )
 
 // argNames are the names a tool's inputSchema gives the keys of its
 // arguments (its properties, and theirs within, through objects and
-// arrays' items), by their folded case (see foldCase). An upstream that
+// arrays' items), by their folded case (see ijson.FoldCase). An upstream that
 // reads its arguments into a struct by encoding/json takes a key in any
 // case for a property: "Path" for "path". The policy sees "Path", which a
 // rule on input.arguments.path never looks at, so a key that is not one
@@ -50,7 +52,7 @@ func schemaNames(listed json.RawMessage) *argNames {
 	n := &argNames{props: map[string]*argNames{}, fold: map[string]string{}}
 	for _, a := range it.Arguments {
 		n.props[a.Name] = nil
-		n.fold[foldCase([]byte(a.Name))] = a.Name
+		n.fold[ijson.FoldCase([]byte(a.Name))] = a.Name
 	}
 	return n
 }
@@ -67,7 +69,7 @@ func namesOf(schema any, depth int) *argNames {
 		n.fold = make(map[string]string, len(props))
 		for name, sub := range props {
 			n.props[name] = namesOf(sub, depth+1)
-			n.fold[foldCase([]byte(name))] = name
+			n.fold[ijson.FoldCase([]byte(name))] = name
 		}
 	}
 	n.items = namesOf(s["items"], depth+1)
@@ -89,7 +91,7 @@ func (n *argNames) named(k string) (string, bool) {
 		}
 		return "", false
 	}
-	name, ok := n.fold[foldCase([]byte(k))]
+	name, ok := n.fold[ijson.FoldCase([]byte(k))]
 	return name, ok
 }
 

@@ -1,11 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 func TestArgNames(t *testing.T) {
@@ -63,20 +61,4 @@ func TestArgNamesAreBounded(t *testing.T) {
 	if depth > maxSchemaDepth+1 {
 		t.Errorf("followed %d levels, past %d", depth, maxSchemaDepth)
 	}
-}
-
-// foldCase(x) == foldCase(y) exactly when bytes.EqualFold(x, y): the keys
-// encoding/json takes for one struct field.
-func FuzzFoldCase(f *testing.F) {
-	for _, p := range [][2]string{{"path", "PATH"}, {"k", "\u212a"}, {"s", "\u017f"}, {"ß", "ẞ"}, {"σ", "ς"}, {"Ǆ", "ǅ"}, {"a", "b"}, {"", ""}} {
-		f.Add(p[0], p[1])
-	}
-	f.Fuzz(func(t *testing.T, x, y string) {
-		if !utf8.ValidString(x) || !utf8.ValidString(y) {
-			return // keys are UTF-8: ambiguity refuses the others first
-		}
-		if got, want := foldCase([]byte(x)) == foldCase([]byte(y)), bytes.EqualFold([]byte(x), []byte(y)); got != want {
-			t.Fatalf("%q, %q: one key %v, bytes.EqualFold %v", x, y, got, want)
-		}
-	})
 }

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/agentharness/harness/internal/ijson"
 )
 
 // A result is read for charging in a single pass over its bytes, without
@@ -20,7 +21,7 @@ import (
 // they are spelled, and of a key given twice the last counts, as a
 // JavaScript client reads them.
 
-var errJSON = errors.New("malformed JSON")
+var errJSON = ijson.ErrMalformed
 
 // objectMembers are the members of a JSON object by key, each value a
 // slice of raw; nil, and no error, for null.
@@ -49,7 +50,7 @@ func objectMembersN(raw []byte) (map[string]json.RawMessage, int, error) {
 		if raw[i] != '"' {
 			return nil, 0, errJSON
 		}
-		end, escaped, err := stringEnd(raw, i)
+		end, escaped, err := ijson.StringEnd(raw, i)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -190,14 +191,14 @@ func unquote(s []byte) (string, bool) {
 		case 't':
 			b = append(b, '\t')
 		case 'u':
-			r, ok := hex4(s[2:])
+			r, ok := ijson.Hex4(s[2:])
 			if !ok {
 				return "", false
 			}
 			s = s[6:]
 			if utf16.IsSurrogate(r) {
 				if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
-					if r2, ok := hex4(s[2:]); ok {
+					if r2, ok := ijson.Hex4(s[2:]); ok {
 						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
 							b = utf8.AppendRune(b, dec)
 							s = s[6:]
@@ -227,61 +228,11 @@ func hasControl(b []byte) bool {
 	return false
 }
 
-// hex4 reads the four hexadecimal digits at the start of b.
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
-}
-
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
 	return i
-}
-
-// stringEnd is the end of the string that starts at b[i] (a quote), and
-// whether it has escapes: at the first quote after it that an even number
-// of backslashes comes before (each pair of them is an escaped backslash).
-// Quotes and backslashes are looked for with bytes.IndexByte, which goes
-// through text many bytes at a time: a text of 100 KB with a line break
-// (\n) on every line was read escape by escape before.
-func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
-	for j := i + 1; j < len(b); {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			break
-		}
-		q := j + k
-		if !escaped && bytes.IndexByte(b[j:q], '\\') >= 0 {
-			escaped = true
-		}
-		n := 0
-		for q-1-n > i && b[q-1-n] == '\\' {
-			n++
-		}
-		if n%2 == 0 {
-			return q + 1, escaped, nil
-		}
-		j = q + 1 // an escaped quote
-	}
-	return 0, false, errJSON
 }
 
 // skipValue is the end of the value that starts at b[i].
@@ -291,14 +242,14 @@ func skipValue(b []byte, i int) (int, error) {
 	}
 	switch b[i] {
 	case '"':
-		end, _, err := stringEnd(b, i)
+		end, _, err := ijson.StringEnd(b, i)
 		return end, err
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); {
 			switch b[j] {
 			case '"':
-				end, _, err := stringEnd(b, j)
+				end, _, err := ijson.StringEnd(b, j)
 				if err != nil {
 					return 0, err
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/internal/ijson"
 )
 
 // DecisionMeta is the key of a refusal's _meta under which the gateway
@@ -220,12 +221,12 @@ func notes(o govern.Outcome) string {
 // arguments decodes a call's arguments for the policy, as the agent sent
 // them: an object, nil when absent or null, anything else as it is (the
 // policy refuses it). Arguments that another parser could read otherwise
-// (a key given twice, see ambiguity) are an error: they go on to the
+// (a key given twice, see ijson.Ambiguity) are an error: they go on to the
 // upstream as the agent wrote them.
 func arguments(raw json.RawMessage) (any, error) {
 	v, err := decodeArguments(raw)
 	if err == nil && v != nil {
-		err = ambiguity(raw)
+		err = ijson.Ambiguity(raw)
 	}
 	if err != nil {
 		return nil, err

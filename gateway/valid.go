@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"encoding/binary"
+
+	"github.com/agentharness/harness/internal/ijson"
 )
 
 // validJSON reports whether b is one JSON value, as json.Valid does
@@ -127,7 +129,7 @@ func stringValid(b []byte, i int) int {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if _, ok := hex4(b[i+2:]); !ok {
+				if _, ok := ijson.Hex4(b[i+2:]); !ok {
 					return -1
 				}
 				i += 6

@@ -73,3 +73,34 @@ func TestDeepToolInput(t *testing.T) {
 		}
 	}
 }
+
+// Claude Code passes an MCP tool's input on to its server as it has it,
+// and the model chose the keys: an input the server could read otherwise
+// than the policy (two keys that differ only in case, which a Go server
+// reading a struct takes for one; "__proto__", which JavaScript that
+// copies the input takes for its prototype) is refused as unreadable,
+// never decided. The same input with each key once is decided.
+func TestToolInputReadTwoWays(t *testing.T) {
+	ctx := context.Background()
+	h := &ClaudeCode{Gov: govern.New(govern.Options{Rules: builtinRules(t), Store: budget.NewMemory()})}
+	for _, tt := range []struct {
+		name, input, want string // want: in the refusal; "" for a decided call
+	}{
+		{"each key once", `{"path":"notes.md","content":"x"}`, ""},
+		{"a key in another case", `{"path":"notes.md","Path":"x.md","content":"x"}`, `the keys "path" and "Path" of one object differ only in case`},
+		{"__proto__", `{"content":"x","__proto__":{"path":"x.md"}}`, `the key "__proto__" is refused`},
+		{"a number past a double", `{"path":"notes.md","mode":1.0000000000000001}`, "the number 1.0000000000000001"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := h.Handle(ctx, []byte(`{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"mcp__fs__write_file","tool_input":`+tt.input+`}`))
+			out := string(resp.Stdout) + resp.Stderr
+			refused := strings.Contains(out, "tool_input is not readable")
+			switch {
+			case tt.want == "" && refused:
+				t.Errorf("refused: %s", out)
+			case tt.want != "" && (!refused || !strings.Contains(out, tt.want) || resp.Exit != ExitRefused):
+				t.Errorf("exit %d, want a refusal saying %q: %s", resp.Exit, tt.want, out)
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/hookclient"
+	"github.com/agentharness/harness/internal/ijson"
 )
 
 // Agent is the agent name of Claude Code's sessions in the ledger.
@@ -316,13 +317,19 @@ func warnings(d contract.Decision) string {
 // it, numbers kept exact. An object is a map[string]any; null or no input
 // is nil; a string, array, number or bool is that value, which the policy
 // refuses as malformed (invalid_input) rather than deciding a call without
-// arguments that no argument rule would see.
+// arguments that no argument rule would see. Input that the tool could
+// read otherwise than the policy (see ijson.Ambiguity) is an error: Claude
+// Code passes an MCP tool's input on as it has it, and the model chose its
+// keys ("path" and "Path", "__proto__").
 func arguments(input gjson.Result) (any, error) {
 	if !input.Exists() || input.Type == gjson.Null {
 		return nil, nil
 	}
 	if n := nesting(input.Raw); n > maxArgumentsDepth {
 		return nil, fmt.Errorf("nested %d levels deep, past %d", n, maxArgumentsDepth)
+	}
+	if err := ijson.Ambiguity([]byte(input.Raw)); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(strings.NewReader(input.Raw))
 	dec.UseNumber()

@@ -1,7 +1,16 @@
-package gateway
+// Package ijson says what in a JSON text one reader could read otherwise
+// than another: the harness decides on a call's arguments as Go's
+// encoding/json reads them, and the tool that runs the call reads the
+// text itself, with a parser of its own. Ambiguity finds the texts on
+// which two such readers may disagree (see it for which), most of which
+// I-JSON (RFC 7493) forbids, so that they can be refused before anything
+// is decided on them. It also holds the scanning both the check and the
+// gateway's own readers of raw JSON use.
+package ijson
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -11,7 +20,7 @@ import (
 	"unicode/utf8"
 )
 
-// ambiguity says why the valid JSON value b could be read by the upstream
+// Ambiguity says why the valid JSON value b could be read by the upstream
 // as other arguments than the ones the policy decided on, nil if it
 // cannot be. The gateway forwards a call's arguments as the agent wrote
 // them, and the policy decides on them as encoding/json reads them (keys
@@ -42,7 +51,7 @@ import (
 // surrogates; the keys in another case and "__proto__" are refused too,
 // as no honest client needs them. A call that uses any is refused, never
 // decided.
-func ambiguity(b []byte) error {
+func Ambiguity(b []byte) error {
 	if !utf8.Valid(b) {
 		return errors.New("they are not UTF-8: the policy would read U+FFFD where the tool reads other bytes")
 	}
@@ -61,20 +70,20 @@ func ambiguity(b []byte) error {
 			i++
 		case c == '}' || c == ']':
 			if len(stack) == 0 {
-				return errJSON
+				return ErrMalformed
 			}
 			stack = stack[:len(stack)-1]
 			i++
 		case c == ',':
 			if len(stack) == 0 {
-				return errJSON
+				return ErrMalformed
 			}
 			if f := &stack[len(stack)-1]; f.object {
 				f.wantKey = true
 			}
 			i++
 		case c == '"':
-			end, escaped, err := stringEnd(b, i)
+			end, escaped, err := StringEnd(b, i)
 			if err != nil {
 				return err
 			}
@@ -89,9 +98,9 @@ func ambiguity(b []byte) error {
 				f.wantKey = false
 				key := inside
 				if escaped {
-					s, ok := unquote(inside)
-					if !ok {
-						return errJSON
+					var s string
+					if json.Unmarshal(b[i:end], &s) != nil {
+						return ErrMalformed
 					}
 					key = []byte(s)
 				}
@@ -100,19 +109,19 @@ func ambiguity(b []byte) error {
 				}
 				if other, ok := f.has(key); ok {
 					if bytes.Equal(other, key) {
-						return fmt.Errorf("the key %q is given twice in one object: the policy would decide on one of its values and the tool could run with the other", clip(string(key), 64))
+						return fmt.Errorf("the key %.64q is given twice in one object: the policy would decide on one of its values and the tool could run with the other", string(key))
 					}
-					return fmt.Errorf("the keys %q and %q of one object differ only in case: a tool that reads keys without regard to case (encoding/json's struct fields) would take one for the other", clip(string(other), 64), clip(string(key), 64))
+					return fmt.Errorf("the keys %.64q and %.64q of one object differ only in case: a tool that reads keys without regard to case (encoding/json's struct fields) would take one for the other", string(other), string(key))
 				}
 			}
 			i = end
 		case c == '-' || '0' <= c && c <= '9':
-			end := numberValid(b, i)
-			if end < 0 {
-				return errJSON
+			end := i + 1
+			for end < len(b) && (b[end] >= '0' && b[end] <= '9' || b[end] == '.' || b[end] == 'e' || b[end] == 'E' || b[end] == '+' || b[end] == '-') {
+				end++
 			}
 			if !doubleExact(b[i:end]) {
-				return fmt.Errorf("the number %s is more precise than a double, or beyond one: the policy would compare its exact value, a tool (JavaScript's, and most others) its nearest double", clip(string(b[i:end]), 64))
+				return fmt.Errorf("the number %.64s is more precise than a double, or beyond one: the policy would compare its exact value, a tool (JavaScript's, and most others) its nearest double", string(b[i:end]))
 			}
 			i = end
 		default:
@@ -122,7 +131,7 @@ func ambiguity(b []byte) error {
 	return nil
 }
 
-// container is an array or object that ambiguity is within.
+// container is an array or object that Ambiguity is within.
 type container struct {
 	object  bool
 	keys    [][]byte          // the object's keys so far, unescaped
@@ -137,7 +146,7 @@ type container struct {
 func (f *container) has(key []byte) ([]byte, bool) {
 	const small = 16
 	if f.set != nil {
-		folded := foldCase(key)
+		folded := FoldCase(key)
 		if k, ok := f.set[folded]; ok {
 			return k, true
 		}
@@ -152,16 +161,16 @@ func (f *container) has(key []byte) ([]byte, bool) {
 	if f.keys = append(f.keys, key); len(f.keys) > small {
 		f.set = make(map[string][]byte, 2*len(f.keys))
 		for _, k := range f.keys {
-			f.set[foldCase(k)] = k
+			f.set[FoldCase(k)] = k
 		}
 	}
 	return nil, false
 }
 
-// foldCase is s with each character the least of those that are it in
-// another case, so that foldCase(x) == foldCase(y) exactly when
+// FoldCase is s with each character the least of those that are it in
+// another case, so that FoldCase(x) == FoldCase(y) exactly when
 // bytes.EqualFold(x, y): the keys encoding/json takes for one field.
-func foldCase(s []byte) string {
+func FoldCase(s []byte) string {
 	out := make([]byte, 0, len(s))
 	for len(s) > 0 {
 		if c := s[0]; c < utf8.RuneSelf {
@@ -296,16 +305,16 @@ func surrogates(s []byte) error {
 		if i >= len(s) || s[i] != 'u' {
 			continue
 		}
-		r, ok := hex4(s[i+1:])
+		r, ok := Hex4(s[i+1:])
 		if !ok {
-			return errJSON
+			return ErrMalformed
 		}
 		i += 4
 		if !utf16.IsSurrogate(r) {
 			continue
 		}
 		if r < 0xdc00 && i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
-			if r2, ok := hex4(s[i+3:]); ok && 0xdc00 <= r2 && r2 <= 0xdfff {
+			if r2, ok := Hex4(s[i+3:]); ok && 0xdc00 <= r2 && r2 <= 0xdfff {
 				i += 6
 				continue
 			}

@@ -1,14 +1,11 @@
-package gateway
+package ijson
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
-	"io/fs"
 	"math/big"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,7 +18,7 @@ func TestAmbiguity(t *testing.T) {
 		var b strings.Builder
 		b.WriteString("{")
 		for i := 0; i < 100; i++ {
-			b.WriteString(`"k` + itoa(i) + `":` + itoa(i) + ",")
+			b.WriteString(`"k` + strconv.Itoa(i) + `":` + strconv.Itoa(i) + ",")
 		}
 		if dup {
 			b.WriteString(`"k57":0,`)
@@ -83,7 +80,7 @@ func TestAmbiguity(t *testing.T) {
 			if !json.Valid([]byte(tt.raw)) {
 				t.Fatalf("not JSON: %s", tt.raw)
 			}
-			err := ambiguity([]byte(tt.raw))
+			err := Ambiguity([]byte(tt.raw))
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("ambiguous: %v", err)
@@ -92,15 +89,11 @@ func TestAmbiguity(t *testing.T) {
 			case tt.want != "" && !strings.Contains(err.Error(), tt.want):
 				t.Errorf("got %q, want %q in it", err, tt.want)
 			}
-			// The gateway's decoding of a call's arguments refuses the same.
-			if _, err := arguments(json.RawMessage(tt.raw)); (err != nil) != (tt.want != "") {
-				t.Errorf("arguments: %v", err)
-			}
 		})
 	}
 }
 
-// FuzzAmbiguity holds ambiguity to a reference built on encoding/json's
+// FuzzAmbiguity holds Ambiguity to a reference built on encoding/json's
 // tokens: on JSON that escapes no surrogate, it finds an ambiguity
 // exactly when the text is not UTF-8, an object has two keys equal but
 // for case, a key is "__proto__", or a number is not the value of its
@@ -116,7 +109,7 @@ func FuzzAmbiguity(f *testing.F) {
 		if !json.Valid(b) {
 			return
 		}
-		err := ambiguity(b)
+		err := Ambiguity(b)
 		if surrogate.Match(b) {
 			return // held by TestAmbiguity's cases: encoding/json reads them all as U+FFFD
 		}
@@ -187,49 +180,18 @@ func readsTwoWays(t *testing.T, b []byte) string {
 	}
 }
 
-// An agent's arguments that another parser could read otherwise than the
-// policy does never reach the upstream: with a key twice, an upstream
-// that reads the first (gjson, many streaming parsers) would run what the
-// policy did not decide. The call is refused as invalid params; the same
-// call written once runs.
-func TestAttackArgumentsReadTwoWays(t *testing.T) {
-	t.Parallel()
-	b := newBench(t, smallRole(1000000))
-	a := stdioAgent(t, b.gateway(t, PrefixNever, rawUpstreamConfig(t, "raw")), Identity{Agent: "a", Session: "s", StartRole: "small"})
-	a.initialize(nil)
-	// FIRST and LAST stand for files of the row's own, named "first" and
-	// "last": the upstream creates the one it reads.
-	for _, tt := range []struct{ name, args string }{
-		{"a key twice", `{"touch":FIRST,"touch":LAST}`},
-		{"a key twice, once escaped", `{"touch":FIRST,"t\u006fuch":LAST}`},
-		{"a key twice, nested", `{"touch":LAST,"notify":[{"a":1,"a":2}]}`},
-		{"a key in another case", `{"touch":FIRST,"Touch":LAST}`},
-		{"the tool's key in another case alone", `{"TOUCH":LAST}`},
-		{"the tool's key in another case, escaped", `{"t\u006fUCH":LAST}`},
-		{"a number past a double", `{"touch":LAST,"x":1.0000000000000001}`},
-		{"__proto__", `{"touch":LAST,"__proto__":{"touch":FIRST}}`},
-		{"a lone surrogate", `{"touch":LAST,"x":"\udc00"}`},
-		{"bytes not UTF-8", "{\"touch\":LAST,\"x\":\"\xff\"}"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			first, last := filepath.Join(dir, "first"), filepath.Join(dir, "last")
-			args := strings.NewReplacer("FIRST", string(mustJSON(first)), "LAST", string(mustJSON(last))).Replace(tt.args)
-			args = strings.TrimSuffix(args, "}") + `,"result":{"content":[]}}`
-			m := a.await(a.request("tools/call", json.RawMessage(`{"name":"raw","arguments":`+args+`}`)))
-			if m.Error == nil || m.Error.Code != codeInvalidParams {
-				t.Fatalf("not refused as invalid params: %+v", m)
-			}
-			for _, f := range []string{first, last} {
-				if _, err := os.Stat(f); !errors.Is(err, fs.ErrNotExist) {
-					t.Fatalf("the upstream ran the call (%s: %v)", f, err)
-				}
-			}
-		})
+// FoldCase(x) == FoldCase(y) exactly when bytes.EqualFold(x, y): the keys
+// encoding/json takes for one struct field.
+func FuzzFoldCase(f *testing.F) {
+	for _, p := range [][2]string{{"path", "PATH"}, {"k", "\u212a"}, {"s", "\u017f"}, {"ß", "ẞ"}, {"σ", "ς"}, {"Ǆ", "ǅ"}, {"a", "b"}, {"", ""}} {
+		f.Add(p[0], p[1])
 	}
-	last := filepath.Join(t.TempDir(), "last")
-	a.tool("raw", map[string]any{"touch": last, "result": map[string]any{"content": []any{}}})
-	if _, err := os.Stat(last); err != nil {
-		t.Fatalf("the same call with each key once did not run: %v", err)
-	}
+	f.Fuzz(func(t *testing.T, x, y string) {
+		if !utf8.ValidString(x) || !utf8.ValidString(y) {
+			return // keys are UTF-8: Ambiguity refuses the others first
+		}
+		if got, want := FoldCase([]byte(x)) == FoldCase([]byte(y)), bytes.EqualFold([]byte(x), []byte(y)); got != want {
+			t.Fatalf("%q, %q: one key %v, bytes.EqualFold %v", x, y, got, want)
+		}
+	})
 }
