@@ -167,11 +167,7 @@ func readsTwoWays(t *testing.T, b []byte) string {
 				continue
 			}
 		case json.Number:
-			f, err := strconv.ParseFloat(string(tok), 64)
-			var exact, near big.Rat
-			exact.SetString(string(tok))
-			near.SetString(strconv.FormatFloat(f, 'g', -1, 64))
-			if err != nil || exact.Cmp(&near) != 0 {
+			if !nearestDouble(string(tok)) {
 				return "the number " + string(tok)
 			}
 		}
@@ -194,4 +190,23 @@ func FuzzFoldCase(f *testing.F) {
 			t.Fatalf("%q, %q: one key %v, bytes.EqualFold %v", x, y, got, want)
 		}
 	})
+}
+
+// nearestDouble reports whether the JSON number n is exactly the nearest
+// double to it written shortest, by parsing both as rationals (a number
+// with an exponent of more than four digits is zero or far beyond a
+// double, whose rational is not worth making).
+func nearestDouble(n string) bool {
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		return false
+	}
+	mantissa, exp, _ := strings.Cut(strings.ToLower(n), "e")
+	if len(strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")) > 4 {
+		return strings.Trim(mantissa, "-0.") == ""
+	}
+	var exact, near big.Rat
+	exact.SetString(n)
+	near.SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	return exact.Cmp(&near) == 0
 }
