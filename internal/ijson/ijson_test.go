@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"math/big"
 	"regexp"
 	"strconv"
@@ -38,7 +39,7 @@ func TestAmbiguity(t *testing.T) {
 		{"keys that differ by one escape", `{"a\"":1,"a\\":2,"a":3}`, ""},
 		{"keys that differ in a letter", `{"path":1,"paths":2,"pat":3,"bath":4}`, ""},
 		{"proto without its underscores", `{"__proto":1,"proto__":2,"_proto_":3,"__PROTO__":4}`, ""},
-		{"numbers a double holds", `[0,-0,0.0,1,-1,0.1,1.5E+2,1e308,-1e308,5e-324,9007199254740992,0.30000000000000004,1e20,100000000000000000000,0e9999999999,1.0000000000000000000000000000000000000000000000000000000000000000000,1e0000001,2.2250738585072014e-308]`, ""},
+		{"numbers a double holds", `[0,-0,0.0,1,-1,0.1,1.5E+2,1e308,-1e308,1.7976931348623157e308,1e-307,-1.2345678901234568e-300,9007199254740992,0.30000000000000004,1e20,100000000000000000000,0e9999999999,1.0000000000000000000000000000000000000000000000000000000000000000000,1e0000001,6.02214076e23,18446744073709552000]`, ""},
 		{"a double's digits far from the point", `[0.0000000000000000000000000000000000000000000000000000000000000000001234567890123456,1234567890123456000000000000000000000000000000000000000000000000000000000000000000]`, ""},
 		{"a surrogate pair", `{"s":"\ud83d\ude00","\uD83D\uDE00":1}`, ""},
 		{"an escaped backslash before u", `{"s":"\\ud800"}`, ""},
@@ -65,6 +66,13 @@ func TestAmbiguity(t *testing.T) {
 		{"a number past a double", `{"n":1e400}`, "the number 1e400"},
 		{"a negative number past a double", `{"n":-1.5e309}`, "the number -1.5e309"},
 		{"a number below a double", `{"n":1e-400}`, "the number 1e-400"},
+		{"a subnormal", `{"n":5e-324}`, "the number 5e-324"},
+		{"the least normal double", `{"n":2.2250738585072014e-308}`, "the number 2.2250738585072014e-308"},
+		{"a number just past a double", `{"n":1.7976931348623159e308}`, "the number 1.7976931348623159e308"},
+		{"not the shortest writing of its double", `{"n":0.10000000000000001}`, "the number 0.10000000000000001"},
+		{"a long number whose digits and exponent meet", `{"n":0.` + strings.Repeat("0", 9999999) + `9007199254740993e10000015}`, "the number 0.000"},
+		{"a long 1e400", `{"n":0.` + strings.Repeat("0", 9999999) + `1e10000400}`, "the number 0.000"},
+		{"a long 1e-400", `{"n":1` + strings.Repeat("0", 9999999) + `e-10000399}`, "the number 1000"},
 		{"an exponent of many digits", `{"n":1e99999999999999999999}`, "more precise than a double, or beyond one"},
 		{"a number's digits far from the point", `{"n":0.00000000000000000000000000000000000000000000000000000000000000000012345678901234567}`, "more precise than a double"},
 		{"bytes not UTF-8", "{\"s\":\"a\xffb\"}", "not UTF-8"},
@@ -101,7 +109,7 @@ func TestAmbiguity(t *testing.T) {
 func FuzzAmbiguity(f *testing.F) {
 	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":[{"c":1}]},"b":1}`, `{"p\u0061":1,"pa":2}`, `[{"a":1},{"a":1}]`,
 		`{"s":"\ud800"}`, "{\"\xff\":1}", `{"a\"b":1,"a\\b":2}`, `"x"`, `[]`, `{"":{"":{"":1}}}`, `{"k":1,"K":2}`,
-		`{"__proto__":1}`, `[1.0000000000000001,0.1,1e400,9007199254740993,5e-324]`} {
+		`{"__proto__":1}`, `[1.0000000000000001,0.1,1e400,9007199254740993,5e-324,1e-307,1.7976931348623157e308]`} {
 		f.Add([]byte(s))
 	}
 	surrogate := regexp.MustCompile(`\\u[dD][89a-fA-F]`)
@@ -198,8 +206,8 @@ func FuzzFoldCase(f *testing.F) {
 // double, whose rational is not worth making).
 func nearestDouble(n string) bool {
 	f, err := strconv.ParseFloat(n, 64)
-	if err != nil {
-		return false
+	if err != nil || f != 0 && math.Abs(f) < 1e-307 {
+		return false // past a double, or refused near its subnormals
 	}
 	mantissa, exp, _ := strings.Cut(strings.ToLower(n), "e")
 	if len(strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")) > 4 {
@@ -209,4 +217,59 @@ func nearestDouble(n string) bool {
 	exact.SetString(n)
 	near.SetString(strconv.FormatFloat(f, 'g', -1, 64))
 	return exact.Cmp(&near) == 0
+}
+
+// BenchmarkAmbiguity checks a megabyte of arguments of one kind, with
+// encoding/json decoding the same bytes (UseNumber, as the policy reads
+// them) as the reference: numbers near the ends of a double's range and
+// of 16–17 digits (which take the slow path), and short keys.
+func BenchmarkAmbiguity(b *testing.B) {
+	array := func(elem string) []byte {
+		n := (1 << 20) / (len(elem) + 1)
+		return []byte(`{"x":[` + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + `]}`)
+	}
+	keys := func() []byte {
+		var sb strings.Builder
+		sb.WriteString("{")
+		for i := 0; sb.Len() < 1<<20; i++ {
+			sb.WriteString(`"k` + strconv.Itoa(i) + `":1,`)
+		}
+		return []byte(strings.TrimSuffix(sb.String(), ",") + "}")
+	}
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want bool // ambiguous
+	}{
+		{"small-integers", array("1"), false},
+		{"1e-310", array("1e-310"), true},
+		{"1e308", array("1e308"), false},
+		{"17-digits", array("0.30000000000000004"), false},
+		{"near-least-normal", array("2.225073858507201e-308"), true},
+		{"keys", keys(), false},
+	} {
+		for _, check := range []bool{false, true} {
+			name := c.name + "/decode"
+			if check {
+				name = c.name + "/ambiguity"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(int64(len(c.in)))
+				for b.Loop() {
+					if check {
+						if err := Ambiguity(c.in); (err != nil) != c.want {
+							b.Fatal(err)
+						}
+						continue
+					}
+					dec := json.NewDecoder(bytes.NewReader(c.in))
+					dec.UseNumber()
+					var v any
+					if err := dec.Decode(&v); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
