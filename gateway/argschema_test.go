@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,6 +30,22 @@ func TestArgNames(t *testing.T) {
 		{"a prompt's arguments", `{"name":"p","arguments":[{"name":"language","required":true}]}`, `{"Language":"go"}`, `the key "Language" is not the tool's "language"`},
 		{"a prompt's own arguments", `{"name":"p","arguments":[{"name":"language"}]}`, `{"language":"go"}`, ""},
 		{"arguments that are not an object", nested, `["Path"]`, ""},
+		{"a key spelt with '_' or '-' otherwise", `{"name":"t","inputSchema":{"properties":{"file_path":{}}}}`, `{"filePath":"x"}`, `the key "filePath" is not the tool's "file_path"`},
+		{"a key spelt with '-'", `{"name":"t","inputSchema":{"properties":{"file_path":{}}}}`, `{"FILE-PATH":"x"}`, `is not the tool's "file_path"`},
+		{"both spellings named", `{"name":"t","inputSchema":{"properties":{"file_path":{},"filePath":{}}}}`, `{"filePath":"x","file_path":"y"}`, ""},
+		{"a top-level $ref", `{"name":"t","inputSchema":{"$ref":"#/$defs/A","$defs":{"A":{"type":"object","properties":{"path":{}}}}}}`, `{"Path":1}`, `is not the tool's "path"`},
+		{"a nested $ref into definitions", `{"name":"t","inputSchema":{"properties":{"o":{"$ref":"#/definitions/O"}},"definitions":{"O":{"properties":{"path":{}}}}}}`, `{"o":{"PATH":1}}`, `is not the tool's "path"`},
+		{"a $ref to another property's items", `{"name":"t","inputSchema":{"properties":{"a":{"type":"array","items":{"properties":{"path":{}}}},"b":{"$ref":"#/properties/a/items"}}}}`, `{"b":{"Path":1}}`, `is not the tool's "path"`},
+		{"anyOf, as an optional model", `{"name":"t","inputSchema":{"properties":{"o":{"anyOf":[{"type":"null"},{"properties":{"path":{}}}]}}}}`, `{"o":{"Path":1}}`, `is not the tool's "path"`},
+		{"oneOf beside properties", `{"name":"t","inputSchema":{"properties":{"a":{}},"oneOf":[{"properties":{"path":{}}},{"properties":{"url":{}}}]}}`, `{"a":1,"URL":"x"}`, `is not the tool's "url"`},
+		{"allOf", `{"name":"t","inputSchema":{"allOf":[{"properties":{"path":{}}},{"properties":{"mode":{}}}]}}`, `{"path":"x","Mode":1}`, `is not the tool's "mode"`},
+		{"if and then", `{"name":"t","inputSchema":{"if":{"properties":{"kind":{}}},"then":{"properties":{"path":{}}}}}`, `{"kind":1,"pAth":2}`, `is not the tool's "path"`},
+		{"additionalProperties, a map of objects", `{"name":"t","inputSchema":{"properties":{"files":{"additionalProperties":{"properties":{"path":{}}}}}}}`, `{"files":{"any name":{"Path":1}}}`, `is not the tool's "path"`},
+		{"patternProperties", `{"name":"t","inputSchema":{"patternProperties":{"^x":{"properties":{"path":{}}}}}}`, `{"x1":{"Path":1}}`, `is not the tool's "path"`},
+		{"tuple items", `{"name":"t","inputSchema":{"properties":{"pair":{"items":[{"properties":{"path":{}}},{}]}}}}`, `{"pair":[{"Path":1},{}]}`, `is not the tool's "path"`},
+		{"prefixItems", `{"name":"t","inputSchema":{"properties":{"pair":{"prefixItems":[{},{"properties":{"path":{}}}]}}}}`, `{"pair":[{},{"Path":1}]}`, `is not the tool's "path"`},
+		{"a $ref that points nowhere", `{"name":"t","inputSchema":{"properties":{"a":{"$ref":"#/nowhere/x"},"b":{"$ref":"https://example.com/s.json"}}}}`, `{"a":{"Path":1},"b":2}`, ""},
+		{"a $ref to itself", `{"name":"t","inputSchema":{"$ref":"#","properties":{"path":{},"child":{"$ref":"#"}}}}`, `{"child":{"child":{"Path":1}}}`, `is not the tool's "path"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args, err := arguments(json.RawMessage(tt.args))
@@ -58,7 +75,36 @@ func TestArgNamesAreBounded(t *testing.T) {
 	for ; n != nil; n = n.props["a"] {
 		depth++
 	}
-	if depth > maxSchemaDepth+1 {
+	if depth > maxSchemaDepth+2 {
 		t.Errorf("followed %d levels, past %d", depth, maxSchemaDepth)
+	}
+}
+
+// A schema whose alternatives point, level after level, twice to the
+// next (2^40 paths) is read within maxSchemaNodes, at once.
+func TestArgNamesOfAFanOut(t *testing.T) {
+	defs := map[string]any{}
+	for i := range 40 {
+		next := map[string]any{"$ref": "#/$defs/d" + strconv.Itoa(i+1)}
+		defs["d"+strconv.Itoa(i)] = map[string]any{"properties": map[string]any{"p" + strconv.Itoa(i): map[string]any{}}, "anyOf": []any{next, next}}
+	}
+	schema, _ := json.Marshal(map[string]any{"name": "t", "inputSchema": map[string]any{"$ref": "#/$defs/d0", "$defs": defs}})
+	n := schemaNames(schema)
+	if name, ok := n.named("P0"); !ok || name != "p0" {
+		t.Fatalf("the first level's names were not read: %+v", n)
+	}
+	var count func(*argNames) int
+	count = func(n *argNames) int {
+		if n == nil {
+			return 0
+		}
+		c := 1 + count(n.items) + count(n.other)
+		for _, in := range n.props {
+			c += count(in)
+		}
+		return c
+	}
+	if c := count(n); c > maxSchemaNodes+1 {
+		t.Errorf("%d names kept, past %d", c, maxSchemaNodes)
 	}
 }

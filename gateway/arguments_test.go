@@ -50,6 +50,19 @@ func TestAttackArgumentsReadTwoWays(t *testing.T) {
 			}
 		})
 	}
+	// A tool's name in another case: an upstream that looks its tools up
+	// without regard to case (the raw upstream takes any name) would run
+	// the listed tool, decided by the policy as another.
+	t.Run("the tool's name in another case", func(t *testing.T) {
+		ran := filepath.Join(t.TempDir(), "ran")
+		m := a.await(a.request("tools/call", map[string]any{"name": "RAW", "arguments": map[string]any{"touch": ran, "result": map[string]any{"content": []any{}}}}))
+		if m.Error == nil || m.Error.Code != codeInvalidParams || !strings.Contains(m.Error.Message, `the tool listed is "raw"`) {
+			t.Fatalf("not refused as invalid params: %+v", m)
+		}
+		if _, err := os.Stat(ran); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("the upstream ran the call (%v)", err)
+		}
+	})
 	last := filepath.Join(t.TempDir(), "last")
 	a.tool("raw", map[string]any{"touch": last, "result": map[string]any{"content": []any{}}})
 	if _, err := os.Stat(last); err != nil {

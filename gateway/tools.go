@@ -100,6 +100,19 @@ func (s *session) route(method, exposed string) (route, bool) {
 	return route{}, false
 }
 
+// listedButForCase returns the name of a listed tool that exposed is but
+// for case, if any.
+func (s *session) listedButForCase(exposed string) (string, bool) {
+	for _, u := range s.upstreams() {
+		for _, it := range u.list("tools/list") {
+			if name := s.g.exposeName(u, it.name); strings.EqualFold(name, exposed) {
+				return name, true
+			}
+		}
+	}
+	return "", false
+}
+
 // toolRoute is where a call of a tool goes: the upstream that lists it;
 // else, for a tool no upstream lists (yet: lists change), the upstream its
 // prefix names, or the only or first one when names are not prefixed.
@@ -289,6 +302,13 @@ func (s *session) callTool(ctx context.Context, params json.RawMessage) (json.Ra
 	rt, ok := s.toolRoute(p.Name)
 	if !ok {
 		return nil, &rpcError{Code: codeInvalidParams, Message: "unknown tool: " + p.Name}
+	}
+	if rt.raw == nil {
+		if listed, ok := s.listedButForCase(p.Name); ok {
+			// An upstream that looks its tools up without regard to case
+			// would run the listed tool, which the policy did not decide.
+			return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown tool: %.64q; the tool listed is %.64q (names are exact)", p.Name, listed)}
+		}
 	}
 	out := map[string]any{"name": rt.name}
 	if len(p.Arguments) > 0 {

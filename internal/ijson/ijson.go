@@ -42,13 +42,15 @@ import (
 //   - bytes that are not UTF-8: encoding/json reads each as U+FFFD,
 //     where another parser keeps the bytes (or its own replacement);
 //   - a \u escape of half a UTF-16 surrogate pair: read as U+FFFD, where
-//     JavaScript and Python keep the lone surrogate.
+//     JavaScript and Python keep the lone surrogate;
+//   - \u0000 in a string: a tool that keeps strings as C does reads it as
+//     their end.
 //
 // So an agent could have the policy see {"path": "notes.md"} while a
 // first-wins or case-blind server writes the harness's own files. I-JSON
 // (RFC 7493) forbids the duplicates, the numbers, the bytes and the
-// surrogates; the keys in another case and "__proto__" are refused too,
-// as no honest client needs them. A call that uses any is refused, never
+// surrogates; the keys in another case, "__proto__" and \u0000 are
+// refused too, as no honest client needs them. A call that uses any is refused, never
 // decided.
 func Ambiguity(b []byte) error {
 	if !utf8.Valid(b) {
@@ -297,8 +299,8 @@ func decimalShape(s []byte) (sig, mag int) {
 }
 
 // surrogates reports a \u escape in the inside of a JSON string that is
-// half of a UTF-16 surrogate pair: a high half not followed by a low one,
-// or a low half on its own.
+// half of a UTF-16 surrogate pair (a high half not followed by a low one,
+// or a low half on its own), or \u0000.
 func surrogates(s []byte) error {
 	for i := 0; i < len(s); i++ {
 		if s[i] != '\\' {
@@ -313,6 +315,9 @@ func surrogates(s []byte) error {
 			return ErrMalformed
 		}
 		i += 4
+		if r == 0 {
+			return errors.New(`a string holds \u0000: a tool that keeps strings as C does would end it there, where the policy reads on ("/etc/passwd\u0000.md")`)
+		}
 		if !utf16.IsSurrogate(r) {
 			continue
 		}
