@@ -2,6 +2,7 @@ package testredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -77,9 +78,20 @@ func startAt(bin, dir string, port int, args []string) (*Server, error) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := s.Admin.Ping(ctx).Err()
-		cancel()
+		var pid int
 		if err == nil {
+			pid, err = processID(ctx, s.Admin)
+		}
+		cancel()
+		if err == nil && pid == cmd.Process.Pid {
 			return s, nil
+		}
+		if err == nil {
+			// Another server took the port first (a test beside this one
+			// chose it too): this one cannot bind it, and the answer was
+			// that server's, which must not be taken for this one's.
+			s.stop()
+			return nil, fmt.Errorf("port %d: another server (pid %d) answers on it", port, pid)
 		}
 		select {
 		case <-s.exited:
@@ -94,6 +106,20 @@ func startAt(bin, dir string, port int, args []string) (*Server, error) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling for the server to answer, with a deadline
 	}
+}
+
+// processID is the process id of the server c talks to.
+func processID(ctx context.Context, c *redis.Client) (int, error) {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server has no process_id")
 }
 
 // freePort is a random port that is free, and so is its cluster bus port.
