@@ -328,19 +328,22 @@ func arguments(input gjson.Result) (any, error) {
 	if n := nesting(input.Raw); n > maxArgumentsDepth {
 		return nil, fmt.Errorf("nested %d levels deep, past %d", n, maxArgumentsDepth)
 	}
+	dec := json.NewDecoder(strings.NewReader(input.Raw))
+	dec.UseNumber()
+	var v any
+	if input.IsObject() {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			return nil, err
+		}
+		v = m
+	} else if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
 	if err := ijson.Ambiguity([]byte(input.Raw)); err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(strings.NewReader(input.Raw))
-	dec.UseNumber()
-	if input.IsObject() {
-		var m map[string]any
-		err := dec.Decode(&m)
-		return m, err
-	}
-	var v any
-	err := dec.Decode(&v)
-	return v, err
+	return v, nil
 }
 
 // maxArgumentsDepth is how deeply a call's arguments may nest: as deep as
