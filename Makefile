@@ -245,6 +245,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzValidJSON -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzAmbiguity -fuzztime $(FUZZTIME) ./internal/ijson
 	go test -run '^$$' -fuzz FuzzFoldCase -fuzztime $(FUZZTIME) ./internal/ijson
+	go test -run '^$$' -fuzz FuzzKeyForm -fuzztime $(FUZZTIME) ./internal/ijson
 	go test -run '^$$' -fuzz FuzzEncodeRequest -fuzztime $(FUZZTIME) ./hookclient
 
 clean:

@@ -196,9 +196,9 @@ func (n *argNames) orNil() *argNames {
 }
 
 // looseName is a name as the most forgiving matcher reads it: without
-// '_' and '-', each character folded as bytes.EqualFold folds it (see
-// ijson.FoldCase).
-func looseName(s string) string { return ijson.FoldCase([]byte(unseparated.Replace(s))) }
+// '_' and '-', in the form in which names a reader that ignores case
+// takes for one are equal (see ijson.KeyForm).
+func looseName(s string) string { return ijson.KeyForm([]byte(unseparated.Replace(s))) }
 
 var unseparated = strings.NewReplacer("_", "", "-", "")
 

@@ -31,6 +31,8 @@ func TestArgNames(t *testing.T) {
 		{"a prompt's own arguments", `{"name":"p","arguments":[{"name":"language"}]}`, `{"language":"go"}`, ""},
 		{"arguments that are not an object", nested, `["Path"]`, ""},
 		{"a key spelt with '_' or '-' otherwise", `{"name":"t","inputSchema":{"properties":{"file_path":{}}}}`, `{"filePath":"x"}`, `the key "filePath" is not the tool's "file_path"`},
+		{"a key under full case mapping", `{"name":"t","inputSchema":{"properties":{"file_path":{}}}}`, "{\"\ufb01le_path\":\"x\"}", `is not the tool's "file_path"`},
+		{"a dotless i", `{"name":"t","inputSchema":{"properties":{"file":{}}}}`, "{\"f\u0131le\":\"x\"}", `is not the tool's "file"`},
 		{"a key spelt with '-'", `{"name":"t","inputSchema":{"properties":{"file_path":{}}}}`, `{"FILE-PATH":"x"}`, `is not the tool's "file_path"`},
 		{"both spellings named", `{"name":"t","inputSchema":{"properties":{"file_path":{},"filePath":{}}}}`, `{"filePath":"x","file_path":"y"}`, ""},
 		{"a top-level $ref", `{"name":"t","inputSchema":{"$ref":"#/$defs/A","$defs":{"A":{"type":"object","properties":{"path":{}}}}}}`, `{"Path":1}`, `is not the tool's "path"`},

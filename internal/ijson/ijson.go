@@ -17,6 +17,9 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/language"
 )
 
 // Ambiguity says why the valid JSON value b could be read by the upstream
@@ -30,8 +33,9 @@ import (
 //     value; gjson, jsoniter's lazy API and many streaming parsers find
 //     the first, and some refuse the object;
 //   - two keys of one object that differ only in case ("path", "Path";
-//     "keys", "Keyſ" under Unicode's folding): encoding/json reads either
-//     into a struct's field, the last one winning, where the policy sees
+//     "keys", "Keyſ" under Unicode's folding; "file", "fıle" under its
+//     full mappings): encoding/json (or code that upper-cases keys) reads
+//     either into one field, the last one winning, where the policy sees
 //     two keys;
 //   - the key "__proto__": JavaScript's JSON.parse keeps it as a key, but
 //     code that copies the arguments (Object.assign, most merges) makes
@@ -136,36 +140,61 @@ func Ambiguity(b []byte) error {
 type container struct {
 	object  bool
 	keys    [][]byte          // the object's keys so far, unescaped
-	set     map[string][]byte // the keys by their folded case, once there are many
+	set     map[string][]byte // the keys by their KeyForm, once there are many
 	wantKey bool              // the next string is a key
 }
 
 // has returns a key of the object that is key in some case (see
-// foldCase), and adds key if there is none: a list while the object is
+// KeyForm), and adds key if there is none: a list while the object is
 // small, a set once it is not (an agent chooses how many keys its
-// arguments have).
+// arguments have). Keys all of ASCII are compared as they are, with no
+// form made.
 func (f *container) has(key []byte) ([]byte, bool) {
 	const small = 16
 	if f.set != nil {
-		folded := FoldCase(key)
-		if k, ok := f.set[folded]; ok {
+		form := KeyForm(key)
+		if k, ok := f.set[form]; ok {
 			return k, true
 		}
-		f.set[folded] = key
+		f.set[form] = key
 		return nil, false
 	}
+	wide := !isASCII(key)
 	for _, k := range f.keys {
-		if bytes.EqualFold(k, key) {
+		if bytes.EqualFold(k, key) || (wide || !isASCII(k)) && KeyForm(k) == KeyForm(key) {
 			return k, true
 		}
 	}
 	if f.keys = append(f.keys, key); len(f.keys) > small {
 		f.set = make(map[string][]byte, 2*len(f.keys))
 		for _, k := range f.keys {
-			f.set[FoldCase(k)] = k
+			f.set[KeyForm(k)] = k
 		}
 	}
 	return nil, false
+}
+
+// KeyForm is the form in which two keys are equal when a reader that
+// ignores case could take one for the other: encoding/json, by
+// bytes.EqualFold's simple folding ("K", the Kelvin sign, for "k"); and
+// code that upper-cases or case-folds whole strings, by Unicode's full
+// mappings (JavaScript's toUpperCase, Python's casefold: "ß" for "ss",
+// "ﬁ" for "fi", "ı" for "i"). A key of ASCII alone is only folded.
+func KeyForm(s []byte) string {
+	if isASCII(s) {
+		return FoldCase(s)
+	}
+	upper := cases.Upper(language.Und).Bytes(s) // a Caser keeps state: one a call
+	return FoldCase(cases.Fold().Bytes(upper))
+}
+
+func isASCII(s []byte) bool {
+	for _, c := range s {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // FoldCase is s with each character the least of those that are it in

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/language"
 )
 
 func TestAmbiguity(t *testing.T) {
@@ -57,6 +60,10 @@ func TestAmbiguity(t *testing.T) {
 		{"keys in another case, one escaped", `{"path":1,"P\u0061th":2}`, `the keys "path" and "Path"`},
 		{"a Kelvin sign for a k", "{\"k\":1,\"\u212a\":2}", "differ only in case"},
 		{"a long s for an s", `{"keys":1,"Key\u017f":2}`, "differ only in case"},
+		{"a dotless i, which upper-cases to I", `{"file":1,"f\u0131le":2}`, "differ only in case"},
+		{"a sharp s, which upper-cases to SS", `{"class":1,"cla\u00df":2}`, "differ only in case"},
+		{"a ligature fi, which upper-cases to FI", `{"file_path":1,"\ufb01le_path":2}`, "differ only in case"},
+		{"keys of other letters", `{"f\u0131le":1,"f\u00efle":2,"\u00df":3,"s":4}`, ""},
 		{"keys in another case among many", strings.Replace(many(false), `"k99"`, `"K57"`, 1), `the keys "k57" and "K57"`},
 		{"__proto__", `{"__proto__":{"path":"x"}}`, `the key "__proto__" is refused`},
 		{"__proto__ nested and escaped", `{"a":[{"__pr\u006fto__":1}]}`, `the key "__proto__" is refused`},
@@ -169,7 +176,7 @@ func readsTwoWays(t *testing.T, b []byte) string {
 					return "__proto__"
 				}
 				for _, k := range stack[len(stack)-1] {
-					if strings.EqualFold(k, tok) {
+					if strings.EqualFold(k, tok) || KeyForm([]byte(k)) == KeyForm([]byte(tok)) {
 						return "keys " + k + " and " + tok
 					}
 				}
@@ -275,4 +282,24 @@ func BenchmarkAmbiguity(b *testing.B) {
 			})
 		}
 	}
+}
+
+// KeyForm equates what bytes.EqualFold does, and what upper-casing whole
+// strings by Unicode's full mappings does (JavaScript's toUpperCase).
+func FuzzKeyForm(f *testing.F) {
+	for _, p := range [][2]string{{"path", "PATH"}, {"k", "\u212a"}, {"class", "cla\u00df"}, {"file", "f\u0131le"}, {"fi", "\ufb01"}, {"\u03c3", "\u03c2"}, {"a", "b"}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, x, y string) {
+		if !utf8.ValidString(x) || !utf8.ValidString(y) {
+			return
+		}
+		same := KeyForm([]byte(x)) == KeyForm([]byte(y))
+		if bytes.EqualFold([]byte(x), []byte(y)) && !same {
+			t.Fatalf("%q, %q: equal to bytes.EqualFold, not to KeyForm", x, y)
+		}
+		if upper := cases.Upper(language.Und); upper.String(x) == cases.Upper(language.Und).String(y) && !same {
+			t.Fatalf("%q, %q: equal upper-cased, not to KeyForm", x, y)
+		}
+	})
 }
