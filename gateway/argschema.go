@@ -3,7 +3,9 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,7 +17,7 @@ import (
 // objects, arrays' items, the schemas of keys it does not name
 // (additionalProperties, patternProperties), the alternatives and parts
 // it is made of (allOf, anyOf, oneOf, if/then/else) and the local $refs
-// it points through. An upstream that reads its arguments into a struct
+// it points through (JSON pointers and anchors). An upstream that reads its arguments into a struct
 // by encoding/json takes a key in any case for a property: "Path" for
 // "path" (and encoding/json/v2, asked to ignore case, takes "file-path"
 // and "filePath" for "file_path" too). The policy sees "Path", which a
@@ -70,8 +72,9 @@ func schemaNames(listed json.RawMessage) *argNames {
 
 // schemaReader reads one schema's names, within its bounds.
 type schemaReader struct {
-	root   any
-	budget int // schemas still to read
+	root    any
+	budget  int            // schemas still to read
+	anchors map[string]any // by name, once a $ref has asked for one
 }
 
 // read adds the names of schema to n.
@@ -85,12 +88,12 @@ func (r *schemaReader) read(n *argNames, schema any, depth int) {
 		r.read(n, r.resolve(ref), depth+1)
 	}
 	if props, ok := s["properties"].(map[string]any); ok {
-		for name, sub := range props {
+		for _, name := range slices.Sorted(maps.Keys(props)) { // the same names on every reading, bound or not
 			if r.budget <= 0 {
 				break
 			}
 			inner := n.add(name, &argNames{})
-			r.read(inner, sub, depth+1)
+			r.read(inner, props[name], depth+1)
 		}
 	}
 	for _, key := range []string{"additionalProperties", "unevaluatedProperties"} {
@@ -152,7 +155,7 @@ func (r *schemaReader) resolve(ref string) any {
 		return at
 	}
 	if !strings.HasPrefix(pointer, "/") {
-		return nil
+		return r.anchor(pointer)
 	}
 	for _, tok := range strings.Split(pointer[1:], "/") {
 		tok = unescapePointer.Replace(tok)
@@ -170,6 +173,41 @@ func (r *schemaReader) resolve(ref string) any {
 		}
 	}
 	return at
+}
+
+// anchor is the schema of the root that names itself name ("$anchor",
+// or an "$id" of "#name" as drafts before 2019-09 wrote it), nil if none
+// does; the anchors are gathered once, from at most maxSchemaNodes of the
+// root's objects and arrays.
+func (r *schemaReader) anchor(name string) any {
+	if r.anchors == nil {
+		r.anchors = map[string]any{}
+		visited := 0
+		var walk func(v any)
+		walk = func(v any) {
+			if visited++; visited > maxSchemaNodes {
+				return
+			}
+			switch v := v.(type) {
+			case map[string]any:
+				if a, ok := v["$anchor"].(string); ok {
+					r.anchors[a] = v
+				}
+				if id, ok := v["$id"].(string); ok && strings.HasPrefix(id, "#") {
+					r.anchors[id[1:]] = v
+				}
+				for _, k := range slices.Sorted(maps.Keys(v)) {
+					walk(v[k])
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			}
+		}
+		walk(r.root)
+	}
+	return r.anchors[name]
 }
 
 var unescapePointer = strings.NewReplacer("~1", "/", "~0", "~")

@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,6 +49,9 @@ func TestArgNames(t *testing.T) {
 		{"patternProperties", `{"name":"t","inputSchema":{"patternProperties":{"^x":{"properties":{"path":{}}}}}}`, `{"x1":{"Path":1}}`, `is not the tool's "path"`},
 		{"tuple items", `{"name":"t","inputSchema":{"properties":{"pair":{"items":[{"properties":{"path":{}}},{}]}}}}`, `{"pair":[{"Path":1},{}]}`, `is not the tool's "path"`},
 		{"prefixItems", `{"name":"t","inputSchema":{"properties":{"pair":{"prefixItems":[{},{"properties":{"path":{}}}]}}}}`, `{"pair":[{},{"Path":1}]}`, `is not the tool's "path"`},
+		{"a $ref to an anchor", `{"name":"t","inputSchema":{"properties":{"o":{"$ref":"#item"}},"$defs":{"x":{"$anchor":"item","properties":{"path":{}}}}}}`, `{"o":{"Path":1}}`, `is not the tool's "path"`},
+		{"a $ref to an old-style $id", `{"name":"t","inputSchema":{"properties":{"o":{"$ref":"#item"}},"definitions":{"x":{"$id":"#item","properties":{"path":{}}}}}}`, `{"o":{"Path":1}}`, `is not the tool's "path"`},
+		{"a $ref to an anchor no schema has", `{"name":"t","inputSchema":{"properties":{"o":{"$ref":"#none"}}}}`, `{"o":{"Path":1}}`, ""},
 		{"a $ref that points nowhere", `{"name":"t","inputSchema":{"properties":{"a":{"$ref":"#/nowhere/x"},"b":{"$ref":"https://example.com/s.json"}}}}`, `{"a":{"Path":1},"b":2}`, ""},
 		{"a $ref to itself", `{"name":"t","inputSchema":{"$ref":"#","properties":{"path":{},"child":{"$ref":"#"}}}}`, `{"child":{"child":{"Path":1}}}`, `is not the tool's "path"`},
 	} {
@@ -108,5 +114,24 @@ func TestArgNamesOfAFanOut(t *testing.T) {
 	}
 	if c := count(n); c > maxSchemaNodes+1 {
 		t.Errorf("%d names kept, past %d", c, maxSchemaNodes)
+	}
+}
+
+// Past maxSchemaNodes, the names read are the same on every reading (the
+// properties taken in order), not whichever a map's order gave.
+func TestArgNamesPastTheBoundAreTheSame(t *testing.T) {
+	props := map[string]any{}
+	for i := range maxSchemaNodes + 500 {
+		props[fmt.Sprintf("p%05d", i)] = map[string]any{}
+	}
+	listed, _ := json.Marshal(map[string]any{"name": "t", "inputSchema": map[string]any{"properties": props}})
+	first := slices.Sorted(maps.Keys(schemaNames(listed).props))
+	for range 5 {
+		if again := slices.Sorted(maps.Keys(schemaNames(listed).props)); !slices.Equal(again, first) {
+			t.Fatalf("another reading read other names: %d names, %v… against %v…", len(again), again[len(again)-3:], first[len(first)-3:])
+		}
+	}
+	if len(first) >= len(props) {
+		t.Errorf("read %d names of %d, past the bound of %d schemas", len(first), len(props), maxSchemaNodes)
 	}
 }
