@@ -182,10 +182,10 @@ func (f *container) has(key []byte) ([]byte, bool) {
 // "ﬁ" for "fi", "ı" for "i"). A key of ASCII alone is only folded.
 func KeyForm(s []byte) string {
 	if isASCII(s) {
-		return FoldCase(s)
+		return foldCase(s)
 	}
 	upper := cases.Upper(language.Und).Bytes(s) // a Caser keeps state: one a call
-	return FoldCase(cases.Fold().Bytes(upper))
+	return foldCase(cases.Fold().Bytes(upper))
 }
 
 func isASCII(s []byte) bool {
@@ -197,10 +197,10 @@ func isASCII(s []byte) bool {
 	return true
 }
 
-// FoldCase is s with each character the least of those that are it in
-// another case, so that FoldCase(x) == FoldCase(y) exactly when
+// foldCase is s with each character the least of those that are it in
+// another case, so that foldCase(x) == foldCase(y) exactly when
 // bytes.EqualFold(x, y): the keys encoding/json takes for one field.
-func FoldCase(s []byte) string {
+func foldCase(s []byte) string {
 	out := make([]byte, 0, len(s))
 	for len(s) > 0 {
 		if c := s[0]; c < utf8.RuneSelf {

@@ -194,7 +194,7 @@ func readsTwoWays(t *testing.T, b []byte) string {
 	}
 }
 
-// FoldCase(x) == FoldCase(y) exactly when bytes.EqualFold(x, y): the keys
+// foldCase(x) == foldCase(y) exactly when bytes.EqualFold(x, y): the keys
 // encoding/json takes for one struct field.
 func FuzzFoldCase(f *testing.F) {
 	for _, p := range [][2]string{{"path", "PATH"}, {"k", "\u212a"}, {"s", "\u017f"}, {"ß", "ẞ"}, {"σ", "ς"}, {"Ǆ", "ǅ"}, {"a", "b"}, {"", ""}} {
@@ -204,7 +204,7 @@ func FuzzFoldCase(f *testing.F) {
 		if !utf8.ValidString(x) || !utf8.ValidString(y) {
 			return // keys are UTF-8: Ambiguity refuses the others first
 		}
-		if got, want := FoldCase([]byte(x)) == FoldCase([]byte(y)), bytes.EqualFold([]byte(x), []byte(y)); got != want {
+		if got, want := foldCase([]byte(x)) == foldCase([]byte(y)), bytes.EqualFold([]byte(x), []byte(y)); got != want {
 			t.Fatalf("%q, %q: one key %v, bytes.EqualFold %v", x, y, got, want)
 		}
 	})
