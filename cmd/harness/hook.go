@@ -93,6 +93,7 @@ func (c *cli) hookDaemonCmd() *cobra.Command {
 		Args:   noArgs(""),
 		RunE: c.runs(func(cmd *cobra.Command, _ []string) int {
 			env := c.params().Env
+			c.longRunning()
 			o := hookd.Options{Socket: hookd.SocketPath(env), Idle: f.idle, Metrics: f.metrics, AllowRemote: f.allowRemote,
 				TLSCert: f.tlsCert, TLSKey: f.tlsKey, Env: env,
 				Logf: func(format string, a ...any) {
