@@ -1086,3 +1086,56 @@ func TestStreamIsRoutedBeforeItOpens(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestAttackRootsReadTwoWays: a root the gateway checks is the root the
+// upstream gets, whatever else the client's answer holds: a key that
+// another reader takes for uri (a "URI", which Go's encoding/json reads
+// case-insensitively, a uri given twice) does not reach it, nor any member
+// but uri and name.
+func TestAttackRootsReadTwoWays(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	in := `"file://` + project + `"`
+	for _, tt := range []struct {
+		name, answer string
+		want         []map[string]any
+	}{
+		{"a URI beside uri", `{"roots":[{"uri":"file:///","name":"everything","URI":` + in + `}]}`, nil},
+		{"a URI inside, uri outside", `{"roots":[{"URI":` + in + `,"uri":"file:///"}]}`, nil},
+		{"uri twice, the last outside", `{"roots":[{"uri":` + in + `,"uri":"file:///"}]}`, nil},
+		{"uri twice, the last inside", `{"roots":[{"uri":"file:///","uri":` + in + `}]}`,
+			[]map[string]any{{"uri": "file://" + project}}},
+		{"members besides uri and name", `{"roots":[{"uri":` + in + `,"name":"p","path":"/","_meta":{"uri":"file:///"}}],"ROOTS":[{"uri":"file:///"}]}`,
+			[]map[string]any{{"uri": "file://" + project, "name": "p"}}},
+		{"a name not a string", `{"roots":[{"uri":` + in + `,"name":["file:///"]}]}`,
+			[]map[string]any{{"uri": "file://" + project}}},
+		{"roots twice, the last outside", `{"roots":[{"uri":` + in + `}],"roots":[{"uri":"file:///"}]}`, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBenchOf(t, benchOptions{project: project})
+			a := stdioAgent(t, b.gateway(t, PrefixNever, rawUpstreamConfig(t, "raw")), Identity{Agent: "a", Session: "s"})
+			a.initialize(map[string]any{"roots": map[string]any{}})
+			id := a.request("tools/call", map[string]any{"name": "raw", "arguments": map[string]any{"ask": map[string]any{"method": "roots/list"}}})
+			ask := <-a.requests
+			a.send(resultMessage(ask.ID, json.RawMessage(tt.answer)))
+			var r struct{ Content []struct{ Text string } }
+			m := a.await(id)
+			if err := json.Unmarshal(m.Result, &r); err != nil || len(r.Content) != 1 {
+				t.Fatalf("the call: %v %s", err, m.Result)
+			}
+			var got struct {
+				Result json.RawMessage `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(r.Content[0].Text), &got); err != nil {
+				t.Fatalf("the upstream's view: %v %s", err, r.Content[0].Text)
+			}
+			var seen any
+			json.Unmarshal(got.Result, &seen)
+			want := mustJSON(map[string]any{"roots": append([]map[string]any{}, tt.want...)})
+			if string(mustJSON(seen)) != string(want) {
+				t.Errorf("the upstream was told %s, want %s", got.Result, want)
+			}
+		})
+	}
+}

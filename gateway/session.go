@@ -439,28 +439,41 @@ func (s *session) relay(ctx context.Context, u *upstream, method string, params 
 // projectRoots keeps of the roots the agent's client answered those
 // within the project (when the gateway has one): an upstream may take its
 // roots as the directories it may touch, over those it was started with,
-// and what the agent's client says is the agent's.
+// and what the agent's client says is the agent's. What the upstream gets
+// is made of what was checked alone, each root its uri and name (strings)
+// and nothing else: a root passed on as the client wrote it could hold a
+// second uri that another reader takes instead (a "URI", which Go's
+// encoding/json reads as uri; a key given twice).
 func (s *session) projectRoots(result json.RawMessage) json.RawMessage {
 	project := s.g.o.Governor.Project()
 	if project == "" {
 		return result
 	}
-	var r map[string]json.RawMessage
 	var roots []json.RawMessage
-	if json.Unmarshal(result, &r) != nil || r == nil || json.Unmarshal(r["roots"], &roots) != nil {
+	r, err := objectMembers(result)
+	if err != nil || r == nil || json.Unmarshal(r["roots"], &roots) != nil {
 		return json.RawMessage(`{"roots":[]}`)
 	}
-	kept := []json.RawMessage{}
-	for _, raw := range roots {
-		var root struct {
-			URI string `json:"uri"`
-		}
-		if json.Unmarshal(raw, &root) == nil && within(root.URI, project) {
-			kept = append(kept, raw)
-		}
+	type root struct {
+		URI  string `json:"uri"`
+		Name string `json:"name,omitempty"`
 	}
-	r["roots"] = mustJSON(kept)
-	return mustJSON(r)
+	kept := []root{}
+	for _, raw := range roots {
+		m, err := objectMembers(raw)
+		if err != nil || m == nil {
+			continue
+		}
+		var uri, name string
+		if json.Unmarshal(m["uri"], &uri) != nil || !within(uri, project) {
+			continue
+		}
+		if n, ok := m["name"]; ok && json.Unmarshal(n, &name) != nil {
+			name = ""
+		}
+		kept = append(kept, root{URI: uri, Name: name})
+	}
+	return mustJSON(map[string]any{"roots": kept})
 }
 
 // within reports whether a file URI names the directory dir or one below
