@@ -439,6 +439,9 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 		if err != nil {
 			return Outcome{Decision: d}, err
 		}
+		if why, beyond := r.heldBeyond(call.Session.Agent, cur.Role); beyond {
+			d = refusedForRole(r, in, d, why)
+		}
 		o := Outcome{Decision: d, Allowed: d.Allowed, Counters: cur}
 		if d.Decision == contract.Ask && call.Approved != "" {
 			o.Allowed, o.Approved = true, true

@@ -8,6 +8,7 @@ import (
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
+	"github.com/agentharness/harness/roles"
 )
 
 // SwitchOutcome is what came of a role switch.
@@ -85,4 +86,53 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 		return o, nil
 	}
 	return SwitchOutcome{}, errors.New("ledger: could not switch: the role kept changing")
+}
+
+// heldBeyond says why a session may not act in its role, if it may not:
+// the role is one the project defines, and it is beyond the agent's
+// ceiling in the roles the call is decided by. The repository's files are
+// the agent's to write (a checkout of another branch rewrites a role file
+// that the self-protection rules keep its edits from), so a project's role
+// is in effect only within the agent's ceiling, whoever chose it and
+// whenever its file changed: the switch rules check a role when the agent
+// switches into it, in the project the switch names, which neither a
+// rewrite of the file afterwards nor a switch made where the same name is
+// narrow may turn into more. An operator who means an agent to hold more
+// names a built-in or user role, or raises the agent's max_role.
+func (r *Rules) heldBeyond(agent, role string) (contract.Reason, bool) {
+	doc := r.Engine.Document()
+	def, ok := doc.Roles[role]
+	if !ok || def.Source != string(roles.SourceProject) {
+		return contract.Reason{}, false
+	}
+	covers, ceiling := doc.Ceiling.Covers, "the ceiling of agents without a max_role"
+	if m := r.AgentMaxRoles[agent]; m != "" {
+		covers, ceiling = nil, fmt.Sprintf("its max_role '%s'", m)
+		if md, ok := doc.Roles[m]; ok && md.Source != string(roles.SourceProject) {
+			covers = md.Covers
+		}
+	}
+	if covers[role] {
+		return contract.Reason{}, false
+	}
+	return contract.Reason{Code: contract.CodeSwitchDenied, Rule: "ceiling", Message: fmt.Sprintf(
+		"the session's role '%s', which this project defines, is beyond %s as the project defines it now: "+
+			"an agent holds a project's role only within its ceiling, since the repository's files can change it "+
+			"(switch back with ctx_session; an operator names a user's role instead, or raises the agent's max_role)", role, ceiling)}, true
+}
+
+// refusedForRole is d refused for why (see heldBeyond), with the refusals
+// d had: the policy's measure of the budget stays. An exempt tool stays as
+// the policy decided it (rule 1): the agent can still see its role and
+// switch back.
+func refusedForRole(r *Rules, in contract.Input, d contract.Decision, why contract.Reason) contract.Decision {
+	if r.Engine.Document().Config.ExemptByOrigin[in.Upstream][in.Tool] {
+		return d
+	}
+	reasons := []contract.Reason{why}
+	if d.Decision == contract.Deny {
+		reasons = append(reasons, d.Reasons...)
+	}
+	d.Decision, d.Allowed, d.Reasons = contract.Deny, false, reasons
+	return d
 }

@@ -240,3 +240,85 @@ func TestAgentStaysWithinItsMaxRole(t *testing.T) {
 		t.Errorf("MaxRole: %q %q", g.MaxRole("capped"), g.MaxRole("free"))
 	}
 }
+
+// TestARoleHeldBeyondTheCeilingIsRefused: an agent holds a project's role
+// only within its ceiling, in the roles its calls are decided by, not only
+// in those its switch was decided by. The hostile paths: switch into a
+// project's narrow role, then rewrite its file wide (a reload); switch
+// where a name is narrow, then call where it is wide (the same reload);
+// a max_role that the project itself defines. A role the operator starts
+// the session in is held to the ceiling too, as the agent can rewrite its
+// file as well; an exempt tool stays allowed, so the agent can see its
+// role and switch back.
+func TestARoleHeldBeyondTheCeilingIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const (
+		narrow = "[role]\ninherits = \"reviewer\"\n"
+		wide   = "[role]\ninherits = \"admin\"\nprivileged = false\n[limits]\nmax_shell_invocations = 1000000\nmax_cost_usd = 1000.0\n"
+	)
+	rules := func(helper string, maxRoles map[string]string) Rules {
+		set := testroles.Set(t, map[string]string{"helper": helper})
+		e, err := policy.New(ctx, compiler.Compile(set, compiler.DefaultConfig()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		relaxed(e)
+		return Rules{Engine: e, Roles: set, AgentMaxRoles: maxRoles}
+	}
+	for _, tt := range []struct {
+		name     string
+		maxRoles map[string]string
+		start    string // the operator's start role (Call.Role)
+		switchTo string // the agent's switch, under the narrow helper
+		tool     string
+		want     string // the decision under the wide helper
+		rule     string // the first reason's rule, for a refusal
+	}{
+		{"switched into, then widened", nil, "", "helper", "ctx_shell", contract.Deny, "ceiling"},
+		{"a read too", nil, "", "helper", "ctx_read", contract.Deny, "ceiling"},
+		{"an exempt tool stays allowed", nil, "", "helper", contract.SessionTool, contract.Allow, ""},
+		{"the operator's start role", nil, "helper", "", "ctx_shell", contract.Deny, "ceiling"},
+		{"a max_role the project defines covers nothing", map[string]string{"a": "helper"}, "", "helper", "ctx_read", contract.Deny, "ceiling"},
+		{"a role within the ceiling as it is now", nil, "", "reviewer", "ctx_read", contract.Allow, ""},
+		{"a built-in beyond the ceiling, the operator's", nil, "admin", "", "ctx_shell", contract.Allow, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := New(Options{Rules: rules(narrow, tt.maxRoles), Store: budget.NewMemory()})
+			k := budget.Key{Agent: "a", Session: "s"}
+			if _, err := g.Session(ctx, k, tt.start); err != nil {
+				t.Fatal(err)
+			}
+			if tt.switchTo != "" {
+				o, err := g.Switch(ctx, k, tt.switchTo, contract.ByAgent)
+				if tt.maxRoles == nil && (err != nil || !o.Decision.Allowed) {
+					t.Fatalf("the switch into the narrow role: %+v, %v", o.Decision, err)
+				}
+				if tt.maxRoles != nil {
+					// A project's max_role covers nothing: the switch is
+					// refused too; the operator sets the role instead.
+					if o.Decision.Allowed {
+						t.Fatalf("a switch under a max_role the project defines: %+v", o.Decision)
+					}
+					if _, err := g.Switch(ctx, k, tt.switchTo, contract.ByOperator); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			g.Swap(rules(wide, tt.maxRoles)) // the project's file rewritten
+			o, err := g.Decide(ctx, Call{Session: k, Tool: tt.tool, Role: tt.start})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Decision.Decision != tt.want || o.Allowed != (tt.want == contract.Allow) {
+				t.Fatalf("%s: %s (allowed %v), want %s: %+v", tt.tool, o.Decision.Decision, o.Allowed, tt.want, o.Decision.Reasons)
+			}
+			if tt.rule != "" {
+				if r := o.Decision.Reasons[0]; r.Code != contract.CodeSwitchDenied || r.Rule != tt.rule || !strings.Contains(r.Message, "'helper'") {
+					t.Errorf("the refusal: %+v", r)
+				}
+			}
+		})
+	}
+}

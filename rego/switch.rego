@@ -54,14 +54,21 @@ switch_reasons contains _switch_reason("privileged", msg) if {
 }
 
 # The agent's ceiling: the roles within its max_role, or within the
-# default ceiling when it has none. An unknown max_role covers nothing.
+# default ceiling when it has none. An unknown max_role covers nothing,
+# nor does one the project defines: the repository's files are the
+# agent's, and a ceiling they define would be the agent's own.
 _max_role := m if {
 	m := object.get(input, "max_role", "")
 	is_string(m)
 	m != ""
 }
 
-_ceiling_covers := data.harness.roles[_max_role].covers if _max_role
+_max_role_of_project if data.harness.roles[_max_role].source == "project"
+
+_ceiling_covers := data.harness.roles[_max_role].covers if {
+	_max_role
+	not _max_role_of_project
+}
 
 else := data.harness.ceiling.covers if not _max_role
 
@@ -73,13 +80,23 @@ switch_reasons contains _switch_reason("ceiling", msg) if {
 	msg := _beyond_message
 }
 
-_beyond_message := sprintf("role '%v' is beyond '%v', the most privileged role this agent may hold (its max_role)%s", [input.to, _max_role, _why_beyond(data.harness.roles[_max_role].limits)]) if _max_role
+_beyond_message := sprintf("role '%v' is beyond the ceiling of this agent: its max_role '%v' is a role this project defines, which covers no role (a repository may not set its agent's ceiling; name a built-in or user role as max_role)", [input.to, _max_role]) if _max_role_of_project
 
-else := sprintf("role '%v' is beyond the ceiling of agents without a max_role, the built-in coder, debugger and reviewer together (every tool, at most %d context tokens, %d shell calls and %s, blocking from %d%%)%s: only an operator can give it (harness role set %v --session S)", [
-	input.to, c.tokens, c.shell, _amount("cost", c.cost_micros), c.block_percent, _why_beyond(c), input.to,
+else := sprintf("role '%v' is beyond '%v', the most privileged role this agent may hold (its max_role)%s", [input.to, _max_role, _why_beyond(data.harness.roles[_max_role].limits)]) if _max_role
+
+else := sprintf("role '%v' is beyond the ceiling of agents without a max_role, the built-in coder, debugger and reviewer together (every tool, at most %d context tokens, %d shell calls and %s, blocking from %d%%)%s: %s", [
+	input.to, c.tokens, c.shell, _amount("cost", c.cost_micros), c.block_percent, _why_beyond(c), _who_gives,
 ]) if {
 	c := data.harness.ceiling.limits
 }
+
+# Who may give a role beyond the ceiling: the operator, unless the project
+# defines it: a project's role is in effect only within the agent's
+# ceiling, whoever chose it, since the repository can rewrite it (the
+# governor refuses the calls of a session in one).
+_who_gives := "no agent holds a role of the project's beyond its ceiling, whoever sets it (an operator names a user's role instead, or raises the agent's max_role)" if {
+	target.source == "project"
+} else := sprintf("only an operator can give it (harness role set %v --session S)", [input.to])
 
 # What makes the target go beyond a ceiling's limits, if they do.
 _why_beyond(c) := concat("", [": ", concat("; ", reasons)]) if {

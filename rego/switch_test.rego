@@ -111,6 +111,26 @@ test_an_unknown_max_role_covers_nothing if {
 	rules(capped("coder", "reviewer", "agent", "no-such-role")) == ["ceiling"]
 }
 
+# A max_role that a project's file defines covers nothing: the repository
+# is the agent's to write, and would set its own ceiling. The same role of
+# a user's file covers what it covers.
+test_a_max_role_of_the_project_covers_nothing if {
+	request := {"from": "reviewer", "to": "coder", "by": "agent", "session": "s-1", "agent": "test", "max_role": "anything-goes"}
+	user := data.harness.switch with input as request
+		with data.harness.roles as fixture.roles
+		with data.harness.ceiling as fixture.ceiling
+		with data.harness.custom as {}
+	user.allowed
+	project_roles := object.union(fixture.roles, {"anything-goes": object.union(fixture.roles["anything-goes"], {"source": "project"})})
+	project := data.harness.switch with input as request
+		with data.harness.roles as project_roles
+		with data.harness.ceiling as fixture.ceiling
+		with data.harness.custom as {}
+	not project.allowed
+	rules(project) == ["ceiling"]
+	contains(project.reasons[0].message, "its max_role 'anything-goes' is a role this project defines, which covers no role")
+}
+
 # switch_targets answers for every role at once what switch answers for one.
 test_switch_targets if {
 	request := {"from": "reviewer", "by": "agent", "session": "s-1", "agent": "test", "max_role": "coder"}

@@ -34,7 +34,8 @@ func BenchmarkGatewayLatencyHTTP(b *testing.B) {
 		b.Fatal("building the binaries failed")
 	}
 	home, project := b.TempDir(), b.TempDir()
-	writeFileB(b, filepath.Join(project, ".lean-ctx", "roles", "bench.toml"),
+	// A user's role: a project's beyond the agent's ceiling decides nothing.
+	writeFileB(b, filepath.Join(home, ".lean-ctx", "roles", "bench.toml"),
 		"[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 1000000000000\nmax_cost_usd = 1000000.0\n")
 	gwAddr := freeAddrB(b)
 	startBenchProcess(b, harnessBin, cleanEnv(home), home, "serve", "--http", gwAddr, "--project", project, "--role", "bench", "--", upstreamBin)

@@ -36,7 +36,8 @@ func BenchmarkGatewayMemory(b *testing.B) {
 	}
 	home, project := b.TempDir(), b.TempDir()
 	writeFileB(b, filepath.Join(home, ".lean-ctx", "harness.toml"), fmt.Sprintf("[gateway]\nmax_sessions = %d\n", sessions))
-	writeFileB(b, filepath.Join(project, ".lean-ctx", "roles", "bench.toml"),
+	// A user's role: a project's beyond the agent's ceiling decides nothing.
+	writeFileB(b, filepath.Join(home, ".lean-ctx", "roles", "bench.toml"),
 		"[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 1000000000000\nmax_cost_usd = 1000000.0\n")
 	for b.Loop() {
 		addr, debug := freeAddrB(b), freeAddrB(b)

@@ -332,7 +332,7 @@ func durabilityRuns(t *testing.T) int {
 func TestKilledGatewayLosesNoCharge(t *testing.T) {
 	t.Parallel()
 	home, project := t.TempDir(), t.TempDir()
-	writeFile(t, filepath.Join(project, ".lean-ctx", "roles", "durable.toml"), durableRole)
+	writeFile(t, filepath.Join(home, ".lean-ctx", "roles", "durable.toml"), durableRole) // a user's: a project's beyond the ceiling decides nothing
 	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), patientPolicy)
 	calls := durableCalls(t)
 	serve := func(session string) *rawStdio {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -113,5 +115,73 @@ func TestStartingRole(t *testing.T) {
 		if !strings.Contains(out, ": role "+tt.want+" (") {
 			t.Errorf("agent %s, LEAN_CTX_ROLE=%q: want %s\n%s", tt.agent, tt.env, tt.want, out)
 		}
+	}
+}
+
+// TestARoleSwitchedElsewhereIsHeldToTheCeiling: an agent whose session
+// works in one repository cannot take a role that repository defines wide
+// by switching where the same name is narrow (a worktree of another
+// branch, a directory of its making), nor by rewriting a narrow role's
+// file after switching into it: every call of the session is decided
+// with the role as the repository it works in defines it now, and a
+// project's role beyond the ceiling is refused.
+func TestARoleSwitchedElsewhereIsHeldToTheCeiling(t *testing.T) {
+	t.Parallel()
+	const (
+		narrow = "[role]\ninherits = \"reviewer\"\n"
+		wide   = "[role]\ninherits = \"admin\"\nprivileged = false\n[limits]\nmax_shell_invocations = 1000000\nmax_cost_usd = 1000.0\n"
+	)
+	for _, tt := range []struct {
+		name string
+		// where the switch is made: "elsewhere" a directory where helper
+		// is narrow; "here, then widened" the repository itself, its
+		// helper narrow until after the switch.
+		how string
+	}{
+		{"switched elsewhere", "elsewhere"},
+		{"switched here, then widened", "here"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home, repo, other := t.TempDir(), t.TempDir(), t.TempDir()
+			helper := filepath.Join(repo, ".lean-ctx", "roles", "helper.toml")
+			write := func(path, text string) {
+				t.Helper()
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(filepath.Join(other, ".lean-ctx", "roles", "helper.toml"), narrow)
+			if tt.how == "here" {
+				write(helper, narrow)
+			} else {
+				write(helper, wide)
+			}
+			vars := map[string]string{"CLAUDE_PROJECT_DIR": repo, "LEAN_CTX_ROLE": "reviewer", "HARNESS_HOOK_DAEMON": "off"}
+			bash := preToolUse("s1", repo, "Bash", `{"command": "echo hi"}`)
+			if out, _, _ := runHook(t, home, vars, bash); !strings.Contains(out, `"permissionDecision":"deny"`) {
+				t.Fatalf("a reviewer's Bash: %s", out)
+			}
+			where := other
+			if tt.how == "here" {
+				where = repo
+			}
+			if out, errOut, code := harnessIn(t, home, nil, "role", "switch", "helper", "--session", "s1", "--agent", "claude-code", "--project", where); code != 0 {
+				t.Fatalf("the switch into the narrow helper: exit %d\n%s%s", code, out, errOut)
+			}
+			if tt.how == "here" {
+				write(helper, wide)
+			}
+			out, _, _ := runHook(t, home, vars, bash)
+			if !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "switch_denied") || !strings.Contains(out, "beyond") {
+				t.Errorf("Bash in the wide helper the agent switched into: %s", out)
+			}
+			if out, _, _ := harnessIn(t, home, nil, "decide", "--tool", "ctx_read", "--session", "s1", "--agent", "claude-code", "--project", repo); !strings.Contains(out, "switch_denied") {
+				t.Errorf("harness decide for the session: %s", out)
+			}
+		})
 	}
 }

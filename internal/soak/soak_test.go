@@ -766,10 +766,12 @@ func soak(t *testing.T, ledger string, chaos bool) {
 	harnessBin, upstreamBin := build(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
-	if err := os.MkdirAll(filepath.Join(project, ".lean-ctx", "roles"), 0o755); err != nil {
+	// A user's role: a project's beyond the agent's ceiling decides
+	// nothing.
+	if err := os.MkdirAll(filepath.Join(home, ".lean-ctx", "roles"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(project, ".lean-ctx", "roles", "soak.toml"), []byte(soakRole), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(home, ".lean-ctx", "roles", "soak.toml"), []byte(soakRole), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(project, ".lean-ctx", "policies"), 0o755); err != nil {
