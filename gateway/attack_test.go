@@ -1139,3 +1139,53 @@ func TestAttackRootsReadTwoWays(t *testing.T) {
 		})
 	}
 }
+
+// attackWords are about 10,000 tokens of an upstream's text, past a
+// budget of 100.
+var attackWords = strings.Repeat("secret words of the upstream ", 2000)
+
+// budgetAgent is an agent in role small (100 tokens) before the raw
+// upstream.
+func budgetAgent(t *testing.T) (*bench, *agent) {
+	b := newBench(t, smallRole(100))
+	a := stdioAgent(t, b.gateway(t, PrefixNever, rawUpstreamConfig(t, "raw")), Identity{Agent: "a", Session: "s", StartRole: "small"})
+	a.initialize(nil)
+	return b, a
+}
+
+// An upstream's notification is charged whole, whatever its method and
+// wherever its text: what the budget cannot take does not reach the
+// agent (params that are not an object are not passed on).
+func TestAttackNotificationsChargedWhole(t *testing.T) {
+	t.Parallel()
+	note := func(method string, params any) any {
+		return map[string]any{"jsonrpc": "2.0", "method": method, "params": params}
+	}
+	for _, tt := range []struct {
+		name string
+		note any
+	}{
+		{"logger", note("notifications/message", map[string]any{"level": "info", "logger": attackWords, "data": "x"})},
+		{"params an array", note("notifications/message", []any{attackWords})},
+		{"progress extra member", note("notifications/progress", map[string]any{"progressToken": "p", "progress": 1, "message": "x", "extra": attackWords})},
+		{"updated title", note("notifications/resources/updated", map[string]any{"uri": "file:///x", "title": attackWords})},
+		{"other method", note("notifications/tasks/status", map[string]any{"statusMessage": attackWords})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b, a := budgetAgent(t)
+			a.tool("raw", map[string]any{"notify": []any{tt.note}, "result": map[string]any{"content": []any{}}})
+			for deadline := time.After(500 * time.Millisecond); ; {
+				select {
+				case m := <-a.notes:
+					if strings.Contains(string(m.Params), attackWords) {
+						t.Errorf("%s: %d bytes reached the agent; tokens charged %d (limit 100)", m.Method, len(attackWords), b.counters(t, "a", "s").Tokens)
+					}
+					continue
+				case <-deadline:
+				}
+				break
+			}
+		})
+	}
+}

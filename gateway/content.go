@@ -11,6 +11,7 @@ import (
 	_ "image/gif" // image.DecodeConfig reads GIF, JPEG and PNG headers
 	_ "image/jpeg"
 	_ "image/png"
+	"slices"
 	"strings"
 
 	"github.com/agentharness/harness/govern"
@@ -75,6 +76,48 @@ type resourceBlock struct {
 	// HasText: the contents have a text (a string), which a client reads
 	// even beside a blob.
 	HasText bool `json:"-"`
+}
+
+// unread appends to buf a member of what an upstream sends the agent (a
+// result, a notification's params) that the gateway does not read as a
+// known text or field, for it to be charged as text: its key
+// and its value's JSON (every string it holds, and more). key is "" for
+// an element of a list (nothing is appended for an element that is not
+// there).
+func unread(buf []byte, key string, raw json.RawMessage) []byte {
+	raw = bytes.TrimSpace(raw)
+	if key == "" && len(raw) == 0 {
+		return buf
+	}
+	if key != "" {
+		buf = append(buf, key...)
+		buf = append(buf, ": "...)
+	}
+	buf = append(buf, raw...)
+	return append(buf, '\n')
+}
+
+// unreadMembers appends to buf the members of m that keep does not keep
+// (see unread), in the order of their keys, so that they are charged
+// alike every time; it returns the keys it appended, in that order.
+func unreadMembers(buf []byte, m map[string]json.RawMessage, keep func(key string, v json.RawMessage) bool) ([]byte, []string) {
+	var keys []string
+	for key, v := range m {
+		if !keep(key, v) {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		buf = unread(buf, key, m[key])
+	}
+	return buf, keys
+}
+
+// isString reports whether raw is a JSON string.
+func isString(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '"'
 }
 
 // readBlock reads a content block by its keys as they are spelled:

@@ -403,12 +403,21 @@ func (s *session) mayCost(ctx context.Context) string {
 }
 
 // chargeNotification charges what an upstream's notification brings the
-// agent (a log message's data, a progress message) and returns it as it
-// may reach the agent: whole, cut, or not at all (nil).
+// agent and returns it as it may reach the agent: whole, cut, or not at
+// all (nil). Everything its params hold is charged as text: a log
+// message's data and a progress message's message by their text (cut to
+// what the budget leaves, as before), every other member as its key and
+// its JSON, first; a notification whose other members the budget cannot
+// take whole is not passed on, nor is one whose params are there and not
+// an object.
 func (s *session) chargeNotification(method string, params json.RawMessage) json.RawMessage {
-	var p map[string]json.RawMessage
-	if json.Unmarshal(params, &p) != nil {
-		return params
+	if len(bytes.TrimSpace(params)) == 0 {
+		return json.RawMessage{} // no params: nothing to charge
+	}
+	p, err := objectMembers(params)
+	if err != nil || p == nil {
+		s.g.o.Logf("%s from an upstream whose params are not an object: not passed on", method)
+		return nil
 	}
 	var key string
 	switch method {
@@ -416,28 +425,29 @@ func (s *session) chargeNotification(method string, params json.RawMessage) json
 		key = "data"
 	case "notifications/progress":
 		key = "message"
-	default:
-		return params
 	}
-	raw, ok := p[key]
-	if !ok {
-		return params
+	rest, _ := unreadMembers(nil, p, func(k string, _ json.RawMessage) bool { return k == key })
+	parts := []govern.Part{{Text: string(rest)}}
+	raw, main := p[key]
+	if main {
+		text := string(raw)
+		if isString(raw) {
+			text = stringValue(raw)
+		}
+		parts = append(parts, govern.Part{Text: text})
 	}
-	text := string(raw)
-	var str string
-	if json.Unmarshal(raw, &str) == nil {
-		text = str
-	}
-	st, err := s.g.o.Governor.Settle(context.Background(), govern.Output{Session: s.id.key(), Role: s.id.StartRole, Tool: method, Parts: []govern.Part{{Text: text}}})
+	st, err := s.g.o.Governor.Settle(context.Background(), govern.Output{Session: s.id.key(), Role: s.id.StartRole, Tool: method, Parts: parts})
 	switch {
 	case err != nil:
 		s.g.o.Logf("charging %s: %v (not passed on)", method, err)
 		return nil
 	case st.Withheld == 0:
 		return params
-	case st.Parts[0].Dropped || st.Parts[0].Text == "":
+	case st.Parts[0].Cut || st.Parts[0].Dropped:
+		return nil // what the budget cannot take is not passed on in part
+	case !main || st.Parts[1].Dropped || st.Parts[1].Text == "":
 		return nil
 	}
-	p[key] = mustJSON(st.Parts[0].Text + " [harness] the rest withheld: the session's budget is spent")
+	p[key] = mustJSON(st.Parts[1].Text + " [harness] the rest withheld: the session's budget is spent")
 	return mustJSON(p)
 }

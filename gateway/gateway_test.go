@@ -200,7 +200,10 @@ func TestWhatReachesTheAgentIsCharged(t *testing.T) {
 		{"an embedded text resource", tool("ctx_read", map[string]any{"bytes": 3000, "resource": true}),
 			func(string) int64 { return tokens(t, text(3000)) }},
 		{"a log message", tool("ctx_shell", map[string]string{"command": "log 3000"}),
-			func(string) int64 { return tokens(t, text(3000)) + tokens(t, "logged") }},
+			func(string) int64 {
+				// Its other members too, as their keys and JSON.
+				return tokens(t, text(3000)) + tokens(t, "logged") + tokens(t, "level: \"info\"\nlogger: \"fixture-upstream\"\n")
+			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			id := agentSession(fmt.Sprint("charged-", i))

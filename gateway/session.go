@@ -355,12 +355,12 @@ func (s *session) listsChanged(methods ...string) {
 }
 
 // fromUpstream passes an upstream's notification on to the agent: a
-// resource's URI is given the upstream's prefix, the text of log and
-// progress messages is charged (and cut to what the budget leaves), and
-// they go with the request they are about when one is under way. (An
-// upstream's cancellation of a request it made of the agent ends that
-// request's context in the connection, and so the gateway's own request
-// of the agent, which it cancels in turn.)
+// resource's URI is given the upstream's prefix, what it holds is charged
+// (a log or progress message's text cut to what the budget leaves; see
+// chargeNotification), and they go with the request they are about when
+// one is under way. (An upstream's cancellation of a request it made of
+// the agent ends that request's context in the connection, and so the
+// gateway's own request of the agent, which it cancels in turn.)
 func (s *session) fromUpstream(u *upstream, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/resources/updated":
