@@ -1189,3 +1189,79 @@ func TestAttackNotificationsChargedWhole(t *testing.T) {
 		})
 	}
 }
+
+// A result's content that the gateway cannot read as a known block or
+// field (an element that is no object, a block of an unknown type, a
+// member the gateway does not charge) is charged as text, or withheld.
+func TestAttackUnreadableContentCharged(t *testing.T) {
+	t.Parallel()
+	type request struct {
+		method string
+		params any
+	}
+	call := func(result any) request {
+		return request{"tools/call", map[string]any{"name": "raw", "arguments": map[string]any{"result": result}}}
+	}
+	read := func(result any) request { return request{"resources/read", map[string]any{"uri": rawURI(result)}} }
+	text := map[string]any{"type": "text", "text": "ok"}
+	for _, tt := range []struct {
+		name string
+		req  request
+	}{
+		{"content element a string", call(map[string]any{"content": []any{attackWords}})},
+		{"content element an array", call(map[string]any{"content": []any{[]any{map[string]any{"type": "text", "text": attackWords}}}})},
+		{"contents element a string", read(map[string]any{"contents": []any{attackWords}})},
+		{"resource text not a string", read(map[string]any{"contents": []any{map[string]any{"uri": "x", "text": []any{attackWords}}}})},
+		{"unknown block type", call(map[string]any{"content": []any{map[string]any{"type": "markdown", "text": attackWords}}})},
+		{"resource_link title", call(map[string]any{"content": []any{map[string]any{"type": "resource_link", "uri": "file:///a", "name": "a", "title": attackWords}}})},
+		{"block annotations", call(map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok", "annotations": map[string]any{"x": attackWords}}}})},
+		{"result _meta", call(map[string]any{"content": []any{text}, "_meta": map[string]any{"x": attackWords}})},
+		{"result other member", call(map[string]any{"content": []any{text}, "notes": attackWords})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b, a := budgetAgent(t)
+			m := a.await(a.request(tt.req.method, tt.req.params))
+			if got, _ := json.Marshal(m); strings.Contains(string(got), attackWords) {
+				t.Errorf("%d bytes reached the agent; tokens charged %d (limit 100)", len(attackWords), b.counters(t, "a", "s").Tokens)
+			}
+		})
+	}
+}
+
+// What the gateway does not read as known text, and the members of a
+// notification, reach the agent when the budget can take them, and are
+// charged; a notification without params is passed on.
+func TestUnreadContentChargedWithinBudget(t *testing.T) {
+	t.Parallel()
+	words := strings.Repeat("a few words ", 100)
+	b := newBench(t, smallRole(100000))
+	a := stdioAgent(t, b.gateway(t, PrefixNever, rawUpstreamConfig(t, "raw")), Identity{Agent: "a", Session: "s", StartRole: "small"})
+	a.initialize(nil)
+	r := a.tool("raw", map[string]any{
+		"notify": []any{
+			map[string]any{"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": map[string]any{"statusMessage": words}},
+			map[string]any{"jsonrpc": "2.0", "method": "notifications/nothing"},
+		},
+		"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok", "annotations": map[string]any{"x": words}}}, "notes": words},
+	})
+	if n := strings.Count(string(r.raw), words); n != 2 {
+		t.Errorf("the result reached the agent with %d of its 2 texts unread: %.300s", n, r.raw)
+	}
+	seen := map[string]bool{}
+	for deadline := time.After(2 * time.Second); len(seen) < 2; {
+		select {
+		case m := <-a.notes:
+			seen[m.Method] = m.Method != "notifications/tasks/status" || strings.Contains(string(m.Params), words)
+			continue
+		case <-deadline:
+		}
+		break
+	}
+	if !seen["notifications/tasks/status"] || !seen["notifications/nothing"] {
+		t.Errorf("notifications passed on whole: %v", seen)
+	}
+	if got, want := b.counters(t, "a", "s").Tokens, 3*tokens(t, words); got < want {
+		t.Errorf("charged %d tokens, want at least %d", got, want)
+	}
+}

@@ -65,6 +65,9 @@ type block struct {
 	Name        string         `json:"name"`
 	Description string         `json:"description"`
 	Resource    *resourceBlock `json:"resource"`
+	// Unread is what of the block reaches the agent that its kind does
+	// not charge (see unread).
+	Unread []byte `json:"-"`
 }
 
 // resourceBlock is a resource's contents.
@@ -76,6 +79,9 @@ type resourceBlock struct {
 	// HasText: the contents have a text (a string), which a client reads
 	// even beside a blob.
 	HasText bool `json:"-"`
+	// Unread is what of the contents reaches the agent that they do not
+	// charge (see unread).
+	Unread []byte `json:"-"`
 }
 
 // unread appends to buf a member of what an upstream sends the agent (a
@@ -120,45 +126,103 @@ func isString(raw json.RawMessage) bool {
 	return len(raw) > 0 && raw[0] == '"'
 }
 
+// blockMember reports whether a block of type typ holds key as a field
+// the gateway reads and charges (or, for its type and a resource's
+// mimeType and URI, as a known field of its kind): any other member of a
+// block, and every member of a block of a type the gateway does not
+// know, is unread.
+func blockMember(typ, key string) bool {
+	switch typ {
+	case "text":
+		return key == "type" || key == "text"
+	case "image", "audio":
+		return key == "type" || key == "data" || key == "mimeType"
+	case "resource":
+		return key == "type" || key == "resource"
+	case "resource_link":
+		return key == "type" || key == "uri" || key == "name" || key == "description" || key == "mimeType"
+	}
+	return false
+}
+
 // readBlock reads a content block by its keys as they are spelled:
 // encoding/json matches a struct's fields to keys in any case, the last
 // of "text" and "Text" winning, where the agent's client reads "text"
 // alone, so that an upstream could have the gateway charge one text while
-// the agent reads another.
+// the agent reads another. What it does not read as its kind's fields
+// (the whole element, when it is not an object or its type is not one
+// the gateway knows) is its Unread.
 func readBlock(raw json.RawMessage) block {
 	var b block
 	m, err := objectMembers(raw)
 	if err != nil {
+		b.Unread = unread(nil, "", raw)
 		return b
 	}
-	for key, dst := range map[string]*string{"type": &b.Type, "text": &b.Text, "data": &b.Data, "mimeType": &b.MimeType,
-		"uri": &b.URI, "name": &b.Name, "description": &b.Description} {
-		if v, ok := m[key]; ok {
-			*dst = stringValue(v)
+	b.Type = stringValue(m["type"])
+	b.Unread, _ = unreadMembers(nil, m, func(key string, v json.RawMessage) bool {
+		return blockMember(b.Type, key) && (key == "resource" || isString(v))
+	})
+	for key, v := range m {
+		if !blockMember(b.Type, key) || key != "resource" && !isString(v) {
+			continue
 		}
-	}
-	if v, ok := m["resource"]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-		r := readResource(v)
-		b.Resource = &r
+		switch key {
+		case "text":
+			b.Text = stringValue(v)
+		case "data":
+			b.Data = stringValue(v)
+		case "mimeType":
+			b.MimeType = stringValue(v)
+		case "uri":
+			b.URI = stringValue(v)
+		case "name":
+			b.Name = stringValue(v)
+		case "description":
+			b.Description = stringValue(v)
+		case "resource":
+			if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+				continue
+			}
+			r := readResource(v)
+			b.Resource = &r
+			b.Unread = append(b.Unread, r.Unread...)
+		}
 	}
 	return b
 }
 
 // readResource reads a resource's contents by their keys as they are
-// spelled (see readBlock).
+// spelled (see readBlock). What it does not read (the whole item when it
+// is not an object; members other than uri, mimeType, text and blob, and
+// those that are not strings) is its Unread.
 func readResource(raw json.RawMessage) resourceBlock {
 	var r resourceBlock
 	m, err := objectMembers(raw)
 	if err != nil {
+		r.Unread = unread(nil, "", raw)
 		return r
 	}
-	for key, dst := range map[string]*string{"uri": &r.URI, "mimeType": &r.MimeType, "text": &r.Text, "blob": &r.Blob} {
-		if v, ok := m[key]; ok {
+	for key, v := range m {
+		var dst *string
+		switch key {
+		case "uri":
+			dst = &r.URI
+		case "mimeType":
+			dst = &r.MimeType
+		case "text":
+			dst = &r.Text
+		case "blob":
+			dst = &r.Blob
+		}
+		if dst != nil && isString(v) {
 			*dst = stringValue(v)
 		}
 	}
-	v := bytes.TrimSpace(m["text"])
-	r.HasText = len(v) > 0 && v[0] == '"'
+	r.Unread, _ = unreadMembers(nil, m, func(key string, v json.RawMessage) bool {
+		return (key == "uri" || key == "mimeType" || key == "text" || key == "blob") && isString(v)
+	})
+	r.HasText = isString(m["text"])
 	return r
 }
 
@@ -233,7 +297,7 @@ func (o ChargeOptions) part(b block) govern.Part {
 	case "resource_link":
 		return govern.Part{Text: strings.Join([]string{b.Name, b.URI, b.Description}, "\n")}
 	}
-	return govern.Part{Binary: true} // a kind the gateway does not know: passed on, not counted
+	return govern.Part{Binary: true} // a kind the gateway does not know: counted as its Unread
 }
 
 // resourcePart is what a resource's contents bring: its text, or its
@@ -266,6 +330,13 @@ type toolResult struct {
 	blocks     []block
 	structured json.RawMessage
 	isError    bool
+	// unread is what of the result the gateway does not read as its
+	// blocks' fields, its structured content or isError (see unread):
+	// charged as text after the rest; when the budget cannot take all of
+	// it, the blocks that hold some are withheld, and the members of the
+	// result that are unread (extra) are gone.
+	unread []byte
+	extra  []string
 }
 
 func readToolResult(result json.RawMessage) (*toolResult, error) {
@@ -282,7 +353,12 @@ func readToolResult(result json.RawMessage) (*toolResult, error) {
 	r.blocks = make([]block, len(r.raw))
 	for i, b := range r.raw {
 		r.blocks[i] = readBlock(b)
+		r.unread = append(r.unread, r.blocks[i].Unread...)
 	}
+	r.unread, r.extra = unreadMembers(r.unread, r.fields, func(key string, v json.RawMessage) bool {
+		v = bytes.TrimSpace(v)
+		return key == "content" || key == "structuredContent" || key == "isError" && (string(v) == "true" || string(v) == "false")
+	})
 	if s, ok := r.fields["structuredContent"]; ok && !bytes.Equal(bytes.TrimSpace(s), []byte("null")) {
 		r.structured = s
 	}
@@ -293,14 +369,19 @@ func readToolResult(result json.RawMessage) (*toolResult, error) {
 }
 
 // parts are what the result brings into the agent's context: its content
-// blocks, then its structured content as its JSON.
+// blocks, its structured content as its JSON, then what the gateway does
+// not read in it, as text (when there is any: what the gateway reads has
+// the budget first).
 func (r *toolResult) parts(o ChargeOptions) []govern.Part {
-	out := make([]govern.Part, 0, len(r.blocks)+1)
+	out := make([]govern.Part, 0, len(r.blocks)+2)
 	for _, b := range r.blocks {
 		out = append(out, o.part(b))
 	}
 	if r.structured != nil {
 		out = append(out, govern.Part{Text: string(r.structured)})
+	}
+	if len(r.unread) > 0 {
+		out = append(out, govern.Part{Text: string(r.unread)})
 	}
 	return out
 }
@@ -325,13 +406,22 @@ func (r *toolResult) note(text string) {
 // place, and structured content that is withheld is gone (the result is
 // then an error: what the tool's output schema promised is not there).
 func (r *toolResult) apply(s govern.Settlement, why string) {
-	content := make([]json.RawMessage, 0, len(r.raw))
 	withheld := func(what string) json.RawMessage {
 		return mustJSON(map[string]string{"type": "text", "text": fmt.Sprintf("[harness] %s withheld: %s", what, why)})
+	}
+	unreadOut := withheldUnread(r.unread, &s)
+	content := make([]json.RawMessage, 0, len(r.raw)+1)
+	if unreadOut && len(r.extra) > 0 {
+		for _, key := range r.extra {
+			delete(r.fields, key)
+		}
+		addNote(r.fields, "what this result holds beside its content ("+strings.Join(r.extra, ", ")+") withheld: "+why)
 	}
 	for i, raw := range r.raw {
 		k := s.Parts[i]
 		switch {
+		case unreadOut && len(r.blocks[i].Unread) > 0:
+			content = append(content, withheld("this "+r.blocks[i].kind()+", which holds what the harness does not read,"))
 		case k.Dropped || k.Cut && r.blocks[i].Type == "resource_link":
 			content = append(content, withheld("this "+r.blocks[i].kind()))
 		case k.Cut:
@@ -350,6 +440,19 @@ func (r *toolResult) apply(s govern.Settlement, why string) {
 			r.fields["isError"] = json.RawMessage("true")
 		}
 	}
+}
+
+// withheldUnread reports whether what of a result the gateway does not
+// read (unread, charged as the last of s's parts when there is any) is
+// withheld: the budget could not take all of it, and none of it reaches
+// the agent. s's parts are left as the rest's.
+func withheldUnread(unread []byte, s *govern.Settlement) bool {
+	if len(unread) == 0 {
+		return false
+	}
+	k := s.Parts[len(s.Parts)-1]
+	s.Parts = s.Parts[:len(s.Parts)-1]
+	return k.Cut || k.Dropped
 }
 
 // withText is raw, the block b, with its text replaced: where the agent's
@@ -410,6 +513,10 @@ type contents struct {
 	fields map[string]json.RawMessage
 	raw    []json.RawMessage
 	items  []resourceBlock
+	// unread and extra are what of the result the gateway does not read
+	// as its items' fields (see toolResult's).
+	unread []byte
+	extra  []string
 }
 
 func readContents(result json.RawMessage) (*contents, error) {
@@ -424,23 +531,46 @@ func readContents(result json.RawMessage) (*contents, error) {
 	r.items = make([]resourceBlock, len(r.raw))
 	for i, b := range r.raw {
 		r.items[i] = readResource(b)
+		r.unread = append(r.unread, r.items[i].Unread...)
 	}
+	r.unread, r.extra = unreadMembers(r.unread, r.fields, func(key string, _ json.RawMessage) bool { return key == "contents" })
 	return r, nil
 }
 
+// parts are each item, then what the gateway does not read in the
+// contents, as text (when there is any).
 func (r *contents) parts(o ChargeOptions) []govern.Part {
-	out := make([]govern.Part, len(r.items))
-	for i, it := range r.items {
-		out[i] = o.resourcePart(it)
+	out := make([]govern.Part, 0, len(r.items)+1)
+	for _, it := range r.items {
+		out = append(out, o.resourcePart(it))
+	}
+	if len(r.unread) > 0 {
+		out = append(out, govern.Part{Text: string(r.unread)})
 	}
 	return out
 }
 
 // apply cuts a text that is cut and puts a note in place of what is
-// dropped, each keeping its URI.
+// dropped, each keeping its URI. When the budget could not take what the
+// gateway does not read, the items that hold some are such notes too, and
+// the result's other members are gone.
 func (r *contents) apply(s govern.Settlement, why string) {
+	unreadOut := withheldUnread(r.unread, &s)
+	if unreadOut {
+		for _, key := range r.extra {
+			delete(r.fields, key)
+		}
+		if len(r.extra) > 0 {
+			addNote(r.fields, "what this result holds beside its contents ("+strings.Join(r.extra, ", ")+") withheld: "+why)
+		}
+	}
 	for i, raw := range r.raw {
 		k := s.Parts[i]
+		if unreadOut && len(r.items[i].Unread) > 0 {
+			r.raw[i] = mustJSON(map[string]string{"uri": r.items[i].URI, "mimeType": "text/plain",
+				"text": "[harness] this resource's contents, which hold what the harness does not read, withheld: " + why})
+			continue
+		}
 		if !k.Cut && !k.Dropped {
 			continue
 		}
@@ -470,6 +600,12 @@ type promptResult struct {
 	messages    []map[string]json.RawMessage
 	blocks      []block
 	description string
+	// unread and extra are what of the result the gateway does not read
+	// as its description and its messages' roles and contents (see
+	// toolResult's); unreadIn: the messages that hold some.
+	unread   []byte
+	extra    []string
+	unreadIn []bool
 }
 
 func readPrompt(result json.RawMessage) (*promptResult, error) {
@@ -482,28 +618,58 @@ func readPrompt(result json.RawMessage) (*promptResult, error) {
 	}
 	json.Unmarshal(r.fields["description"], &r.description)
 	r.blocks = make([]block, len(r.messages))
+	r.unreadIn = make([]bool, len(r.messages))
 	for i, m := range r.messages {
 		r.blocks[i] = readBlock(m["content"])
+		n := len(r.unread)
+		r.unread = append(r.unread, r.blocks[i].Unread...)
+		r.unread, _ = unreadMembers(r.unread, m, func(key string, v json.RawMessage) bool {
+			return key == "content" || key == "role" && isString(v)
+		})
+		r.unreadIn[i] = len(r.unread) > n
 	}
+	r.unread, r.extra = unreadMembers(r.unread, r.fields, func(key string, v json.RawMessage) bool {
+		return key == "messages" || key == "description" && isString(v)
+	})
 	return r, nil
 }
 
-// parts are the prompt's description, then each message's content.
+// parts are the prompt's description, each message's content, then what
+// the gateway does not read in the prompt, as text (when there is any).
 func (r *promptResult) parts(o ChargeOptions) []govern.Part {
 	out := []govern.Part{{Text: r.description}}
 	for _, b := range r.blocks {
 		out = append(out, o.part(b))
 	}
+	if len(r.unread) > 0 {
+		out = append(out, govern.Part{Text: string(r.unread)})
+	}
 	return out
 }
 
 func (r *promptResult) apply(s govern.Settlement, why string) {
+	unreadOut := withheldUnread(r.unread, &s)
+	if unreadOut {
+		for _, key := range r.extra {
+			delete(r.fields, key)
+		}
+		if len(r.extra) > 0 {
+			addNote(r.fields, "what this prompt holds beside its description and messages ("+strings.Join(r.extra, ", ")+") withheld: "+why)
+		}
+		for i := range r.messages {
+			if r.unreadIn[i] {
+				r.messages[i] = map[string]json.RawMessage{"role": mustJSON("user"), "content": mustJSON(map[string]string{"type": "text",
+					"text": "[harness] this message, which holds what the harness does not read, withheld: " + why})}
+			}
+		}
+	}
 	if k := s.Parts[0]; k.Cut || k.Dropped {
 		r.fields["description"] = mustJSON(k.Text)
 	}
 	for i, m := range r.messages {
 		k := s.Parts[i+1]
 		switch {
+		case unreadOut && r.unreadIn[i]: // withheld above
 		case k.Dropped || k.Cut && r.blocks[i].Type == "resource_link":
 			m["content"] = mustJSON(map[string]string{"type": "text", "text": "[harness] this message's " + r.blocks[i].kind() + " withheld: " + why})
 		case k.Cut:
