@@ -1217,6 +1217,10 @@ func TestAttackUnreadableContentCharged(t *testing.T) {
 		{"block annotations", call(map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok", "annotations": map[string]any{"x": attackWords}}}})},
 		{"result _meta", call(map[string]any{"content": []any{text}, "_meta": map[string]any{"x": attackWords}})},
 		{"result other member", call(map[string]any{"content": []any{text}, "notes": attackWords})},
+		{"a resource's uri", read(map[string]any{"contents": []any{map[string]any{"uri": "file:///" + attackWords, "text": "ok"}}})},
+		{"a resource's mimeType", read(map[string]any{"contents": []any{map[string]any{"uri": "x", "mimeType": attackWords, "text": "ok"}}})},
+		{"an embedded resource's uri", call(map[string]any{"content": []any{map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///" + attackWords, "text": "ok"}}}})},
+		{"an image's mimeType", call(map[string]any{"content": []any{map[string]any{"type": "image", "data": "aGVsbG8=", "mimeType": attackWords}}})},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

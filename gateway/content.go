@@ -161,7 +161,7 @@ func readBlock(raw json.RawMessage) block {
 	}
 	b.Type = stringValue(m["type"])
 	b.Unread, _ = unreadMembers(nil, m, func(key string, v json.RawMessage) bool {
-		return blockMember(b.Type, key) && (key == "resource" || isString(v))
+		return blockMember(b.Type, key) && (key == "resource" || isString(v) && !(key == "mimeType" && uncharged(key, v)))
 	})
 	for key, v := range m {
 		if !blockMember(b.Type, key) || key != "resource" && !isString(v) {
@@ -220,10 +220,31 @@ func readResource(raw json.RawMessage) resourceBlock {
 		}
 	}
 	r.Unread, _ = unreadMembers(nil, m, func(key string, v json.RawMessage) bool {
-		return (key == "uri" || key == "mimeType" || key == "text" || key == "blob") && isString(v)
+		return (key == "uri" || key == "mimeType" || key == "text" || key == "blob") && isString(v) && !uncharged(key, v)
 	})
 	r.HasText = isString(m["text"])
 	return r
+}
+
+// Bounds on the fields the gateway reads but does not charge, a
+// resource's URI and a MIME type: a real one is short. A longer one is
+// charged as unread (see unread), as what an upstream could carry into
+// the agent's context for nothing.
+const (
+	maxUnchargedURI      = 2048
+	maxUnchargedMimeType = 255
+)
+
+// uncharged reports whether v, a string the gateway reads as the field
+// key, is past the bound on what goes uncharged in that field.
+func uncharged(key string, v json.RawMessage) bool {
+	switch key {
+	case "uri":
+		return len(v) > maxUnchargedURI+2
+	case "mimeType":
+		return len(v) > maxUnchargedMimeType+2
+	}
+	return false
 }
 
 // decodedLen is the number of bytes base64 text s decodes to.
@@ -567,7 +588,11 @@ func (r *contents) apply(s govern.Settlement, why string) {
 	for i, raw := range r.raw {
 		k := s.Parts[i]
 		if unreadOut && len(r.items[i].Unread) > 0 {
-			r.raw[i] = mustJSON(map[string]string{"uri": r.items[i].URI, "mimeType": "text/plain",
+			uri := r.items[i].URI
+			if len(uri) > maxUnchargedURI {
+				uri = "[harness] a URI past 2048 bytes, withheld"
+			}
+			r.raw[i] = mustJSON(map[string]string{"uri": uri, "mimeType": "text/plain",
 				"text": "[harness] this resource's contents, which hold what the harness does not read, withheld: " + why})
 			continue
 		}
