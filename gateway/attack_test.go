@@ -1269,3 +1269,47 @@ func TestUnreadContentChargedWithinBudget(t *testing.T) {
 		t.Errorf("charged %d tokens, want at least %d", got, want)
 	}
 }
+
+// TestAttackCompletionInARoleHeldBeyond: a session whose role the project
+// defines beyond the ceiling (a narrow role switched into, then its file
+// rewritten wide) is shown only the exempt tools, so what is decided by
+// what is shown (a completion, a subscription) is refused like its calls.
+func TestAttackCompletionInARoleHeldBeyond(t *testing.T) {
+	t.Parallel()
+	rules := func(helper string) govern.Rules {
+		set := testroles.Set(t, map[string]string{"helper": helper}) // the project's
+		e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetBounds(policy.Bounds{Timeout: time.Minute})
+		return govern.Rules{Engine: e, Roles: set}
+	}
+	narrow := "[role]\ninherits = \"reviewer\"\n"
+	wide := "[role]\ninherits = \"admin\"\nprivileged = false\n[limits]\nmax_shell_invocations = 1000000\nmax_cost_usd = 1000.0\n"
+	store, bus := budget.NewMemory(), events.NewBus()
+	b := &bench{gov: govern.New(govern.Options{Rules: rules(narrow), Store: store, Sinks: []events.Sink{bus}}), store: store, bus: bus}
+	const secret = "a value of the upstream's"
+	a := stdioAgent(t, b.gateway(t, PrefixNever, completeUpstream(t, `{"completion":{"values":["`+secret+`"]}}`)), Identity{Agent: "a", Session: "s"})
+	a.initialize(nil)
+	if m := a.await(a.request("tools/call", map[string]any{"name": SessionTool, "arguments": map[string]string{"action": "role", "value": "helper"}})); m.Error != nil || strings.Contains(string(m.Result), `"isError":true`) {
+		t.Fatalf("the switch into the narrow helper: %+v", m)
+	}
+	complete := func() *message {
+		return a.await(a.request("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": "p"},
+			"argument": map[string]string{"name": "a", "value": ""}}))
+	}
+	if m := complete(); !strings.Contains(string(m.Result), secret) {
+		t.Fatalf("a completion in the narrow helper: %s", m.Result)
+	}
+	b.gov.Swap(rules(wide)) // a checkout of another branch rewrote helper.toml
+	if m := complete(); strings.Contains(string(m.Result), secret) {
+		t.Errorf("a completion in the helper rewritten beyond the ceiling: %s", m.Result)
+	}
+	if m := a.await(a.request("prompts/list", nil)); strings.Contains(string(m.Result), `"p"`) {
+		t.Errorf("the prompts listed in the helper rewritten beyond the ceiling: %s", m.Result)
+	}
+	if m := a.await(a.request("tools/list", nil)); !strings.Contains(string(m.Result), SessionTool) {
+		t.Errorf("the exempt tool is not listed: %s", m.Result)
+	}
+}

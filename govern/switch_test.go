@@ -319,6 +319,13 @@ func TestARoleHeldBeyondTheCeilingIsRefused(t *testing.T) {
 					t.Errorf("the refusal: %+v", r)
 				}
 			}
+			// What is shown (a listing, and what a listing decides:
+			// completions, subscriptions): the exempt tools alone.
+			shown, err := g.Visible(ctx, k, tt.start, contract.Named("ctx_read", contract.SessionTool))
+			held := tt.rule != "" || tt.tool == contract.SessionTool // the role, not the exempt tool, is beyond
+			if err != nil || !shown[contract.SessionTool] || shown["ctx_read"] == held {
+				t.Errorf("shown: %v, %v", shown, err)
+			}
 		})
 	}
 }

@@ -69,7 +69,19 @@ func (g *Governor) Visible(ctx context.Context, k budget.Key, role string, tools
 	if err != nil {
 		return map[string]bool{}, err
 	}
-	return r.Engine.Visible(ctx, c.Role, tools)
+	visible, err := r.Engine.Visible(ctx, c.Role, tools)
+	if _, beyond := r.heldBeyond(k.Agent, c.Role); beyond && err == nil {
+		// A role the session may not act in (see heldBeyond) shows, and
+		// so lets through what is decided by what is shown (completions,
+		// subscriptions), only the exempt tools.
+		exempt := r.Engine.Document().Config.ExemptByOrigin
+		for _, t := range tools {
+			if !exempt[t.Upstream][t.Name] {
+				delete(visible, t.Name)
+			}
+		}
+	}
+	return visible, err
 }
 
 // Target is a role a session could hold, and whether the agent may switch

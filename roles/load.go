@@ -185,6 +185,7 @@ func resolve(defs map[string]*Def, hidden map[string]bool, coder *Def) (*Set, Er
 	defaults := fieldDefaults(coder)
 	set := &Set{roles: map[string]*Role{}}
 	missing := map[string][]string{} // def with a bad inherits → longest chain seen
+	fromProject := map[string]bool{} // user defs inheriting a project's, reported
 	for _, name := range strict.SortedKeys(defs) {
 		if hidden[name] {
 			continue
@@ -208,6 +209,20 @@ func resolve(defs map[string]*Def, hidden map[string]bool, coder *Def) (*Set, Er
 				seen := append(slices.Clone(chain), parent)
 				if len(seen) > len(missing[cur.Name]) {
 					missing[cur.Name] = seen
+				}
+				broken = true
+				break
+			}
+			if cur.Source != SourceProject && defs[parent].Source == SourceProject {
+				// A user's role that started from a project's would be the
+				// project's to change (its files are the agent's to write),
+				// while it passed for the user's: within the ceiling or not,
+				// a ceiling itself (max_role).
+				if !fromProject[cur.Name] {
+					fromProject[cur.Name] = true
+					errs = append(errs, cur.errAt("role.inherits", "role %q (%s) inherits %q, which the project defines: "+
+						"a role of the user's may not start from a project's, whose files the agent can change (copy what it needs into the user's file)",
+						cur.Name, cur.Source, parent))
 				}
 				broken = true
 				break

@@ -309,6 +309,12 @@ func TestProjectOnlyAdds(t *testing.T) {
 			want:    []string{`PROJECT/tiny.toml:2:1: role "tiny" is already defined by XDG/tiny.toml (user): a project may only add roles`},
 		},
 		{
+			name:    "a user role starting from a project's",
+			home:    map[string]string{"team.toml": "[role]\ninherits = \"helper\"\n", "lead.toml": "[role]\ninherits = \"team\"\n"},
+			project: map[string]string{"helper.toml": "[role]\ninherits = \"reviewer\"\n"},
+			want:    []string{`HOME/team.toml:2:1: role "team" (user) inherits "helper", which the project defines: a role of the user's may not start from a project's, whose files the agent can change (copy what it needs into the user's file)`},
+		},
+		{
 			name:    "a project adjusting a built-in",
 			project: map[string]string{"reviewer.toml": "[role]\ninherits = \"reviewer\"\n[limits]\nmax_context_tokens = 1\n"},
 			want:    []string{`PROJECT/reviewer.toml:1:1: role "reviewer" is already defined by builtin:reviewer.toml (built-in): a project may only add roles (rename it, and use inherits = "reviewer" to start from it)`},
