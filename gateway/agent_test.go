@@ -122,6 +122,12 @@ func rawUpstream(in io.Reader, out io.Writer, completions bool) {
 			} else {
 				result = mustJSON(map[string]any{"contents": []any{map[string]string{"uri": p.URI, "text": "read " + p.URI}}})
 			}
+		case "prompts/get": // argument a: the raw result, in unpadded URL-safe base64
+			var p struct {
+				Arguments struct{ A string } `json:"arguments"`
+			}
+			json.Unmarshal(m.Params, &p)
+			result, _ = base64.RawURLEncoding.DecodeString(p.Arguments.A)
 		default:
 			result = json.RawMessage(`{}`)
 		}

@@ -8,6 +8,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -1110,6 +1111,9 @@ func TestAttackRootsReadTwoWays(t *testing.T) {
 		{"a name not a string", `{"roots":[{"uri":` + in + `,"name":["file:///"]}]}`,
 			[]map[string]any{{"uri": "file://" + project}}},
 		{"roots twice, the last outside", `{"roots":[{"uri":` + in + `}],"roots":[{"uri":"file:///"}]}`, nil},
+		{"a query that climbs", `{"roots":[{"uri":"file://` + project + `?/../../../../../etc"}]}`, nil},
+		{"a fragment that climbs", `{"roots":[{"uri":"file://` + project + `#/../../../../../etc"}]}`, nil},
+		{"an empty query", `{"roots":[{"uri":"file://` + project + `?"}]}`, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -1312,4 +1316,87 @@ func TestAttackCompletionInARoleHeldBeyond(t *testing.T) {
 	if m := a.await(a.request("tools/list", nil)); !strings.Contains(string(m.Result), SessionTool) {
 		t.Errorf("the exempt tool is not listed: %s", m.Result)
 	}
+}
+
+// TestAttackWhatStillWentUncharged: what a review of the charging of
+// unread content found still going to the agent for nothing: fields under
+// their bounds, repeated over many blocks or items; a prompt message's
+// role; a notification's method; a key given twice, whose first value a
+// client reading the first would see.
+func TestAttackWhatStillWentUncharged(t *testing.T) {
+	t.Parallel()
+	chunk := func(n, i int) string { return itoa(i) + " " + attackWords[:n] }
+	var blocks, items []any
+	for i := range 100 {
+		uri, mt := "file:///"+chunk(2000, i), "text/"+chunk(240, i)
+		blocks = append(blocks, map[string]any{"type": "resource", "resource": map[string]any{"uri": uri, "mimeType": mt, "text": ""}})
+		blocks = append(blocks, map[string]any{"type": "audio", "data": "", "mimeType": mt})
+		items = append(items, map[string]any{"uri": uri, "mimeType": mt, "text": ""})
+	}
+	var promptMessages []any
+	for i := range 100 {
+		promptMessages = append(promptMessages, map[string]any{"role": "user", "content": map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///" + chunk(2000, i), "text": ""}}})
+	}
+	prompt := func(result any) map[string]any {
+		return map[string]any{"name": "p", "arguments": map[string]string{"a": base64.RawURLEncoding.EncodeToString(mustJSON(result))}}
+	}
+	for _, tt := range []struct {
+		name, method string
+		params       any
+		max          int // copies of the words that may reach the agent
+	}{
+		{"short uris and MIME types of many blocks", "tools/call", map[string]any{"name": "raw", "arguments": map[string]any{"result": map[string]any{"content": blocks}}}, 1},
+		{"short uris and MIME types of many items", "resources/read", map[string]any{"uri": rawURI(map[string]any{"contents": items})}, 1},
+		{"a key twice, the first long", "resources/read", map[string]any{"uri": rawURI(json.RawMessage(`{"contents":[{"uri":"x","text":` + string(mustJSON(attackWords)) + `,"text":"ok"}]}`))}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b, a := budgetAgent(t)
+			m := a.await(a.request(tt.method, tt.params))
+			got, _ := json.Marshal(m)
+			if n := strings.Count(string(got), "secret words of the upstream"); n > tt.max*2000 {
+				t.Errorf("%d copies of the words reached the agent; tokens charged %d (limit 100): %.200s", n, b.counters(t, "a", "s").Tokens, got)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		name     string
+		messages []any
+		max      int
+	}{
+		{"a prompt message's role", []any{map[string]any{"role": attackWords, "content": map[string]any{"type": "text", "text": "ok"}}}, 0},
+		{"short uris of many prompt messages' resources", promptMessages, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBench(t, smallRole(100))
+			up := rawUpstreamConfig(t, "raw")
+			up.Env = []string{"GATEWAY_RAW_UPSTREAM=completions"} // it lists a prompt
+			a := stdioAgent(t, b.gateway(t, PrefixNever, up), Identity{Agent: "a", Session: "s", StartRole: "small"})
+			a.initialize(nil)
+			m := a.await(a.request("prompts/get", prompt(map[string]any{"messages": tt.messages})))
+			if m.Error != nil {
+				t.Fatalf("prompts/get: %+v", m.Error)
+			}
+			if n := strings.Count(string(m.Result), "secret words of the upstream"); n > tt.max*2000 {
+				t.Errorf("%d copies of the words reached the agent; tokens charged %d (limit 100)", n, b.counters(t, "a", "s").Tokens)
+			}
+		})
+	}
+	t.Run("a notification's method", func(t *testing.T) {
+		t.Parallel()
+		b, a := budgetAgent(t)
+		a.tool("raw", map[string]any{"notify": []any{map[string]any{"jsonrpc": "2.0", "method": "notifications/" + attackWords}}, "result": map[string]any{"content": []any{}}})
+		for deadline := time.After(time.Second); ; {
+			select {
+			case m := <-a.notes:
+				if strings.Contains(m.Method, attackWords) {
+					t.Errorf("%.40s: %d bytes reached the agent; tokens charged %d (limit 100)", m.Method, len(attackWords), b.counters(t, "a", "s").Tokens)
+				}
+				continue
+			case <-deadline:
+			}
+			break
+		}
+	})
 }

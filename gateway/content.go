@@ -154,7 +154,7 @@ func blockMember(typ, key string) bool {
 // the gateway knows) is its Unread.
 func readBlock(raw json.RawMessage) block {
 	var b block
-	m, err := objectMembers(raw)
+	m, n, err := objectMembersN(raw)
 	if err != nil {
 		b.Unread = unread(nil, "", raw)
 		return b
@@ -163,6 +163,11 @@ func readBlock(raw json.RawMessage) block {
 	b.Unread, _ = unreadMembers(nil, m, func(key string, v json.RawMessage) bool {
 		return blockMember(b.Type, key) && (key == "resource" || isString(v) && !(key == "mimeType" && uncharged(key, v)))
 	})
+	if n != len(m) {
+		// A key given twice: the gateway reads the last value, a client
+		// may read the first. The block is charged whole.
+		b.Unread = unread(nil, "", raw)
+	}
 	for key, v := range m {
 		if !blockMember(b.Type, key) || key != "resource" && !isString(v) {
 			continue
@@ -198,9 +203,11 @@ func readBlock(raw json.RawMessage) block {
 // those that are not strings) is its Unread.
 func readResource(raw json.RawMessage) resourceBlock {
 	var r resourceBlock
-	m, err := objectMembers(raw)
-	if err != nil {
+	m, n, err := objectMembersN(raw)
+	if err != nil || n != len(m) { // not an object, or a key given twice (see readBlock)
 		r.Unread = unread(nil, "", raw)
+	}
+	if err != nil {
 		return r
 	}
 	for key, v := range m {
@@ -219,9 +226,11 @@ func readResource(raw json.RawMessage) resourceBlock {
 			*dst = stringValue(v)
 		}
 	}
-	r.Unread, _ = unreadMembers(nil, m, func(key string, v json.RawMessage) bool {
-		return (key == "uri" || key == "mimeType" || key == "text" || key == "blob") && isString(v) && !uncharged(key, v)
-	})
+	if n == len(m) {
+		r.Unread, _ = unreadMembers(nil, m, func(key string, v json.RawMessage) bool {
+			return (key == "uri" || key == "mimeType" || key == "text" || key == "blob") && isString(v) && !uncharged(key, v)
+		})
+	}
 	r.HasText = isString(m["text"])
 	return r
 }
@@ -363,8 +372,13 @@ type toolResult struct {
 func readToolResult(result json.RawMessage) (*toolResult, error) {
 	r := &toolResult{}
 	var err error
-	if r.fields, err = objectMembers(result); err != nil || r.fields == nil {
+	var n int
+	if r.fields, n, err = objectMembersN(result); err != nil || r.fields == nil {
 		return nil, errors.New("a tool result that is not an object")
+	}
+	if n != len(r.fields) {
+		// A key given twice (see readBlock): the result is charged whole.
+		r.unread = unread(r.unread, "", result)
 	}
 	if c, ok := r.fields["content"]; ok {
 		if r.raw, err = arrayElements(c); err != nil {
@@ -372,9 +386,19 @@ func readToolResult(result json.RawMessage) (*toolResult, error) {
 		}
 	}
 	r.blocks = make([]block, len(r.raw))
+	free := 0
 	for i, b := range r.raw {
 		r.blocks[i] = readBlock(b)
 		r.unread = append(r.unread, r.blocks[i].Unread...)
+		free += len(r.blocks[i].uncounted())
+	}
+	if free > maxUncounted {
+		for i := range r.blocks {
+			if u := r.blocks[i].uncounted(); u != "" {
+				r.blocks[i].Unread = append(r.blocks[i].Unread, u...)
+				r.unread = append(r.unread, u...)
+			}
+		}
 	}
 	r.unread, r.extra = unreadMembers(r.unread, r.fields, func(key string, v json.RawMessage) bool {
 		v = bytes.TrimSpace(v)
@@ -492,6 +516,37 @@ func (b block) withText(raw json.RawMessage, text string) json.RawMessage {
 	return mustJSON(fields)
 }
 
+// maxUncounted bounds what of one result goes uncharged in the fields the
+// gateway reads but does not charge (a resource's URI and MIME type, an
+// image's or audio's MIME type): a few resources' are short; many past
+// this, each under its own bound, are charged as unread (see unread).
+const maxUncounted = 2048
+
+// uncounted is what of b reaches the agent in fields its charge leaves
+// out, one per line ("" for none).
+func (b block) uncounted() string {
+	switch b.Type {
+	case "resource":
+		if b.Resource != nil {
+			return b.Resource.uncounted()
+		}
+	case "image", "audio", "resource_link":
+		if b.MimeType != "" {
+			return b.MimeType + "\n"
+		}
+	}
+	return ""
+}
+
+// uncounted is what of r reaches the agent in fields its charge leaves
+// out (its URI and MIME type), one per line ("" for none).
+func (r resourceBlock) uncounted() string {
+	if r.URI == "" && r.MimeType == "" {
+		return ""
+	}
+	return r.URI + "\n" + r.MimeType + "\n"
+}
+
 func (b block) kind() string {
 	switch b.Type {
 	case "text":
@@ -543,16 +598,30 @@ type contents struct {
 func readContents(result json.RawMessage) (*contents, error) {
 	r := &contents{}
 	var err error
-	if r.fields, err = objectMembers(result); err != nil {
+	var n int
+	if r.fields, n, err = objectMembersN(result); err != nil {
 		return nil, fmt.Errorf("a resource's contents that are not an object: %w", err)
+	}
+	if n != len(r.fields) {
+		r.unread = unread(r.unread, "", result) // a key given twice (see readBlock)
 	}
 	if r.raw, err = arrayElements(r.fields["contents"]); err != nil {
 		return nil, fmt.Errorf("contents: %w", err)
 	}
 	r.items = make([]resourceBlock, len(r.raw))
+	free := 0
 	for i, b := range r.raw {
 		r.items[i] = readResource(b)
 		r.unread = append(r.unread, r.items[i].Unread...)
+		free += len(r.items[i].uncounted())
+	}
+	if free > maxUncounted { // see maxUncounted
+		for i := range r.items {
+			if u := r.items[i].uncounted(); u != "" {
+				r.items[i].Unread = append(r.items[i].Unread, u...)
+				r.unread = append(r.unread, u...)
+			}
+		}
 	}
 	r.unread, r.extra = unreadMembers(r.unread, r.fields, func(key string, _ json.RawMessage) bool { return key == "contents" })
 	return r, nil
@@ -588,11 +657,8 @@ func (r *contents) apply(s govern.Settlement, why string) {
 	for i, raw := range r.raw {
 		k := s.Parts[i]
 		if unreadOut && len(r.items[i].Unread) > 0 {
-			uri := r.items[i].URI
-			if len(uri) > maxUnchargedURI {
-				uri = "[harness] a URI past 2048 bytes, withheld"
-			}
-			r.raw[i] = mustJSON(map[string]string{"uri": uri, "mimeType": "text/plain",
+			// Its URI may be what was not charged: it is not kept.
+			r.raw[i] = mustJSON(map[string]string{"uri": "harness:withheld", "mimeType": "text/plain",
 				"text": "[harness] this resource's contents, which hold what the harness does not read, withheld: " + why})
 			continue
 		}
@@ -649,9 +715,21 @@ func readPrompt(result json.RawMessage) (*promptResult, error) {
 		n := len(r.unread)
 		r.unread = append(r.unread, r.blocks[i].Unread...)
 		r.unread, _ = unreadMembers(r.unread, m, func(key string, v json.RawMessage) bool {
-			return key == "content" || key == "role" && isString(v)
+			return key == "content" || key == "role" && (string(bytes.TrimSpace(v)) == `"user"` || string(bytes.TrimSpace(v)) == `"assistant"`)
 		})
 		r.unreadIn[i] = len(r.unread) > n
+	}
+	free := 0
+	for _, b := range r.blocks {
+		free += len(b.uncounted())
+	}
+	if free > maxUncounted { // see maxUncounted
+		for i, b := range r.blocks {
+			if u := b.uncounted(); u != "" {
+				r.unread = append(r.unread, u...)
+				r.unreadIn[i] = true
+			}
+		}
 	}
 	r.unread, r.extra = unreadMembers(r.unread, r.fields, func(key string, v json.RawMessage) bool {
 		return key == "messages" || key == "description" && isString(v)

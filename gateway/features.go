@@ -402,6 +402,10 @@ func (s *session) mayCost(ctx context.Context) string {
 	return ""
 }
 
+// maxNotificationMethod bounds the method of a notification passed on:
+// MCP's are a few dozen bytes.
+const maxNotificationMethod = 128
+
 // chargeNotification charges what an upstream's notification brings the
 // agent and returns it as it may reach the agent: whole, cut, or not at
 // all (nil). Everything its params hold is charged as text: a log
@@ -409,8 +413,13 @@ func (s *session) mayCost(ctx context.Context) string {
 // what the budget leaves, as before), every other member as its key and
 // its JSON, first; a notification whose other members the budget cannot
 // take whole is not passed on, nor is one whose params are there and not
-// an object.
+// an object, nor one whose method is longer than any MCP's (which would
+// carry text into the agent's context uncharged).
 func (s *session) chargeNotification(method string, params json.RawMessage) json.RawMessage {
+	if len(method) > maxNotificationMethod {
+		s.g.o.Logf("a notification from an upstream whose method is %d bytes long: not passed on", len(method))
+		return nil
+	}
 	if len(bytes.TrimSpace(params)) == 0 {
 		return json.RawMessage{} // no params: nothing to charge
 	}

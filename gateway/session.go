@@ -480,7 +480,11 @@ func (s *session) projectRoots(result json.RawMessage) json.RawMessage {
 // it, its links followed.
 func within(uri, dir string) bool {
 	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "file" || u.Host != "" && u.Host != "localhost" || climbs(uri) {
+	// A query or a fragment is no part of a directory's URI: an upstream
+	// that cuts "file://" off and cleans what is left (?/../../etc) would
+	// read one, and go where the path checked here does not.
+	if err != nil || u.Scheme != "file" || u.Host != "" && u.Host != "localhost" || climbs(uri) ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(uri, "#") || u.Opaque != "" || u.User != nil {
 		return false
 	}
 	path, err := filepath.EvalSymlinks(u.Path)
