@@ -49,7 +49,7 @@ func rawUpstreamConfig(t *testing.T, name string) UpstreamConfig {
 // rawUpstream is an MCP server of one tool, raw, that answers a call with
 // what its arguments say: with "touch", it first creates that file (a
 // side effect a test can see); then the notifications of "notify" (raw
-// JSON-RPC messages), then the result "result" as it is, or the JSON-RPC
+// JSON-RPC messages, or their text in unpadded URL-safe base64), then the result "result" as it is, or the JSON-RPC
 // error "error"; or, with "ask" (a method and params), it makes that
 // request of its client and answers the response it got as text. Reading the resource raw://R answers the result R (JSON,
 // in unpadded URL-safe base64: see rawURI); any other URI U, the text
@@ -105,6 +105,9 @@ func rawUpstream(in io.Reader, out io.Writer, completions bool) {
 				os.WriteFile(p.Arguments.Touch, nil, 0o600)
 			}
 			for _, n := range p.Arguments.Notify {
+				if isString(n) { // a message the arguments could not hold as JSON (a key twice), in base64
+					n, _ = base64.RawURLEncoding.DecodeString(stringValue(n))
+				}
 				w.send(n)
 			}
 			result, rerr = p.Arguments.Result, p.Arguments.Error

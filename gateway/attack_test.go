@@ -1096,6 +1096,9 @@ func TestStreamIsRoutedBeforeItOpens(t *testing.T) {
 func TestAttackRootsReadTwoWays(t *testing.T) {
 	t.Parallel()
 	project := t.TempDir()
+	if err := os.Mkdir(filepath.Join(project, ".. "), 0o755); err != nil { // ".." to a parser that strips a URL's last spaces
+		t.Fatal(err)
+	}
 	in := `"file://` + project + `"`
 	for _, tt := range []struct {
 		name, answer string
@@ -1114,6 +1117,7 @@ func TestAttackRootsReadTwoWays(t *testing.T) {
 		{"a query that climbs", `{"roots":[{"uri":"file://` + project + `?/../../../../../etc"}]}`, nil},
 		{"a fragment that climbs", `{"roots":[{"uri":"file://` + project + `#/../../../../../etc"}]}`, nil},
 		{"an empty query", `{"roots":[{"uri":"file://` + project + `?"}]}`, nil},
+		{"a last segment of .. and a space", `{"roots":[{"uri":"file://` + project + `/.. "}]}`, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -1399,4 +1403,69 @@ func TestAttackWhatStillWentUncharged(t *testing.T) {
 			break
 		}
 	})
+}
+
+// TestAttackAKeyTwiceOrAnotherMemberUncharged: the last review's finds:
+// a completion's members besides its values, and a key given twice in a
+// completion, a prompt or a notification's params (a client may read the
+// first value, the gateway reads the last), reached the agent uncharged.
+func TestAttackAKeyTwiceOrAnotherMemberUncharged(t *testing.T) {
+	t.Parallel()
+	big := string(mustJSON(attackWords))
+	promptAgent := func(t *testing.T) (*bench, *agent) {
+		b := newBench(t, smallRole(100))
+		up := rawUpstreamConfig(t, "raw")
+		up.Env = []string{"GATEWAY_RAW_UPSTREAM=completions"} // it lists a prompt
+		a := stdioAgent(t, b.gateway(t, PrefixNever, up), Identity{Agent: "a", Session: "s", StartRole: "small"})
+		a.initialize(nil)
+		return b, a
+	}
+	for _, tt := range []struct{ name, kind, raw string }{
+		{"a completion's other member", "completion", `{"completion":{"values":["a"],"note":` + big + `}}`},
+		{"a completion's _meta", "completion", `{"completion":{"values":["a"]},"_meta":{"x":` + big + `}}`},
+		{"a completion's values twice", "completion", `{"completion":{"values":[` + big + `],"values":["a"]}}`},
+		{"a prompt's messages twice", "prompt", `{"messages":[{"role":"user","content":{"type":"text","text":` + big + `}}],"messages":[{"role":"user","content":{"type":"text","text":"ok"}}]}`},
+		{"a prompt message's content twice", "prompt", `{"messages":[{"role":"user","content":{"type":"text","text":` + big + `},"content":{"type":"text","text":"ok"}}]}`},
+		{"a prompt message's role twice", "prompt", `{"messages":[{"role":` + big + `,"role":"user","content":{"type":"text","text":"ok"}}]}`},
+		{"a prompt's description twice", "prompt", `{"description":` + big + `,"description":"d","messages":[]}`},
+		{"a log message's data twice", "notification", `{"level":"info","data":` + big + `,"data":"x"}`},
+		{"a log message's logger twice", "notification", `{"level":"info","logger":` + big + `,"logger":"l","data":"x"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var b *bench
+			var got string
+			switch tt.kind {
+			case "completion":
+				b = newBench(t, smallRole(100))
+				a := stdioAgent(t, b.gateway(t, PrefixNever, completeUpstream(t, tt.raw)), Identity{Agent: "a", Session: "s", StartRole: "small"})
+				a.initialize(nil)
+				m := a.await(a.request("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": "p"},
+					"argument": map[string]string{"name": "a", "value": ""}}))
+				got = string(mustJSON(m))
+			case "prompt":
+				var a *agent
+				b, a = promptAgent(t)
+				m := a.await(a.request("prompts/get", map[string]any{"name": "p", "arguments": map[string]string{"a": base64.RawURLEncoding.EncodeToString([]byte(tt.raw))}}))
+				got = string(mustJSON(m))
+			case "notification":
+				var a *agent
+				b, a = budgetAgent(t)
+				note := base64.RawURLEncoding.EncodeToString([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":` + tt.raw + `}`))
+				a.tool("raw", map[string]any{"notify": []any{note}, "result": map[string]any{"content": []any{}}})
+				for deadline := time.After(time.Second); ; {
+					select {
+					case m := <-a.notes:
+						got += string(m.Params)
+						continue
+					case <-deadline:
+					}
+					break
+				}
+			}
+			if strings.Contains(got, attackWords) {
+				t.Errorf("%d bytes reached the agent; tokens charged %d (limit 100)", len(attackWords), b.counters(t, "a", "s").Tokens)
+			}
+		})
+	}
 }

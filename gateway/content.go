@@ -701,13 +701,33 @@ type promptResult struct {
 
 func readPrompt(result json.RawMessage) (*promptResult, error) {
 	r := &promptResult{}
-	if err := json.Unmarshal(result, &r.fields); err != nil {
-		return nil, fmt.Errorf("a prompt that is not an object: %w", err)
+	// Read by the keys as they are spelled, each member counted: a key
+	// given twice (whose first value a client may read, where the gateway
+	// reads the last) has what holds it charged whole.
+	fields, n, err := objectMembersN(result)
+	if err != nil || fields == nil {
+		return nil, errors.New("a prompt that is not an object")
 	}
-	if err := json.Unmarshal(r.fields["messages"], &r.messages); err != nil {
-		return nil, fmt.Errorf("messages: %w", err)
+	r.fields = fields
+	if n != len(fields) {
+		r.unread = unread(r.unread, "", result)
 	}
-	json.Unmarshal(r.fields["description"], &r.description)
+	raws, err := arrayElements(fields["messages"])
+	if err != nil || raws == nil {
+		return nil, errors.New("messages: not a list")
+	}
+	r.messages = make([]map[string]json.RawMessage, len(raws))
+	dup := make([]bool, len(raws))
+	for i, raw := range raws {
+		m, n, err := objectMembersN(raw)
+		if err != nil || m == nil {
+			return nil, fmt.Errorf("messages[%d]: not an object", i)
+		}
+		r.messages[i], dup[i] = m, n != len(m)
+	}
+	if d := fields["description"]; isString(d) {
+		r.description = stringValue(d)
+	}
 	r.blocks = make([]block, len(r.messages))
 	r.unreadIn = make([]bool, len(r.messages))
 	for i, m := range r.messages {
@@ -717,6 +737,9 @@ func readPrompt(result json.RawMessage) (*promptResult, error) {
 		r.unread, _ = unreadMembers(r.unread, m, func(key string, v json.RawMessage) bool {
 			return key == "content" || key == "role" && (string(bytes.TrimSpace(v)) == `"user"` || string(bytes.TrimSpace(v)) == `"assistant"`)
 		})
+		if dup[i] {
+			r.unread = unread(r.unread, "", raws[i])
+		}
 		r.unreadIn[i] = len(r.unread) > n
 	}
 	free := 0

@@ -147,7 +147,9 @@ func climbs(uri string) bool {
 		uri = decoded
 	}
 	for _, seg := range strings.FieldsFunc(uri, func(r rune) bool { return r == '/' || r == '\\' }) {
-		if seg == "." || seg == ".." {
+		// A URL parser of the WHATWG's strips the spaces that end a URL
+		// (and Go's keeps them): ".. " is ".." to it.
+		if seg = strings.TrimSpace(seg); seg == "." || seg == ".." {
 			return true
 		}
 	}
@@ -309,7 +311,7 @@ func (s *session) complete(ctx context.Context, params json.RawMessage) (json.Ra
 	if rerr != nil {
 		return nil, rerr
 	}
-	r, values, ok := completionValues(result)
+	c, values, ok := completionValues(result)
 	if !ok {
 		return nil, &rpcError{Code: codeInternal, Message: "[harness] the completions were withheld: not a completion/complete result (completion.values, a list of strings)"}
 	}
@@ -321,34 +323,46 @@ func (s *session) complete(ctx context.Context, params json.RawMessage) (json.Ra
 	if err != nil {
 		return nil, &rpcError{Code: codeInternal, Message: "[harness] the completions were withheld: they could not be charged: " + err.Error()}
 	}
-	if st.Withheld == 0 {
-		return result, nil
-	}
-	var completion map[string]json.RawMessage
-	json.Unmarshal(r["completion"], &completion)
+	// What goes back is made of what was read and charged alone: the
+	// values, and total and hasMore when they are a number and a
+	// boolean. Nothing else of the upstream's result is passed on (a
+	// member the charge left out, a key given twice whose first value a
+	// client might read).
 	kept := []string{}
 	for i, k := range st.Parts {
 		if !k.Cut && !k.Dropped {
 			kept = append(kept, values[i])
 		}
 	}
-	completion["values"] = mustJSON(kept)
-	completion["hasMore"] = json.RawMessage("true")
-	delete(completion, "total")
-	r["completion"] = mustJSON(completion)
-	return mustJSON(r), nil
+	completion := map[string]json.RawMessage{"values": mustJSON(kept)}
+	if st.Withheld > 0 {
+		completion["hasMore"] = json.RawMessage("true")
+	} else {
+		if t := bytes.TrimSpace(c["total"]); len(t) > 0 && isNumber(t) {
+			completion["total"] = t
+		}
+		if h := string(bytes.TrimSpace(c["hasMore"])); h == "true" || h == "false" {
+			completion["hasMore"] = json.RawMessage(h)
+		}
+	}
+	return mustJSON(map[string]any{"completion": completion}), nil
 }
 
-// completionValues reads a completion/complete result's members and its
-// values by their keys as they are spelled, as a client reads them
+// isNumber reports whether raw, valid JSON, is a number.
+func isNumber(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
+}
+
+// completionValues reads a completion/complete result's completion and
+// its values by their keys as they are spelled, as a client reads them
 // (encoding/json would match "Values" too, the last of the two winning);
 // ok is false when the values are not a list of strings.
-func completionValues(result json.RawMessage) (r map[string]json.RawMessage, values []string, ok bool) {
+func completionValues(result json.RawMessage) (c map[string]json.RawMessage, values []string, ok bool) {
 	r, err := objectMembers(result)
 	if err != nil || r == nil {
 		return nil, nil, false
 	}
-	c, err := objectMembers(r["completion"])
+	c, err = objectMembers(r["completion"])
 	if err != nil || c == nil {
 		return nil, nil, false
 	}
@@ -363,7 +377,7 @@ func completionValues(result json.RawMessage) (r map[string]json.RawMessage, val
 		}
 		values[i] = stringValue(v)
 	}
-	return r, values, true
+	return c, values, true
 }
 
 // chargeSampling charges the session for an upstream's sampling request
@@ -423,7 +437,7 @@ func (s *session) chargeNotification(method string, params json.RawMessage) json
 	if len(bytes.TrimSpace(params)) == 0 {
 		return json.RawMessage{} // no params: nothing to charge
 	}
-	p, err := objectMembers(params)
+	p, n, err := objectMembersN(params)
 	if err != nil || p == nil {
 		s.g.o.Logf("%s from an upstream whose params are not an object: not passed on", method)
 		return nil
@@ -434,6 +448,12 @@ func (s *session) chargeNotification(method string, params json.RawMessage) json
 		key = "data"
 	case "notifications/progress":
 		key = "message"
+	}
+	if n != len(p) {
+		// A key given twice: a client may read the first value, the
+		// gateway reads the last. The params are charged whole, and
+		// passed on whole or not at all.
+		key, p = "", map[string]json.RawMessage{"params": params}
 	}
 	rest, _ := unreadMembers(nil, p, func(k string, _ json.RawMessage) bool { return k == key })
 	parts := []govern.Part{{Text: string(rest)}}
