@@ -308,12 +308,46 @@ func (h *Harness) Rules() govern.Rules {
 		AgentRoles: h.Config.AgentRoles, AgentMaxRoles: h.Config.AgentMaxRoles}
 }
 
-// Warnings are what a load accepts but an operator should know: an HTTP
+// Warnings are what a load accepts but an operator should know: a
+// starting role in which every call would be refused, since the project
+// defines it beyond the agent's ceiling (govern.Rules.Beyond); an HTTP
 // token whose agent has no budget across its sessions, so that every new
 // MCP session of it (a re-initialize) starts a fresh session budget, and
 // nothing bounds the agent as a whole.
 func (h *Harness) Warnings() []string {
 	var out []string
+	rules := h.Rules()
+	starts := []config.RoleRef{}
+	for _, ref := range h.Config.RoleRefs {
+		if !ref.Max {
+			starts = append(starts, ref)
+		}
+	}
+	if !slices.ContainsFunc(starts, func(r config.RoleRef) bool { return r.Key == "enforcement.default_role" }) {
+		starts = append(starts, config.RoleRef{Role: h.Config.DefaultRole, Place: config.Place{Key: "the default role"}})
+	}
+	for _, env := range []struct{ name, role string }{{"$LEAN_CTX_ROLE", h.EnvRole()}, {"--role", h.Params.StartRole}} {
+		if env.role != "" {
+			starts = append(starts, config.RoleRef{Role: env.role, Place: config.Place{Key: env.name}})
+		}
+	}
+	for _, ref := range starts {
+		ceiling, beyond := rules.Beyond(ref.Agent, ref.Role)
+		if !beyond {
+			continue
+		}
+		who := "agents without a role of their own"
+		if ref.Agent != "" {
+			who = "agent " + ref.Agent
+		}
+		where := ref.Key
+		if ref.File != "" {
+			where = fmt.Sprintf("%s (%s:%d)", ref.Key, ref.File, ref.Line)
+		}
+		out = append(out, fmt.Sprintf("%s starts %s in role %s, which this project defines beyond %s: "+
+			"every call of theirs in it but ctx_session is refused (name a user's role, or raise the agent's max_role)",
+			where, who, ref.Role, ceiling))
+	}
 	for _, t := range h.Config.Tokens {
 		if t.Agent == "" { // an operator's, for the live view alone
 			continue

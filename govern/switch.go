@@ -100,10 +100,24 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 // narrow may turn into more. An operator who means an agent to hold more
 // names a built-in or user role, or raises the agent's max_role.
 func (r *Rules) heldBeyond(agent, role string) (contract.Reason, bool) {
+	ceiling, beyond := r.Beyond(agent, role)
+	if !beyond {
+		return contract.Reason{}, false
+	}
+	return contract.Reason{Code: contract.CodeSwitchDenied, Rule: "ceiling", Message: fmt.Sprintf(
+		"the session's role '%s', which this project defines, is beyond %s as the project defines it now: "+
+			"an agent holds a project's role only within its ceiling, since the repository's files can change it "+
+			"(switch back with ctx_session; an operator names a user's role instead, or raises the agent's max_role)", role, ceiling)}, true
+}
+
+// Beyond says whether role is one the project defines beyond agent's
+// ceiling, and that ceiling in words: a role in which every call of the
+// agent but an exempt tool's is refused (see heldBeyond).
+func (r *Rules) Beyond(agent, role string) (ceiling string, beyond bool) {
 	doc := r.Engine.Document()
 	def, ok := doc.Roles[role]
 	if !ok || def.Source != string(roles.SourceProject) {
-		return contract.Reason{}, false
+		return "", false
 	}
 	covers, ceiling := doc.Ceiling.Covers, "the ceiling of agents without a max_role"
 	if m := r.AgentMaxRoles[agent]; m != "" {
@@ -112,13 +126,7 @@ func (r *Rules) heldBeyond(agent, role string) (contract.Reason, bool) {
 			covers = md.Covers
 		}
 	}
-	if covers[role] {
-		return contract.Reason{}, false
-	}
-	return contract.Reason{Code: contract.CodeSwitchDenied, Rule: "ceiling", Message: fmt.Sprintf(
-		"the session's role '%s', which this project defines, is beyond %s as the project defines it now: "+
-			"an agent holds a project's role only within its ceiling, since the repository's files can change it "+
-			"(switch back with ctx_session; an operator names a user's role instead, or raises the agent's max_role)", role, ceiling)}, true
+	return ceiling, !covers[role]
 }
 
 // refusedForRole is d refused for why (see heldBeyond), with the refusals

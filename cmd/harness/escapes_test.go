@@ -284,6 +284,64 @@ func TestCheckWarnsOfTokensWithoutAgentBudgets(t *testing.T) {
 	}
 }
 
+// A starting role the project defines beyond the agent's ceiling decides
+// nothing (every call in it is refused): check says so for each place
+// that names one, and for none that names a role the ceiling covers or a
+// user's role.
+func TestCheckWarnsOfStartRolesBeyondTheCeiling(t *testing.T) {
+	t.Parallel()
+	const (
+		wide   = "[role]\ninherits = \"admin\"\nprivileged = false\n"
+		narrow = "[role]\ninherits = \"reviewer\"\n"
+	)
+	for _, tt := range []struct {
+		name     string
+		config   string // the user's harness.toml
+		envRole  string // $LEAN_CTX_ROLE
+		userRole bool   // wide is a user's role, not the project's
+		want     []string
+	}{
+		{"default role", "[enforcement]\ndefault_role = \"wide\"\n", "", false,
+			[]string{"enforcement.default_role (", "starts agents without a role of their own in role wide, which this project defines beyond the ceiling of agents without a max_role"}},
+		{"an agent's role", "[agents.ci]\nrole = \"wide\"\n", "", false,
+			[]string{"starts agent ci in role wide"}},
+		{"an agent's role within its max_role", "[agents.ci]\nrole = \"wide\"\nmax_role = \"admin\"\n", "", false, nil},
+		{"$LEAN_CTX_ROLE", "", "wide", false, []string{"$LEAN_CTX_ROLE starts agents without a role of their own in role wide"}},
+		{"a narrow project role", "[agents.ci]\nrole = \"narrow\"\n", "narrow", false, nil},
+		{"a user's role", "[agents.ci]\nrole = \"wide\"\n", "wide", true, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home, project := t.TempDir(), t.TempDir()
+			if tt.config != "" {
+				writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), tt.config)
+			}
+			at := project
+			if tt.userRole {
+				at = home
+			}
+			writeFile(t, filepath.Join(at, ".lean-ctx", "roles", "wide.toml"), wide)
+			writeFile(t, filepath.Join(project, ".lean-ctx", "roles", "narrow.toml"), narrow)
+			out, _, code := harnessIn(t, home, map[string]string{"LEAN_CTX_ROLE": tt.envRole}, "--project", project, "check")
+			if code != exitOK {
+				t.Fatalf("check: exit %d\n%s", code, out)
+			}
+			warnings := strings.Count(out, "warning: ")
+			if len(tt.want) == 0 && warnings != 0 {
+				t.Errorf("check warned:\n%s", out)
+			}
+			if len(tt.want) > 0 && warnings != 1 {
+				t.Errorf("check gave %d warnings, want 1:\n%s", warnings, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("check does not say %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
 func waitListening(t *testing.T, url string) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
