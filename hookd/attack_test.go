@@ -1,0 +1,65 @@
+package hookd
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The daemon fingerprints the project's .lean-ctx files on every call,
+// under the project's lock, and the agent writes them: a FIFO, or a link
+// to a device that never ends, must not hold the fingerprint, or every
+// call of the project waits for the lock until it is refused (and a
+// PostToolUse charged nothing) for as long as the agent likes. A load
+// reads neither (it refuses what is not a regular file).
+func TestAttackFingerprintDoesNotBlock(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		make func(t *testing.T, s sources) (unblock func())
+	}{
+		{"a FIFO as the project's harness.toml", func(t *testing.T, s sources) func() {
+			return fifo(t, filepath.Join(s.dir, "project/harness.toml"))
+		}},
+		{"a FIFO in the roles directory", func(t *testing.T, s sources) func() {
+			return fifo(t, filepath.Join(s.dir, "project/roles/zz.toml"))
+		}},
+		{"a link to /dev/zero in the roles directory", func(t *testing.T, s sources) func() {
+			if err := os.Symlink("/dev/zero", filepath.Join(s.dir, "project/roles/zz.toml")); err != nil {
+				t.Fatal(err)
+			}
+			return func() {}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSources(t)
+			unblock := tt.make(t, s)
+			done := make(chan string, 1)
+			go func() { done <- Fingerprint(s.paths) }()
+			select {
+			case <-done:
+			case <-time.After(3 * time.Second):
+				t.Errorf("the fingerprint has not returned after 3 s")
+				unblock()
+			}
+		})
+	}
+}
+
+// fifo makes a FIFO at path, and returns what lets a reader blocked on it
+// go.
+func fifo(t *testing.T, path string) func() {
+	t.Helper()
+	os.Remove(path)
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	}
+}
