@@ -445,9 +445,12 @@ func Fingerprint(paths []string) string {
 }
 
 // contentSum is the hash of the file at path, with h and buf, or why it
-// cannot be read ("-" when there is no such file).
+// cannot be read ("-" when there is no such file). Only a regular file is
+// read: the agent writes the project's files, and a FIFO (opened without
+// waiting for a writer) or a link to a device would hold the fingerprint,
+// and the project's lock, for as long as it likes; a load reads neither.
 func contentSum(h hash.Hash, buf []byte, path string) string {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "-"
 	}
@@ -455,6 +458,13 @@ func contentSum(h hash.Hash, buf []byte, path string) string {
 		return fmt.Sprintf("error %q", err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Sprintf("error %q", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Sprintf("not a regular file %v", fi.Mode().Type())
+	}
 	h.Reset()
 	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, buf); err != nil {
 		return fmt.Sprintf("error %q", err)
