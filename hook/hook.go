@@ -158,7 +158,7 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 		if event == "PreToolUse" {
 			return refuse("harness hook: the hook input lacks session_id or tool_name; refusing the call")
 		}
-		return Response{Stderr: fmt.Sprintf("harness hook: the %s input lacks session_id or tool_name; nothing charged\n", event)}
+		return hookclient.Uncharged(fmt.Sprintf("the %s input lacks session_id or tool_name", event))
 	}
 	k := budget.Key{Agent: Agent, Session: session}
 	// Where Claude Code records the model's usage: its cost is charged
@@ -381,7 +381,7 @@ func nesting(raw string) int {
 func (h *ClaudeCode) post(ctx context.Context, event string, k budget.Key, harnessTool, transcriptPath string, input gjson.Result, output string) Response {
 	ch, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: output, Transcript: transcriptPath})
 	if err != nil {
-		return Response{Stderr: fmt.Sprintf("harness hook: charging %s: %v\n", harnessTool, err)}
+		return hookclient.Uncharged(fmt.Sprintf("charging %s: %v", harnessTool, err))
 	}
 	if ch.Signal == contract.LevelOK || ch.Signal == "" {
 		return answer(event, "", "", "") // the usual case: nothing to say

@@ -161,23 +161,46 @@ func Call(socket string, req Request, program string) (Response, bool) {
 }
 
 // Unanswered answers a call the harness did not decide, saying why: a
-// PreToolUse (or anything else) is refused, a PostToolUse is not charged.
+// PreToolUse (or anything else) is refused, a finished call is not
+// charged, and the agent is stopped (see Uncharged).
 func Unanswered(payload []byte, why string) Response {
-	if gjson.GetBytes(payload, "hook_event_name").String() == "PostToolUse" {
-		return Response{Stderr: "harness hook: " + why + "; nothing was charged\n"}
+	if IsPost(payload) {
+		return Uncharged(why)
 	}
 	return Response{Stderr: "harness hook: " + why + "; refusing the call\n", Exit: ExitRefused}
 }
 
 // Failure answers when the harness itself cannot run (a broken role file,
 // an unreachable ledger, no harness binary): a tool call is refused, with
-// the reason.
+// the reason, and a finished call that could not be charged stops the
+// agent (see Uncharged).
 func Failure(payload []byte, err error) Response {
-	msg := fmt.Sprintf("harness hook: the harness cannot decide: %v\n", err)
-	if gjson.GetBytes(payload, "hook_event_name").String() == "PostToolUse" {
-		return Response{Stderr: msg + "harness hook: nothing was charged\n"}
+	why := fmt.Sprintf("the harness cannot decide: %v", err)
+	if IsPost(payload) {
+		return Uncharged(why)
 	}
-	return Response{Stderr: msg + "harness hook: refusing the call (fix the error, or run: harness check)\n", Exit: ExitRefused}
+	return Response{Stderr: "harness hook: " + why + "\nharness hook: refusing the call (fix the error, or run: harness check)\n", Exit: ExitRefused}
+}
+
+// IsPost says whether payload is the hook input of a finished call, which
+// charges what reached the model (PostToolUse, PostToolUseFailure).
+func IsPost(payload []byte) bool {
+	switch gjson.GetBytes(payload, "hook_event_name").String() {
+	case "PostToolUse", "PostToolUseFailure":
+		return true
+	}
+	return false
+}
+
+// Uncharged answers a finished call that could not be charged. Its result
+// has reached the model, and the agent could make that happen at will (it
+// can break a project file, or hold the daemon, while its call runs): it
+// must not be free. So Claude Code is told to stop the agent (continue:
+// false), the person shown why; the call has run, so the exit is 0.
+func Uncharged(why string) Response {
+	b, _ := json.Marshal(map[string]any{"continue": false, "stopReason": "harness: " + why +
+		"; what this tool call returned was not charged, so the agent is stopped (fix the cause, or run: harness check; then resume)"})
+	return Response{Stdout: append(b, '\n'), Stderr: "harness hook: " + why + "; nothing was charged: stopping the agent\n"}
 }
 
 // Start starts a daemon in the background, detached (its own session, in

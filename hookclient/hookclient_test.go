@@ -177,7 +177,7 @@ func TestClient(t *testing.T) {
 				t.Errorf("the daemon asked: %v, want %v", asked, tt.asked)
 			}
 			if tt.failRefs != "" {
-				if got.Exit != tt.want.Exit || len(got.Stdout) != 0 || !strings.HasPrefix(got.Stderr, "warned\nharness hook: the harness cannot decide: ") || !strings.Contains(got.Stderr, tt.failRefs) {
+				if got.Exit != tt.want.Exit || stopsAgent(got.Stdout) != IsPost([]byte(tt.payload)) || !strings.HasPrefix(got.Stderr, "warned\nharness hook: the harness cannot decide: ") || !strings.Contains(got.Stderr, tt.failRefs) {
 					t.Errorf("got %+v", got)
 				}
 				return
@@ -190,7 +190,7 @@ func TestClient(t *testing.T) {
 }
 
 // A call Local has not answered by the deadline is refused (a PostToolUse
-// is not charged), with the hook process's warning, and Local's context
+// is not charged, and stops the agent), with the hook process's warning, and Local's context
 // ends.
 func TestClientDeadline(t *testing.T) {
 	t.Parallel()
@@ -199,7 +199,7 @@ func TestClientDeadline(t *testing.T) {
 		exit            int
 	}{
 		{pre, "warned\nharness hook: the harness did not answer within 50ms; refusing the call\n", ExitRefused},
-		{post, "warned\nharness hook: the harness did not answer within 50ms; nothing was charged\n", 0},
+		{post, "warned\nharness hook: the harness did not answer within 50ms; nothing was charged: stopping the agent\n", 0},
 	} {
 		ended := make(chan struct{})
 		c := Client{Deadline: 50 * time.Millisecond, Warning: "warned\n", Local: func(ctx context.Context, _ Request) Response {
@@ -208,7 +208,7 @@ func TestClientDeadline(t *testing.T) {
 			return Response{Stdout: []byte("too late")}
 		}}
 		got := c.Answer(context.Background(), strings.NewReader(tt.payload))
-		if got.Stderr != tt.stderr || got.Exit != tt.exit || len(got.Stdout) != 0 {
+		if got.Stderr != tt.stderr || got.Exit != tt.exit || stopsAgent(got.Stdout) != IsPost([]byte(tt.payload)) {
 			t.Errorf("got %+v", got)
 		}
 		<-ended
@@ -252,7 +252,7 @@ func TestDelegate(t *testing.T) {
 			}
 			got := Delegate(tt.program, tt.args)(ctx, Request{Payload: json.RawMessage(tt.payload)})
 			if tt.failure != "" {
-				if got.Exit != tt.want.Exit || len(got.Stdout) != 0 || !strings.HasPrefix(got.Stderr, "harness hook: the harness cannot decide: running ") || !strings.Contains(got.Stderr, tt.failure) {
+				if got.Exit != tt.want.Exit || stopsAgent(got.Stdout) != IsPost([]byte(tt.payload)) || !strings.HasPrefix(got.Stderr, "harness hook: the harness cannot decide: running ") || !strings.Contains(got.Stderr, tt.failure) {
 					t.Errorf("got %+v", got)
 				}
 				return
@@ -287,4 +287,15 @@ func TestRequestAndSocket(t *testing.T) {
 			t.Errorf("XDG_STATE_HOME=%q: %s, want %s", tt.state, got, tt.want)
 		}
 	}
+}
+
+// stopsAgent says whether stdout is Claude Code's answer that stops the
+// agent (continue: false, with a reason), and nothing else.
+func stopsAgent(stdout []byte) bool {
+	var a map[string]any
+	if json.Unmarshal(stdout, &a) != nil || len(a) != 2 {
+		return false
+	}
+	reason, _ := a["stopReason"].(string)
+	return a["continue"] == false && strings.Contains(reason, "not charged, so the agent is stopped")
 }

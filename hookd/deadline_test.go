@@ -132,7 +132,7 @@ func TestClientDeadline(t *testing.T) {
 			return r
 		}, "", hook.ExitRefused, "refusing the call"},
 		{"waiting for the daemon, PreToolUse", "PreToolUse", nil, mute, hook.ExitRefused, "refusing the call"},
-		{"waiting for the daemon, PostToolUse", "PostToolUse", nil, mute, 0, "nothing was charged"},
+		{"waiting for the daemon, PostToolUse", "PostToolUse", nil, mute, 0, "nothing was charged: stopping the agent"},
 		{"deciding in the process", "PreToolUse", func(t *testing.T, w world) io.Reader {
 			w.slow(t)
 			return strings.NewReader(string(w.request(t, "PreToolUse", "slow").Payload))
@@ -153,7 +153,7 @@ func TestClientDeadline(t *testing.T) {
 			if took := time.Since(start); took > 30*time.Second {
 				t.Errorf("answered after %v", took)
 			}
-			if r.Exit != tt.exit || len(r.Stdout) != 0 || !strings.Contains(r.Stderr, "the harness did not answer within 300ms; "+tt.says) {
+			if r.Exit != tt.exit || (len(r.Stdout) != 0) != (tt.event == "PostToolUse") || !strings.Contains(r.Stderr, "the harness did not answer within 300ms; "+tt.says) {
 				t.Errorf("exit %d, stdout %q, stderr %q", r.Exit, r.Stdout, r.Stderr)
 			}
 		})
@@ -226,7 +226,7 @@ func TestDaemonStopsInFlight(t *testing.T) {
 }
 
 // An answer the harness could not give says so: a PreToolUse is refused,
-// a PostToolUse is not charged.
+// a finished call is not charged, and stops the agent.
 func TestUnanswered(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -234,11 +234,14 @@ func TestUnanswered(t *testing.T) {
 		exit            int
 	}{
 		{`{"hook_event_name":"PreToolUse"}`, "harness hook: late; refusing the call\n", hook.ExitRefused},
-		{`{"hook_event_name":"PostToolUse"}`, "harness hook: late; nothing was charged\n", 0},
+		{`{"hook_event_name":"PostToolUse"}`, "harness hook: late; nothing was charged: stopping the agent\n", 0},
+		{`{"hook_event_name":"PostToolUseFailure"}`, "harness hook: late; nothing was charged: stopping the agent\n", 0},
 		{`{"hook_event_name":"SessionStart"}`, "harness hook: late; refusing the call\n", hook.ExitRefused},
 		{``, "harness hook: late; refusing the call\n", hook.ExitRefused},
 	} {
-		if r := Unanswered([]byte(tt.payload), "late"); r.Exit != tt.exit || r.Stderr != tt.stderr || len(r.Stdout) != 0 {
+		r := Unanswered([]byte(tt.payload), "late")
+		stop := `{"continue":false,"stopReason":"harness: late; what this tool call returned was not charged, so the agent is stopped (fix the cause, or run: harness check; then resume)"}` + "\n"
+		if tt.exit == 0 && string(r.Stdout) != stop || tt.exit != 0 && len(r.Stdout) != 0 || r.Exit != tt.exit || r.Stderr != tt.stderr {
 			t.Errorf("%s: %+v", tt.payload, r)
 		}
 	}

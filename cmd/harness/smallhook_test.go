@@ -115,7 +115,7 @@ func TestSmallHookAnswersAsTheHarness(t *testing.T) {
 }
 
 // The small hook binary refuses what it cannot hand to a harness it
-// trusts (a PostToolUse is not charged), even with a daemon up: with no
+// trusts (a PostToolUse is not charged, and stops the agent), even with a daemon up: with no
 // harness beside it nor on the PATH it has nothing to check the daemon
 // against, and nothing to decide with. A command line it does not read is
 // refused as the harness refuses its own.
@@ -149,7 +149,7 @@ func TestSmallHookFailsClosed(t *testing.T) {
 		{"PreToolUse, daemon up", []string{"claude-code"}, nil, preToolUse("f1", project, "Bash", `{"command": "ls"}`), exitDenied, "refusing the call"},
 		{"PreToolUse, a relative PATH", []string{"claude-code"}, []string{"PATH=.:"}, preToolUse("f2", project, "Bash", `{"command": "ls"}`), exitDenied, "refusing the call"},
 		{"PreToolUse, no daemon", []string{"claude-code"}, []string{"HARNESS_HOOK_DAEMON=off"}, preToolUse("f3", project, "Bash", `{"command": "ls"}`), exitDenied, "refusing the call"},
-		{"PostToolUse", []string{"claude-code"}, nil, `{"session_id": "f4", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_response": {"stdout": "ok"}}`, 0, "nothing was charged"},
+		{"PostToolUse", []string{"claude-code"}, nil, `{"session_id": "f4", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_response": {"stdout": "ok"}}`, 0, "nothing was charged: stopping the agent"},
 		{"no arguments", nil, nil, preToolUse("f5", project, "Bash", `{"command": "ls"}`), exitDenied, wrongLine},
 		{"another agent", []string{"codex"}, nil, preToolUse("f6", project, "Bash", `{"command": "ls"}`), exitDenied, wrongLine},
 	} {
@@ -163,7 +163,8 @@ func TestSmallHookFailsClosed(t *testing.T) {
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			cmd.Run()
-			if code := cmd.ProcessState.ExitCode(); code != tt.exit || out.Len() != 0 || !strings.Contains(errb.String(), tt.stderr) {
+			post := strings.Contains(tt.input, `"PostToolUse"`)
+			if code := cmd.ProcessState.ExitCode(); code != tt.exit || post != strings.HasPrefix(out.String(), `{"continue":false,"stopReason":"harness: `) || (!post && out.Len() != 0) || !strings.Contains(errb.String(), tt.stderr) {
 				t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 			}
 			if len(tt.args) > 0 && tt.args[0] == "claude-code" && !strings.Contains(errb.String(), "no harness binary beside this hook") {
