@@ -55,7 +55,8 @@ func rawUpstreamConfig(t *testing.T, name string) UpstreamConfig {
 // in unpadded URL-safe base64: see rawURI); any other URI U, the text
 // "read U".
 // With completions, it offers a prompt "p" and completes its arguments:
-// a value "ask:METHOD" makes it make that request of its client first.
+// a value "ask:METHOD" makes it make that request of its client first
+// ("ask-long:METHOD": with upstreamWords as its message and messages).
 // So a test can make it send anything an upstream could.
 func rawUpstream(in io.Reader, out io.Writer, completions bool) {
 	r := bufio.NewReaderSize(in, 1<<20)
@@ -86,6 +87,10 @@ func rawUpstream(in io.Reader, out io.Writer, completions bool) {
 			json.Unmarshal(m.Params, &p)
 			if method, ok := strings.CutPrefix(p.Argument.Value, "ask:"); ok {
 				askClient(r, w, method, json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}`))
+			}
+			if method, ok := strings.CutPrefix(p.Argument.Value, "ask-long:"); ok { // a request of the upstream's own long text
+				askClient(r, w, method, mustJSON(map[string]any{"message": upstreamWords, "requestedSchema": map[string]any{"type": "object"},
+					"messages": []any{map[string]any{"role": "user", "content": map[string]string{"type": "text", "text": upstreamWords}}}, "maxTokens": 10}))
 			}
 			result = json.RawMessage(`{"completion":{"values":["a"]}}`)
 		case "tools/list":
@@ -141,6 +146,10 @@ func rawUpstream(in io.Reader, out io.Writer, completions bool) {
 		}
 	}
 }
+
+// upstreamWords are a long text of the raw upstream's own (of about
+// 8000 tokens), which the agent never sent it.
+var upstreamWords = strings.Repeat("the upstream's own words ", 1500)
 
 // askClient makes a request of the client (the gateway) and returns its
 // answer, the whole response, reading nothing else meanwhile.
