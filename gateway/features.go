@@ -383,8 +383,9 @@ func completionValues(result json.RawMessage) (c map[string]json.RawMessage, val
 // chargeSampling charges the session for an upstream's sampling request
 // its agent's client answered: the cost of the messages its model read
 // and of what it wrote, at the configured model's prices (or the one the
-// answer names, when it is priced). The context is not charged: the
-// answer goes to the upstream, not into the agent's context.
+// answer names, when it is priced). The answer is not charged to the
+// context: it goes to the upstream, not into the agent's context (the
+// request was, as it went: see chargeAsked).
 func (s *session) chargeSampling(ctx context.Context, params, result json.RawMessage) {
 	var answer struct {
 		Model string `json:"model"`

@@ -289,7 +289,8 @@ func TestParallelCallsNeverPassTheBudget(t *testing.T) {
 
 // An upstream's sampling request reaches an agent whose client can
 // answer it, on the call it is about; its cost is charged to the session,
-// its tokens not to the context (the answer goes to the upstream).
+// and the request's tokens to the context, as the agent's client receives
+// them (the answer's are not: it goes to the upstream).
 func TestSamplingIsRelayedAndCharged(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
@@ -309,15 +310,16 @@ func TestSamplingIsRelayedAndCharged(t *testing.T) {
 	if isError || text != "LLM response: four" {
 		t.Fatalf("test_sampling: %v %q", isError, text)
 	}
-	if p := <-asked; !strings.Contains(string(p), "two and two?") {
+	p := <-asked
+	if !strings.Contains(string(p), "two and two?") {
 		t.Errorf("the request: %s", p)
 	}
 	after := f.usage(t, key(id))
 	if after.CostMicros <= before.CostMicros {
 		t.Errorf("sampling cost nothing: %d → %d micro-dollars", before.CostMicros, after.CostMicros)
 	}
-	if got, want := after.Tokens-before.Tokens, tokens(t, "LLM response: four"); got != want {
-		t.Errorf("the context was charged %d tokens, want %d (the tool's result only)", got, want)
+	if got, want := after.Tokens-before.Tokens, tokens(t, string(p))+tokens(t, "LLM response: four"); got != want {
+		t.Errorf("the context was charged %d tokens, want %d (the request and the tool's result)", got, want)
 	}
 
 	// A client that did not declare sampling is not asked: the upstream

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentharness/harness/events"
+	"github.com/agentharness/harness/govern"
 )
 
 // peer is how a message reaches the agent: over stdio the client's
@@ -409,8 +411,9 @@ func (s *session) underway(u *upstream) *inflight {
 
 // relay makes a request of the agent for an upstream (sampling,
 // elicitation, roots), if its client declared that it can answer it, and
-// returns the agent's answer. Sampling is charged to the session as the
-// cost it causes.
+// returns the agent's answer. What it asks is charged to the context as
+// it goes (chargeAsked); sampling is charged besides as the cost it
+// causes.
 func (s *session) relay(ctx context.Context, u *upstream, method string, params json.RawMessage) (json.RawMessage, *rpcError) {
 	capability := map[string]string{"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}[method]
 	switch {
@@ -426,6 +429,9 @@ func (s *session) relay(ctx context.Context, u *upstream, method string, params 
 			return nil, &rpcError{Code: codeRefused, Message: "[harness] sampling refused: " + why}
 		}
 	}
+	if why := s.chargeAsked(ctx, method, params); why != "" {
+		return nil, &rpcError{Code: codeRefused, Message: "[harness] " + method + " refused: " + why}
+	}
 	result, rerr := s.ask(ctx, s.underway(u), method, params)
 	if rerr == nil && method == "sampling/createMessage" {
 		s.chargeSampling(ctx, params, result)
@@ -434,6 +440,26 @@ func (s *session) relay(ctx context.Context, u *upstream, method string, params 
 		result = s.projectRoots(result)
 	}
 	return result, rerr
+}
+
+// chargeAsked charges the params of an upstream's request of the agent
+// to the session's context before they go, and says why they may not go
+// ("" when they may): a sampling request's messages and an elicitation's
+// message are text the agent's client receives, and the client is the
+// agent's, whatever it answers (an error costs no model, and reads all
+// the same). What the budget cannot take whole is not sent.
+func (s *session) chargeAsked(ctx context.Context, method string, params json.RawMessage) string {
+	if len(bytes.TrimSpace(params)) == 0 {
+		return ""
+	}
+	st, err := s.g.o.Governor.Settle(ctx, govern.Output{Session: s.id.key(), Role: s.id.StartRole, Tool: method, Parts: []govern.Part{{Text: string(params)}}})
+	switch {
+	case err != nil:
+		return "it could not be charged: " + err.Error()
+	case st.Withheld > 0:
+		return fmt.Sprintf("its %d tokens are more than the session's budget has left", st.Wanted)
+	}
+	return ""
 }
 
 // projectRoots keeps of the roots the agent's client answered those
