@@ -53,3 +53,30 @@ func (a *agent) waitingFor(id string) chan *message {
 	defer a.mu.Unlock()
 	return a.waiting[id]
 }
+
+// A sampling request's cost is charged at the prices of the model the
+// agent's client says it used: the client is the agent's, and names the
+// cheapest model in the price table whatever model ran. The charge is not
+// to fall below the configured default model's prices on its word.
+func TestAttackSamplingModelNamedByTheClient(t *testing.T) {
+	t.Parallel()
+	answer := strings.Repeat("the model's long answer ", 2000)
+	cost := func(model string) int64 {
+		b := newBench(t, nil)
+		up := rawUpstreamConfig(t, "raw")
+		up.Env = []string{"GATEWAY_RAW_UPSTREAM=completions"}
+		a := stdioAgent(t, b.gateway(t, PrefixNever, up), Identity{Agent: "a", Session: "s"})
+		a.initialize(map[string]any{"sampling": map[string]any{}})
+		id := a.request("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": "p"},
+			"argument": map[string]string{"name": "a", "value": "ask:sampling/createMessage"}})
+		ask := <-a.requests
+		a.send(resultMessage(ask.ID, mustJSON(map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": answer}, "model": model})))
+		a.await(id)
+		b.gov.Wait()
+		return b.counters(t, "a", "s").CostMicros
+	}
+	unpriced, cheap := cost("a-model-of-no-price-table"), cost("gemini-2.5-flash-lite")
+	if cheap < unpriced {
+		t.Errorf("the client named a cheap model: %d micro-dollars charged, %d at the default model's prices", cheap, unpriced)
+	}
+}
