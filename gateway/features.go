@@ -383,7 +383,8 @@ func completionValues(result json.RawMessage) (c map[string]json.RawMessage, val
 // chargeSampling charges the session for an upstream's sampling request
 // its agent's client answered: the cost of the messages its model read
 // and of what it wrote, at the configured model's prices (or the one the
-// answer names, when it is priced). The answer is not charged to the
+// answer names, when it is priced and no cheaper: the answer is the
+// agent's client's word, and the agent's). The answer is not charged to the
 // context: it goes to the upstream, not into the agent's context (the
 // request was, as it went: see chargeAsked).
 func (s *session) chargeSampling(ctx context.Context, params, result json.RawMessage) {
@@ -391,7 +392,8 @@ func (s *session) chargeSampling(ctx context.Context, params, result json.RawMes
 		Model string `json:"model"`
 	}
 	json.Unmarshal(result, &answer)
-	res := govern.Result{Session: s.id.key(), Role: s.id.StartRole, Tool: "sampling/createMessage", Arguments: string(params), Output: string(result), CostOnly: true}
+	res := govern.Result{Session: s.id.key(), Role: s.id.StartRole, Tool: "sampling/createMessage", Arguments: string(params), Output: string(result), CostOnly: true,
+		ModelClaimed: true}
 	res.Model = answer.Model
 	if _, err := s.g.o.Governor.Record(context.WithoutCancel(ctx), res); err != nil {
 		res.Model = "" // a model the price table does not know: the default's prices

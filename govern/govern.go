@@ -523,6 +523,10 @@ type Result struct {
 	Output string
 	// Model prices the call; "" for the configured default.
 	Model string
+	// ModelClaimed says that Model is only someone's word (what an agent's
+	// client says its model was): the call costs no less than at the
+	// configured default's prices.
+	ModelClaimed bool
 	// CostOnly charges the cost of the tokens and none of them to the
 	// context: what the agent's model read and wrote for someone else
 	// (an upstream's sampling request), which its context does not keep.
@@ -571,6 +575,13 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	est, err := g.price(res.Model).Of(pricing.Usage{Input: in, Output: out})
 	if err != nil {
 		return Charge{}, err
+	}
+	if res.ModelClaimed && res.Model != "" {
+		d, err := g.price("").Of(pricing.Usage{Input: in, Output: out})
+		if err != nil {
+			return Charge{}, err
+		}
+		est = max(est, d)
 	}
 	held := out // what the context keeps
 	if res.CostOnly {
