@@ -34,8 +34,9 @@ const Agent = "claude-code"
 //     Monitor, which runs one in the background): the shell policy and
 //     the shell budget apply;
 //   - ctx_execute: the tools that run code another way: Skill (a skill
-//     may run shell commands as it loads, before the model sees it) and
-//     REPL;
+//     may run shell commands as it loads, before the model sees it), its
+//     older form SlashCommand (a custom command's `!` lines run as it
+//     loads) and REPL;
 //   - ctx_edit: the tools that change files: Edit, Write, MultiEdit,
 //     NotebookEdit, EnterWorktree and ExitWorktree (they create and
 //     remove a work tree), and Artifact (it publishes a file);
@@ -56,8 +57,9 @@ var DefaultTools = map[string]string{
 	"PowerShell": "ctx_shell",
 	"Monitor":    "ctx_shell",
 
-	"Skill": "ctx_execute",
-	"REPL":  "ctx_execute",
+	"Skill":        "ctx_execute",
+	"SlashCommand": "ctx_execute",
+	"REPL":         "ctx_execute",
 
 	"Edit":          "ctx_edit",
 	"Write":         "ctx_edit",

@@ -700,7 +700,7 @@ func TestHookClaudeCodeTools(t *testing.T) {
 		{"Edit", edit}, {"Write", edit}, {"MultiEdit", edit}, {"NotebookEdit", edit},
 		{"EnterWorktree", edit}, {"ExitWorktree", edit}, {"Artifact", edit},
 		{"Bash", shell}, {"PowerShell", shell}, {"Monitor", shell},
-		{"Skill", execute}, {"REPL", execute},
+		{"Skill", execute}, {"SlashCommand", execute}, {"REPL", execute},
 	} {
 		for _, role := range []string{"reviewer", "ops", "coder"} {
 			t.Run(tt.tool+"/"+role, func(t *testing.T) {
