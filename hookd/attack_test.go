@@ -1,6 +1,8 @@
 package hookd
 
 import (
+	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -61,5 +63,31 @@ func fifo(t *testing.T, path string) func() {
 		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 			f.Close()
 		}
+	}
+}
+
+// Any program of the user's can reach the daemon's socket: a request that
+// streams without end is refused at the bound of a hook payload (the
+// connection closed), not read into memory until the call's deadline.
+func TestAttackARequestWithoutEnd(t *testing.T) {
+	t.Parallel()
+	sock, _ := serve(t, Options{})
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte(`{"payload":"`)); err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte("a"), 1<<20)
+	sent := 0
+	for ; sent < 2*maxRequest; sent += len(chunk) {
+		if _, err := conn.Write(chunk); err != nil {
+			break // the daemon closed the connection
+		}
+	}
+	if sent >= 2*maxRequest {
+		t.Errorf("the daemon read %d MiB of one request, twice its bound, and kept reading", sent>>20)
 	}
 }

@@ -263,6 +263,10 @@ func (g *generation) retire() {
 	}()
 }
 
+// maxRequest bounds a request: a hook payload at its bound, and room for
+// the rest (the project, the environment).
+const maxRequest = hookclient.MaxPayload + 1<<20
+
 // serve answers the call on conn, within the call's timeout, and within
 // the grace once stopping ends.
 func (d *daemon) serve(stopping context.Context, conn net.Conn) {
@@ -272,7 +276,10 @@ func (d *daemon) serve(stopping context.Context, conn net.Conn) {
 	// A request still unread when the daemon stops has the grace to arrive.
 	unread := context.AfterFunc(stopping, func() { conn.SetReadDeadline(time.Now().Add(d.o.Grace)) })
 	var req Request
-	err := json.NewDecoder(conn).Decode(&req)
+	// A request is bounded as the hook process bounds its payload: a
+	// peer (any program of this user's) that streams without end is
+	// refused, not held in memory until the deadline.
+	err := json.NewDecoder(io.LimitReader(conn, maxRequest)).Decode(&req)
 	unread()
 	if err != nil {
 		return
