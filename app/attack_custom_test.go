@@ -36,7 +36,7 @@ func TestAttackProjectPolicyJoinsUserPackage(t *testing.T) {
 			home := t.TempDir()
 			project := filepath.Join(home, "p")
 			files(t, home, map[string]string{
-				"p/.git":                                "",
+				"p/.git": "",
 				".lean-ctx/policies/edit_in_project.rego": string(user),
 			})
 			decide := func() contract.Decision {
