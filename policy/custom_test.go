@@ -112,7 +112,7 @@ func TestCustomPolicyErrors(t *testing.T) {
 			"dns.rego:4:"},
 		{"signing requests is forbidden", "aws.rego", "package harness.custom.aws\n\ndeny contains \"x\" if {\n\tproviders.aws.sign_req({}, {}, 0)\n}\n",
 			"aws.rego:4:"},
-		{"test outside harness", "x_test.rego", "package tests\n\ntest_x if true\n", "x_test.rego:1:1: package tests: a test must be in a package under harness"},
+		{"test outside harness", "x_test.rego", "package tests\n\ntest_x if true\n", "x_test.rego:1:1: package tests: a test must be in a package harness.custom.<name>"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
