@@ -138,7 +138,11 @@ func (h *Harness) Serve(ctx context.Context, o ServeOptions) error {
 		h.Watch(wctx, func() { m.Reloaded(nil); logf("reloaded roles and policies") },
 			func(err error) {
 				m.Reloaded(err)
-				logf("reload failed; the last good policy stays in force:")
+				if h.gov.Rules().Broken != "" {
+					logf("reload failed through the project's files; until they load, every call but an exempt tool's is refused:")
+				} else {
+					logf("reload failed; the last good policy stays in force:")
+				}
 				for _, line := range strings.Split(err.Error(), "\n") {
 					logf("  %s", line)
 				}

@@ -52,6 +52,13 @@ type Rules struct {
 	// AgentMaxRoles are the most privileged roles agents may switch
 	// themselves into, by name ([agents.NAME] max_role, or their tokens').
 	AgentMaxRoles map[string]string
+	// Broken, when set, says why the files these rules were loaded from
+	// no longer load, through the project's files: the repository's,
+	// which the agent writes. While it is set every call but an exempt
+	// tool's is refused, and every switch: rules the agent can keep from
+	// changing (its broken file holds every reload back) decide nothing
+	// (see Governor.Restrain).
+	Broken string
 }
 
 // Governor governs the tool calls of many sessions. It is safe for
@@ -149,6 +156,17 @@ func (g *Governor) Swap(r Rules) {
 	if r.DefaultRole == "" {
 		r.DefaultRole = roles.DefaultRole
 	}
+	g.rules.Store(&r)
+}
+
+// Restrain keeps the rules in force but refuses, from now until the next
+// Swap, every call but an exempt tool's and every switch, saying why: the
+// project's files no longer load (see Rules.Broken). A reload that an
+// agent's broken file holds back must not leave in force rules that the
+// operator has since tightened.
+func (g *Governor) Restrain(why string) {
+	r := *g.rules.Load()
+	r.Broken = why
 	g.rules.Store(&r)
 }
 
@@ -439,7 +457,7 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 		if err != nil {
 			return Outcome{Decision: d}, err
 		}
-		if why, beyond := r.heldBeyond(call.Session.Agent, cur.Role); beyond {
+		if why, held := r.restrained(call.Session.Agent, cur.Role); held {
 			d = refusedForRole(r, in, d, why)
 		}
 		o := Outcome{Decision: d, Allowed: d.Allowed, Counters: cur}

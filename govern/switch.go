@@ -52,6 +52,12 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 		if err != nil {
 			return SwitchOutcome{Decision: d}, err
 		}
+		if r.Broken != "" {
+			// The rules in force may be ones the operator has since
+			// tightened: a role switched into now would outlast them.
+			d.Allowed = false
+			d.Reasons = []contract.Reason{{Code: contract.CodeSwitchDenied, Rule: "files", Message: r.Broken}}
+		}
 		o := SwitchOutcome{Decision: d, Counters: cur}
 		if d.Allowed {
 			next, ok, err := g.store.SwitchRole(ctx, k, cur.Role, to)
@@ -86,6 +92,16 @@ func (g *Governor) Switch(ctx context.Context, k budget.Key, to, by string) (Swi
 		return o, nil
 	}
 	return SwitchOutcome{}, errors.New("ledger: could not switch: the role kept changing")
+}
+
+// restrained says why a session may not act in its role, if it may not:
+// the project's files no longer load (Rules.Broken), or the role is held
+// beyond the agent's ceiling (heldBeyond).
+func (r *Rules) restrained(agent, role string) (contract.Reason, bool) {
+	if r.Broken != "" {
+		return contract.Reason{Code: contract.CodeEvalError, Rule: "files", Message: r.Broken}, true
+	}
+	return r.heldBeyond(agent, role)
 }
 
 // heldBeyond says why a session may not act in its role, if it may not:

@@ -70,8 +70,8 @@ func (g *Governor) Visible(ctx context.Context, k budget.Key, role string, tools
 		return map[string]bool{}, err
 	}
 	visible, err := r.Engine.Visible(ctx, c.Role, tools)
-	if _, beyond := r.heldBeyond(k.Agent, c.Role); beyond && err == nil {
-		// A role the session may not act in (see heldBeyond) shows, and
+	if _, held := r.restrained(k.Agent, c.Role); held && err == nil {
+		// A role the session may not act in (see restrained) shows, and
 		// so lets through what is decided by what is shown (completions,
 		// subscriptions), only the exempt tools.
 		exempt := r.Engine.Document().Config.ExemptByOrigin

@@ -151,7 +151,7 @@ func New(version string) *Metrics {
 		"Requests the gateway made of upstreams for agents, by upstream, MCP method and result (ok, error: a JSON-RPC error, failed: not answered, cancelled).",
 		"upstream", "method", "result")
 	m.restarts = counter("harness_upstream_restarts_total", "Attempts to start an upstream again after it went down, by upstream and result (ok, failed).", "upstream", "result")
-	m.reloads = counter("harness_policy_reloads_total", "Reloads of roles, policies and configuration after an edit, by result (ok; failed: the last good policy stayed).", "result")
+	m.reloads = counter("harness_policy_reloads_total", "Reloads of roles, policies and configuration after an edit, by result (ok; failed: the last good policy stayed, deciding nothing but exempt tools when a project's file was at fault).", "result")
 	m.alertsDelivered = counter("harness_alerts_delivered_total", "Alerts delivered to their webhook, by alert.", "alert")
 	m.alertsFailed = counter("harness_alert_failures_total", "Attempts to deliver an alert that failed (each retry counts), by alert.", "alert")
 	m.alertsDropped = counter("harness_alerts_dropped_total", "Alerts given up, by alert and reason (queue_full, gave_up, rejected, shutdown).", "alert", "reason")
