@@ -139,12 +139,15 @@ const maxPins = 1 << 14
 // is refused with exit code 2 (which blocks a PreToolUse call, Claude Code
 // showing the reason), and an event it does not govern is let through.
 func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
+	// A finished call's input that cannot be read is not charged: the
+	// agent is stopped (a refusal after the tool ran only shows the model
+	// a message).
 	if !gjson.ValidBytes(payload) {
-		return refuse("harness hook: the hook input is not JSON; refusing the call")
+		return unreadable(payload, "the hook input is not JSON")
 	}
 	p := gjson.ParseBytes(payload)
 	if !p.IsObject() {
-		return refuse("harness hook: the hook input is not a JSON object; refusing the call")
+		return unreadable(payload, "the hook input is not a JSON object")
 	}
 	event := p.Get("hook_event_name").String()
 	switch event {
@@ -418,6 +421,16 @@ func answer(event, decision, reason, context string) Response {
 // ExitRefused is the exit code that blocks a PreToolUse call, Claude Code
 // showing the model what the hook wrote on stderr.
 const ExitRefused = hookclient.ExitRefused
+
+// unreadable answers a payload that cannot be read: a finished call
+// (its event found even in a payload cut short) is not charged, and
+// stops the agent; anything else is refused.
+func unreadable(payload []byte, why string) Response {
+	if hookclient.IsPost(payload) {
+		return hookclient.Uncharged(why)
+	}
+	return refuse("harness hook: " + why + "; refusing the call")
+}
 
 // refuse blocks the call: exit code 2, the reason on stderr.
 func refuse(msg string) Response { return Response{Stderr: msg + "\n", Exit: ExitRefused} }

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,6 +57,30 @@ func TestPinsAreRemembered(t *testing.T) {
 		got, err := h.Pin(ctx, []byte(`{"session_id":"`+tt.session+`"}`), tt.root)
 		if err != nil || got != tt.want || asked.Load() != tt.asked {
 			t.Errorf("session %s from %q: pinned to %q (%v), ledger asked %d times; want %q, %d", tt.session, tt.root, got, err, asked.Load(), tt.want, tt.asked)
+		}
+	}
+}
+
+// A finished call's input cut short (a hook reads at most 64 MiB) is no
+// JSON: it is not charged, so it stops the agent; a PreToolUse's is
+// refused.
+func TestUnreadablePostToolUseStops(t *testing.T) {
+	t.Parallel()
+	h := &ClaudeCode{Gov: govern.New(govern.Options{Rules: builtinRules(t), Store: budget.NewMemory()})}
+	for _, tt := range []struct {
+		payload string
+		stop    bool
+	}{
+		{`{"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_response": {"originalFile": "xxx`, true},
+		{`{"session_id": "s", "hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "error": "cut`, true},
+		{`{"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "l`, false},
+		{`{"session_id": "s", "hook_event_name": "PostToolUse"`, true},
+		{`not json`, false},
+	} {
+		r := h.Handle(context.Background(), []byte(tt.payload))
+		stopped := strings.Contains(string(r.Stdout), `"continue":false`) && r.Exit == 0
+		if stopped != tt.stop || (!tt.stop && r.Exit != ExitRefused) {
+			t.Errorf("%s: exit %d, stdout %q: want stopped %v", tt.payload, r.Exit, r.Stdout, tt.stop)
 		}
 	}
 }

@@ -81,9 +81,17 @@ func (c Client) warn(r Response) Response {
 }
 
 func (c Client) answer(ctx context.Context, stdin io.Reader, payload *atomic.Pointer[[]byte]) Response {
-	b, err := io.ReadAll(io.LimitReader(stdin, MaxPayload))
+	b, err := io.ReadAll(io.LimitReader(stdin, MaxPayload+1))
 	if err != nil {
-		return c.warn(Response{Stderr: fmt.Sprintf("harness hook: reading the hook input: %v; refusing the call\n", err), Exit: ExitRefused})
+		return c.warn(Unanswered(b, fmt.Sprintf("reading the hook input: %v", err)))
+	}
+	if len(b) > MaxPayload {
+		// Cut short, it is no JSON: a finished call's (an Edit's response
+		// holds the whole file edited) would be refused, and its output,
+		// which reached the model, charged nothing.
+		b = b[:MaxPayload]
+		payload.Store(&b)
+		return c.warn(Unanswered(b, fmt.Sprintf("the hook input is past %d MiB", MaxPayload>>20)))
 	}
 	payload.Store(&b)
 	req := NewRequest(b, c.Project, c.Env)
