@@ -239,6 +239,7 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzAppendEntry -fuzztime $(FUZZTIME) ./events
 	go test -run '^$$' -fuzz FuzzAppendInput -fuzztime $(FUZZTIME) ./events
 	go test -run '^$$' -fuzz FuzzAppend -fuzztime $(FUZZTIME) ./internal/jsonstr
+	go test -run '^$$' -fuzz FuzzImageSize -fuzztime $(FUZZTIME) ./internal/media
 	go test -run '^$$' -fuzz FuzzRawJSON -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzUnquote -fuzztime $(FUZZTIME) ./gateway
 	go test -run '^$$' -fuzz FuzzQuickMessage -fuzztime $(FUZZTIME) ./gateway

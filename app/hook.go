@@ -19,7 +19,8 @@ func (h *Harness) Hook(ctx context.Context, warn func(error)) (*hook.ClaudeCode,
 	}
 	tools := maps.Clone(hook.DefaultTools)
 	maps.Copy(tools, h.Config.HookTools)
-	return &hook.ClaudeCode{Gov: g, Opts: hook.Options{Tools: tools, Allow: h.Config.HookAllow}}, nil
+	return &hook.ClaudeCode{Gov: g, Opts: hook.Options{Tools: tools, Allow: h.Config.HookAllow,
+		ImagePixelsPerToken: h.Config.Charge.ImagePixelsPerToken, MaxImageTokens: h.Config.Charge.MaxImageTokens, AudioTokensPerKB: h.Config.Charge.AudioTokensPerKB}}, nil
 }
 
 // Protected is what the installed hook's permission rules keep the

@@ -2,19 +2,14 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	_ "image/gif" // image.DecodeConfig reads GIF, JPEG and PNG headers
-	_ "image/jpeg"
-	_ "image/png"
 	"slices"
 	"strings"
 
 	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/internal/media"
 )
 
 // What reaches the agent, and what it costs: text by its o200k_base
@@ -257,57 +252,13 @@ func uncharged(key string, v json.RawMessage) bool {
 }
 
 // decodedLen is the number of bytes base64 text s decodes to.
-func decodedLen(s string) int64 {
-	n := int64(len(strings.TrimRight(s, "=")))
-	return n * 3 / 4
-}
+func decodedLen(s string) int64 { return media.DecodedLen(s) }
 
-func perKB(bytes, tokens int64) int64 { return (bytes*tokens + 1023) / 1024 }
+func perKB(bytes, tokens int64) int64 { return media.PerKB(bytes, tokens) }
 
 // imageTokens estimates the tokens of a base64 image.
 func (o ChargeOptions) imageTokens(data string) int64 {
-	w, h, ok := imageSize(data)
-	if !ok {
-		return o.MaxImageTokens
-	}
-	return min(max((w*h+o.ImagePixelsPerToken-1)/o.ImagePixelsPerToken, 1), o.MaxImageTokens)
-}
-
-// imageSize reads the width and height of a base64 PNG, JPEG, GIF or WebP
-// image from its header.
-func imageSize(data string) (w, h int64, ok bool) {
-	head := data
-	if len(head) > 1<<20 { // a JPEG's frame header may follow long metadata
-		head = head[:1<<20]
-	}
-	head = head[:len(head)/4*4]
-	raw, err := base64.StdEncoding.DecodeString(head)
-	if err != nil {
-		return 0, 0, false
-	}
-	if cfg, _, err := image.DecodeConfig(bytes.NewReader(raw)); err == nil {
-		return int64(cfg.Width), int64(cfg.Height), true
-	}
-	return webpSize(raw)
-}
-
-// webpSize reads a WebP image's size from its RIFF header (lossy VP8,
-// lossless VP8L, extended VP8X).
-func webpSize(b []byte) (w, h int64, ok bool) {
-	if len(b) < 30 || string(b[0:4]) != "RIFF" || string(b[8:12]) != "WEBP" {
-		return 0, 0, false
-	}
-	switch string(b[12:16]) {
-	case "VP8 ":
-		return int64(binary.LittleEndian.Uint16(b[26:28]) & 0x3fff), int64(binary.LittleEndian.Uint16(b[28:30]) & 0x3fff), true
-	case "VP8L":
-		bits := binary.LittleEndian.Uint32(b[21:25])
-		return int64(bits&0x3fff) + 1, int64(bits>>14&0x3fff) + 1, true
-	case "VP8X":
-		u24 := func(p []byte) int64 { return int64(p[0]) | int64(p[1])<<8 | int64(p[2])<<16 }
-		return u24(b[24:27]) + 1, u24(b[27:30]) + 1, true
-	}
-	return 0, 0, false
+	return media.ImageTokens(data, o.ImagePixelsPerToken, o.MaxImageTokens)
 }
 
 // part is what one content block brings into the agent's context.

@@ -539,6 +539,9 @@ type Result struct {
 	// Output is the text that went back to the agent; its tokens are
 	// context tokens and output.
 	Output string
+	// Media is the estimate, in tokens, of what went back to the agent
+	// that is not text (images, audio): charged with Output's tokens.
+	Media int64
 	// Model prices the call; "" for the configured default.
 	Model string
 	// ModelClaimed says that Model is only someone's word (what an agent's
@@ -590,6 +593,7 @@ func (g *Governor) Record(ctx context.Context, res Result) (Charge, error) {
 	if err != nil {
 		return Charge{}, err
 	}
+	out += max(res.Media, 0)
 	est, err := g.price(res.Model).Of(pricing.Usage{Input: in, Output: out})
 	if err != nil {
 		return Charge{}, err

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/agentharness/harness/internal/media"
 )
 
 // Content is what of a tool's response reaches the model, as Claude Code
@@ -14,9 +16,10 @@ import (
 // stdout and stderr; Grep's matches or the names of the files; WebFetch's
 // result text; the snippet of an edit, not the whole original file Edit
 // reports; an MCP tool's result as the gateway counts it.
-// Images, PDFs and other binary data are not counted (their tokens depend
-// on the model), nor the fixed sentence Claude Code answers a TodoWrite
-// with. A tool it does not know is charged every string of its response.
+// Images and audio are not text: Media estimates them. A PDF's pages are
+// not counted (their tokens depend on the model), nor the fixed sentence
+// Claude Code answers a TodoWrite with. A tool it does not know is charged
+// every string of its response.
 func Content(tool string, response gjson.Result) string {
 	if f, ok := contents[tool]; ok {
 		return f(response)
@@ -243,4 +246,62 @@ func texts(r gjson.Result) string {
 		return b.String()
 	}
 	return ""
+}
+
+// Media estimates, in tokens, what of a tool's response reaches the model
+// that is not text, as the gateway charges it: an image Read by its size;
+// an MCP tool's image blocks by their size, its audio blocks by their
+// bytes, and the blobs of its embedded resources (and of a
+// ReadMcpResourceTool's contents) by their type and bytes.
+func Media(tool string, response gjson.Result, o Options) int64 {
+	px, most, audio := o.ImagePixelsPerToken, o.MaxImageTokens, o.AudioTokensPerKB
+	if px <= 0 {
+		px = 750
+	}
+	if most <= 0 {
+		most = 1600
+	}
+	if audio <= 0 {
+		audio = 32
+	}
+	blob := func(data, mime string) int64 {
+		switch {
+		case strings.HasPrefix(mime, "image/"):
+			return media.ImageTokens(data, px, most)
+		case strings.HasPrefix(mime, "audio/"):
+			return media.PerKB(media.DecodedLen(data), audio)
+		}
+		return media.PerKB(media.DecodedLen(data), 256) // as base64 text would count
+	}
+	var n int64
+	switch up, _ := Origin(tool); {
+	case tool == "Read":
+		if response.Get("type").String() == "image" {
+			n = media.ImageTokens(response.Get("file.base64").String(), px, most)
+		}
+	case tool == "ReadMcpResourceTool":
+		for _, c := range response.Get("contents").Array() {
+			if b := c.Get("blob"); b.Type == gjson.String {
+				n += blob(b.Str, c.Get("mimeType").String())
+			}
+		}
+	case up != "":
+		blocks := response
+		if response.IsObject() {
+			blocks = response.Get("content")
+		}
+		for _, b := range blocks.Array() {
+			switch b.Get("type").String() {
+			case "image":
+				n += media.ImageTokens(b.Get("data").String(), px, most)
+			case "audio":
+				n += media.PerKB(media.DecodedLen(b.Get("data").String()), audio)
+			case "resource":
+				if d := b.Get("resource.blob"); d.Type == gjson.String {
+					n += blob(d.Str, b.Get("resource.mimeType").String())
+				}
+			}
+		}
+	}
+	return n
 }

@@ -1,13 +1,20 @@
 package hook
 
 import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/govern"
 )
 
 // What each golden PostToolUse payload (testdata/hooks/post-*.json) is
@@ -81,5 +88,57 @@ func TestReadIsChargedItsLineNumbers(t *testing.T) {
 	empty := `{"type": "text", "file": {"content": "` + strings.Repeat("\\n", 2000) + `", "startLine": 1}}`
 	if got := Content("Read", gjson.Parse(empty)); strings.Count(got, "\t") != 2000 || !strings.HasSuffix(got, "  2000\t") {
 		t.Errorf("2,000 empty lines: %d numbered lines, ending %q", strings.Count(got, "\t"), got[max(len(got)-12, 0):])
+	}
+}
+
+// An image reaches the model and fills its context as the gateway
+// charges it (width × height / 750 tokens, at most 1,600), but through
+// the hook it was charged nothing: an MCP tool's image blocks, an image
+// Read. An agent that renders what it wants to read as images (or whose
+// MCP server answers with them) read for free, a hundred images being
+// 160,000 tokens. Now each is charged as the gateway charges it.
+func TestAttackImagesThroughTheHookAreFree(t *testing.T) {
+	t.Parallel()
+	pngOf := func(w, h uint32) string { // a PNG's header, of w × h pixels
+		chunk := []byte("IHDR")
+		chunk = binary.BigEndian.AppendUint32(chunk, w)
+		chunk = binary.BigEndian.AppendUint32(chunk, h)
+		chunk = append(chunk, 8, 2, 0, 0, 0)
+		b := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0d"), chunk...)
+		b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(chunk))
+		return base64.StdEncoding.EncodeToString(append(b, make([]byte, 64)...))
+	}
+	big, small := pngOf(1568, 1568), pngOf(75, 10)
+	images := strings.Repeat(`{"type": "image", "data": "`+big+`", "mimeType": "image/png"},`, 100)
+	audio := base64.StdEncoding.EncodeToString(make([]byte, 10<<10))
+	for _, tt := range []struct {
+		name, tool, response string
+		want                 int64 // the tokens of what is not text
+	}{
+		{"an MCP tool's image blocks", "mcp__s__render", `[` + images + `{"type": "text", "text": "ok"}]`, 100 * 1600},
+		{"an MCP tool's result object", "mcp__s__render", `{"content": [{"type": "image", "data": "` + small + `", "mimeType": "image/png"}]}`, 1},
+		{"an image whose size cannot be read", "mcp__s__render", `[{"type": "image", "data": "bm90IGFuIGltYWdl", "mimeType": "image/png"}]`, 1600},
+		{"an MCP tool's audio", "mcp__s__speak", `[{"type": "audio", "data": "` + audio + `", "mimeType": "audio/wav"}]`, 10 * 32},
+		{"an embedded resource's blob", "mcp__s__get", `[{"type": "resource", "resource": {"uri": "x:a", "mimeType": "image/png", "blob": "` + big + `"}}]`, 1600},
+		{"a resource read through Claude Code", "ReadMcpResourceTool", `{"contents": [{"uri": "x:a", "mimeType": "image/png", "blob": "` + big + `"}]}`, 1600},
+		{"an image read", "Read", `{"type": "image", "file": {"base64": "` + big + `", "type": "image/png", "originalSize": 90, "dimensions": {"originalWidth": 1568, "originalHeight": 1568, "displayWidth": 1568, "displayHeight": 1568}}}`, 1600},
+		{"a text read", "Read", `{"type": "text", "file": {"content": "", "startLine": 1}}`, 0},
+	} {
+		store := budget.NewMemory()
+		h := &ClaudeCode{Gov: govern.New(govern.Options{Rules: builtinRules(t), Store: store})}
+		payload := `{"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "` + tt.tool + `", "tool_input": {}, "tool_response": ` + tt.response + `}`
+		if r := h.Handle(context.Background(), []byte(payload)); r.Exit != 0 {
+			t.Fatalf("%s: %+v", tt.name, r)
+		}
+		c, err := store.Get(context.Background(), budget.Key{Agent: Agent, Session: "s"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Media(tt.tool, gjson.Parse(tt.response), Options{}); got != tt.want {
+			t.Errorf("%s: Media %d, want %d", tt.name, got, tt.want)
+		}
+		if c.Tokens < tt.want || c.Tokens > tt.want+2 { // and the text's ("ok")
+			t.Errorf("%s: charged %d context tokens, want %d", tt.name, c.Tokens, tt.want)
+		}
 	}
 }

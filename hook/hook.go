@@ -115,6 +115,10 @@ type Options struct {
 	// so that Claude Code's own permission rules and prompts still apply
 	// (the harness only ever takes permissions away); "allow" skips them.
 	Allow string
+	// ImagePixelsPerToken, MaxImageTokens and AudioTokensPerKB estimate
+	// the images and audio a tool returns ([charge], as the gateway
+	// charges them; the gateway's defaults when 0). See Media.
+	ImagePixelsPerToken, MaxImageTokens, AudioTokensPerKB int64
 }
 
 // Response is what the hook process prints and how it exits (the hook
@@ -179,9 +183,10 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 		return h.pre(ctx, call, tool, input)
 	case "PostToolUseFailure":
 		// The failure's text reaches the model as the tool's result.
-		return h.post(ctx, event, k, call.Tool, transcriptPath, input, p.Get("error").String())
+		return h.post(ctx, event, k, call.Tool, transcriptPath, input, p.Get("error").String(), 0)
 	}
-	return h.post(ctx, event, k, call.Tool, transcriptPath, input, Content(tool, p.Get("tool_response")))
+	response := p.Get("tool_response")
+	return h.post(ctx, event, k, call.Tool, transcriptPath, input, Content(tool, response), Media(tool, response, h.Opts))
 }
 
 // Pin pins the session of payload to the project root, when the session
@@ -381,10 +386,10 @@ func nesting(raw string) int {
 }
 
 // post charges a finished call (event PostToolUse or PostToolUseFailure):
-// the tokens of output, what reached the model, and the cost of its input
-// and output.
-func (h *ClaudeCode) post(ctx context.Context, event string, k budget.Key, harnessTool, transcriptPath string, input gjson.Result, output string) Response {
-	ch, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: output, Transcript: transcriptPath})
+// the tokens of output, what reached the model, and media, the estimate of
+// its images and audio, and the cost of its input and output.
+func (h *ClaudeCode) post(ctx context.Context, event string, k budget.Key, harnessTool, transcriptPath string, input gjson.Result, output string, media int64) Response {
+	ch, err := h.Gov.Record(ctx, govern.Result{Session: k, Tool: harnessTool, Arguments: input.Raw, Output: output, Media: media, Transcript: transcriptPath})
 	if err != nil {
 		return hookclient.Uncharged(fmt.Sprintf("charging %s: %v", harnessTool, err))
 	}

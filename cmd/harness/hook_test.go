@@ -729,28 +729,32 @@ func TestHookClaudeCodeTools(t *testing.T) {
 
 // After a tool runs, what reaches the model is charged (the file's content,
 // the command's output, the matches, the page's text, the error of a
-// failed call), not the envelope Claude Code wraps it in (the file's path,
+// failed call, and its images as the gateway estimates them), not the
+// envelope Claude Code wraps it in (the file's path,
 // "type": "text", line counts, a whole original file for an edit).
 func TestHookChargesWhatReachesTheModel(t *testing.T) {
 	t.Parallel()
 	tok := newTokenizer()
-	for _, tt := range []struct{ payload, content string }{
-		{"post-read-hello.json", "     1\thello world"}, // a read's lines come numbered
-		{"post-read.json", "     1\tpackage main\n     2\t\n     3\timport \"fmt\"\n     4\t\n     5\tfunc main() {\n     6\t\tfmt.Println(\"hi\")\n     7\t}"},
-		{"post-read-image.json", ""},
-		{"post-bash.json", "ok  \tdemo\t0.012s\n"},
-		{"post-bash-stderr.json", "building\n\nmain.go:3:2: \"os\" imported and not used\n"},
-		{"post-grep.json", "/home/user/demo/main.go:5:func main() {"},
-		{"post-grep-files.json", "/home/user/demo/main.go\n/home/user/demo/util.go"},
-		{"post-glob.json", "/home/user/demo/main.go\n/home/user/demo/util.go"},
-		{"post-webfetch.json", "The page is a placeholder for documentation examples."},
-		{"post-websearch.json", "Decision Logs | Open Policy Agent\nhttps://www.openpolicyagent.org/docs/management-decision-logs\nOPA can log every decision it makes."},
-		{"post-edit.json", " func main() {\n-\tfmt.Println(\"hi\")\n+\tfmt.Println(\"hello\")\n }"},
-		{"post-write.json", ""},
-		{"post-todowrite.json", ""},
-		{"post-agent.json", "The decision log is written by events/logs.go."},
-		{"post-mcp.json", "Issue 7: the test is flaky"},
-		{"post-failure-bash.json", "Exit code 1\ncat: /nonexistent: No such file or directory"},
+	for _, tt := range []struct {
+		payload, content string
+		media            int64 // the estimate of its images
+	}{
+		{"post-read-hello.json", "     1\thello world", 0}, // a read's lines come numbered
+		{"post-read.json", "     1\tpackage main\n     2\t\n     3\timport \"fmt\"\n     4\t\n     5\tfunc main() {\n     6\t\tfmt.Println(\"hi\")\n     7\t}", 0},
+		{"post-read-image.json", "", 1}, // a PNG of 1 × 1 pixels
+		{"post-bash.json", "ok  \tdemo\t0.012s\n", 0},
+		{"post-bash-stderr.json", "building\n\nmain.go:3:2: \"os\" imported and not used\n", 0},
+		{"post-grep.json", "/home/user/demo/main.go:5:func main() {", 0},
+		{"post-grep-files.json", "/home/user/demo/main.go\n/home/user/demo/util.go", 0},
+		{"post-glob.json", "/home/user/demo/main.go\n/home/user/demo/util.go", 0},
+		{"post-webfetch.json", "The page is a placeholder for documentation examples.", 0},
+		{"post-websearch.json", "Decision Logs | Open Policy Agent\nhttps://www.openpolicyagent.org/docs/management-decision-logs\nOPA can log every decision it makes.", 0},
+		{"post-edit.json", " func main() {\n-\tfmt.Println(\"hi\")\n+\tfmt.Println(\"hello\")\n }", 0},
+		{"post-write.json", "", 0},
+		{"post-todowrite.json", "", 0},
+		{"post-agent.json", "The decision log is written by events/logs.go.", 0},
+		{"post-mcp.json", "Issue 7: the test is flaky", 1600}, // and an image whose size cannot be read
+		{"post-failure-bash.json", "Exit code 1\ncat: /nonexistent: No such file or directory", 0},
 	} {
 		t.Run(tt.payload, func(t *testing.T) {
 			t.Parallel()
@@ -766,6 +770,7 @@ func TestHookChargesWhatReachesTheModel(t *testing.T) {
 				t.Fatalf("budget: exit %d %s%s", code, out, errOut)
 			}
 			want, _ := tok.Count(tt.content)
+			want += tt.media
 			if got.Budget.Tokens.Used != want {
 				t.Errorf("charged %d tokens, want %d (of %q)", got.Budget.Tokens.Used, want, tt.content)
 			}
