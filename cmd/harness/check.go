@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/internal/strict"
 	"github.com/agentharness/harness/policy"
 )
@@ -41,7 +42,7 @@ Exit codes: 0 ok, 3 the files have errors, 1 the harness itself cannot run.`,
 					return exitCheck
 				}
 				for _, e := range list {
-					fmt.Fprintln(c.stdout, e)
+					fmt.Fprintln(c.stdout, printableLines(e.Error()))
 				}
 				fmt.Fprintf(c.stdout, "%d error(s) in role, configuration or policy files\n", len(list))
 				return exitCheck
@@ -57,11 +58,11 @@ Exit codes: 0 ok, 3 the files have errors, 1 the harness itself cannot run.`,
 				}{true, []*strict.Error{}, s})
 			}
 			for _, w := range s.Warnings {
-				fmt.Fprintf(c.stdout, "warning: %s\n", w)
+				fmt.Fprintf(c.stdout, "warning: %s\n", printableLines(w))
 			}
 			fmt.Fprintf(c.stdout, "ok: %d roles (%d built-in, %d user, %d project)\n", s.Roles.Total, s.Roles.Builtin, s.Roles.User, s.Roles.Project)
 			for _, d := range s.ProjectRoles {
-				fmt.Fprintf(c.stdout, "project roles: %s\n", d)
+				fmt.Fprintf(c.stdout, "project roles: %s\n", contract.Printable(d))
 			}
 			for _, d := range s.UserRoles {
 				fmt.Fprintf(c.stdout, "user roles:    %s\n", d)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/govern"
 	"github.com/agentharness/harness/internal/progress"
 	"github.com/agentharness/harness/internal/strict"
@@ -124,8 +125,19 @@ func name(cmd *cobra.Command) string {
 
 func (c *cli) fail(format string, args ...any) int {
 	c.meter.Done()
-	fmt.Fprintf(c.stderr, "harness: "+format+"\n", args...)
+	fmt.Fprintf(c.stderr, "harness: %s\n", printableLines(fmt.Sprintf(format, args...)))
 	return exitError
+}
+
+// printableLines is s with each of its lines shown Printable: an error
+// may quote a project's files (a section's name, a file's name), which
+// are the agent's to write, and must not drive the operator's terminal.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = contract.Printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // params are the load parameters of this run: its surroundings and
@@ -150,7 +162,7 @@ func (c *cli) printErrors(err error) {
 	var list strict.ErrorList
 	if errors.As(err, &list) {
 		for _, e := range list {
-			fmt.Fprintln(c.stderr, e)
+			fmt.Fprintln(c.stderr, printableLines(e.Error()))
 		}
 		fmt.Fprintf(c.stderr, "harness: %d error(s) in role, configuration or policy files\n", len(list))
 		return
