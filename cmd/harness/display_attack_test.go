@@ -7,6 +7,7 @@ package main
 // bidirectional override).
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -54,5 +55,38 @@ func TestAttackLoadErrorsDriveTheTerminal(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A tool's name is the agent's: printed as stored (--json), it must still
+// not drive the terminal. JSON lets C1 controls (an 8-bit OSC, U+009D, to
+// an 8-bit string terminator, U+009C), DEL and bidirectional overrides
+// through unescaped; the lines stay the same JSON with them escaped.
+func TestAttackJSONOutputDrivesTheTerminal(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	tool := "evil\u009d52;c;cm0gLXJmIH4K\u009c\u202ellehs_xtc\x7f"
+	if out, errOut, code := harnessIn(t, home, nil, "decide", "--role", "reviewer", "--tool", tool, "--record", "--session", "S", "--agent", "a"); code != exitDenied {
+		t.Fatalf("decide: exit %d, want %d\n%s%s", code, exitDenied, out, errOut)
+	}
+	for _, args := range [][]string{{"events", "--json"}, {"log", "--json"}} {
+		out, errOut, code := harnessIn(t, home, nil, args...)
+		if code != exitOK || out == "" {
+			t.Fatalf("harness %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+		if bad := unprintable(out); len(bad) > 0 {
+			t.Errorf("harness %s writes %s to the terminal:\n%q", strings.Join(args, " "), strings.Join(bad, " "), out)
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			var e struct {
+				Tool  string `json:"tool"`
+				Input struct {
+					Tool string `json:"tool"`
+				} `json:"input"`
+			}
+			if err := json.Unmarshal([]byte(line), &e); err != nil || (e.Tool != tool && e.Input.Tool != tool) {
+				t.Errorf("harness %s: the line is not the same JSON (%v): %q", strings.Join(args, " "), err, line)
+			}
+		}
 	}
 }
