@@ -42,8 +42,9 @@ var scriptHash = func() string {
 }()
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"usd": contract.FormatUSD,
-	"f":   func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) },
+	"usd":  contract.FormatUSD,
+	"show": show,
+	"f":    func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) },
 }).Parse(pageSource))
 
 // palette colours the agents' series, in order.

@@ -135,8 +135,9 @@ func (r *Report) LedgerLine() string {
 
 // WriteCSV writes the rows and their total as CSV, with a column for each
 // reason code of a refusal. A field that a spreadsheet would take for a
-// formula (=, +, -, @ first) is quoted with a leading apostrophe: a tool
-// name is the agent's choice.
+// formula (=, +, -, @ first) is quoted with a leading apostrophe, and
+// control characters are escaped (see safeCell): a tool name is the
+// agent's choice.
 func (r *Report) WriteCSV(w io.Writer) error {
 	codes := make([]string, 0, len(r.Reasons))
 	for _, reason := range r.Reasons {
@@ -173,8 +174,11 @@ func (r *Report) WriteCSV(w io.Writer) error {
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
 
-// safeCell keeps a spreadsheet from reading a field as a formula.
+// safeCell keeps a spreadsheet from reading a field as a formula, and a
+// terminal (harness report --csv) from reading it as control sequences:
+// its characters are shown Printable, as the table shows them.
 func safeCell(s string) string {
+	s = contract.Printable(s)
 	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
 		return "'" + s
 	}
