@@ -69,6 +69,12 @@ func TestAttackJSONOutputDrivesTheTerminal(t *testing.T) {
 	if out, errOut, code := harnessIn(t, home, nil, "decide", "--role", "reviewer", "--tool", tool, "--record", "--session", "S", "--agent", "a"); code != exitDenied {
 		t.Fatalf("decide: exit %d, want %d\n%s%s", code, exitDenied, out, errOut)
 	}
+	for _, args := range [][]string{{"report", "--by", "tool", "--json"}, {"decide", "--role", "reviewer", "--tool", tool, "--json"}} {
+		out, errOut, _ := harnessIn(t, home, nil, args...)
+		if bad := unprintable(out); len(bad) > 0 || !json.Valid([]byte(out)) {
+			t.Errorf("harness %s writes %s to the terminal:\n%q%s", args[0], strings.Join(bad, " "), out, errOut)
+		}
+	}
 	for _, args := range [][]string{{"events", "--json"}, {"log", "--json"}} {
 		out, errOut, code := harnessIn(t, home, nil, args...)
 		if code != exitOK || out == "" {
