@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -217,10 +218,15 @@ func parseArgs(s string) (map[string]any, error) {
 }
 
 func (c *cli) writeJSON(v any) error {
-	enc := json.NewEncoder(c.stdout)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := io.WriteString(c.stdout, printableJSON(b.String())) // what JSON lets through raw is the agent's too
+	return err
 }
 
 // printOutcome writes the readable summary of a decision.

@@ -78,7 +78,7 @@ func (c *cli) events(follow, asJSON bool, typ, session, agent string) int {
 			return nil
 		}
 		if asJSON {
-			_, err := fmt.Fprintf(c.stdout, "%s\n", line)
+			_, err := fmt.Fprintf(c.stdout, "%s\n", storedJSON(line))
 			return err
 		}
 		_, err := fmt.Fprintln(c.stdout, formatEvent(e))
@@ -241,7 +241,7 @@ func (c *cli) log(id, session string, limit int, asJSON bool) int {
 	}
 	for _, e := range found {
 		if asJSON {
-			fmt.Fprintf(c.stdout, "%s\n", e.raw)
+			fmt.Fprintf(c.stdout, "%s\n", storedJSON(e.raw))
 			continue
 		}
 		// Every string may come from the agent: shown Printable, one
@@ -287,6 +287,19 @@ func (c *cli) log(id, session string, limit int, asJSON bool) int {
 		fmt.Fprintf(c.stdout, "%s  %s  %s  %s\n", e.Timestamp.Format(time.RFC3339), p(e.DecisionID), who, what)
 	}
 	return exitOK
+}
+
+// storedJSON is a line of a log as --json prints it: the same JSON, on
+// one line, with the characters a terminal would not print plainly
+// escaped (printableJSON). The line is valid JSON (it was read as an
+// entry or an event); compact, none of those characters is outside its
+// strings, where an escape keeps the value.
+func storedJSON(line []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, line) != nil {
+		return contract.Printable(string(line))
+	}
+	return printableJSON(b.String())
 }
 
 // printableJSON returns JSON text with every character a terminal would

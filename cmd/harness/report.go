@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -93,7 +95,10 @@ func (c *cli) report(f reportFlags) int {
 	}
 	switch {
 	case f.json:
-		err = r.WriteJSON(c.stdout)
+		var b bytes.Buffer
+		if err = r.WriteJSON(&b); err == nil {
+			_, err = io.WriteString(c.stdout, printableJSON(b.String()))
+		}
 	case f.csv:
 		err = r.WriteCSV(c.stdout)
 	default:
