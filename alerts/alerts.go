@@ -437,8 +437,9 @@ func (w *worker) body(e events.Event) ([]byte, error) {
 const maxText = 3000
 
 // Text is e as one line for a person (the Slack form): what happened, to
-// which agent and session, with control characters escaped and Slack's
-// markup characters (&, <, >) as its entities.
+// which agent and session, with control characters escaped, Slack's
+// markup characters (&, <, >) as its entities, and mentions and links
+// broken (see slackText).
 func Text(e events.Event) string {
 	p := contract.Printable
 	who := "agent " + p(e.Agent)
@@ -484,8 +485,15 @@ func Text(e events.Event) string {
 		}
 		text = text[:cut] + "…"
 	}
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(text)
+	return slackText.Replace(text)
 }
+
+// slackText writes Slack's markup characters as its entities, and breaks
+// with a zero-width space what Mattermost and Discord (which take the
+// Slack form) read as a mention of everyone (@channel, @everyone, …: an
+// @ before a word) or a link that shows other text ([text](url)): the
+// agent names its tools.
+var slackText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "@", "@\u200b", "](", "]\u200b(")
 
 func amount(dim string, n int64) string {
 	if dim == "cost" {
