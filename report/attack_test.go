@@ -51,3 +51,35 @@ func TestAttackCSVAndHTMLRowsShowControls(t *testing.T) {
 		}
 	}
 }
+
+// The totals' row is keyed TOTAL; a tool (or a project's role) the agent
+// names TOTAL is a row keyed TOTAL too, which sorts first: a script or a
+// spreadsheet that looks up TOTAL in the CSV reads the agent's numbers,
+// not the totals.
+func TestAttackToolNamedTotal(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "decisions.jsonl")
+	dl, err := events.OpenDecisionLog(path, events.DecisionLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mask *events.Mask
+	for i, tool := range []string{"ctx_read", "TOTAL"} {
+		red, _ := mask.Apply(events.ChargeInput{Role: "coder", Tool: tool, Session: "s", Agent: "a"})
+		if err := dl.Log(events.Entry{DecisionID: "d" + strconv.Itoa(i), Path: events.PathCharge, Timestamp: genStart}, red, events.ChargeResult{Tokens: 1000 - 999*int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dl.Close()
+	r, err := Build(context.Background(), Options{Decisions: path, By: ByTool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var csv bytes.Buffer
+	if err := r.WriteCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count("\n"+csv.String(), "\nTOTAL,"); n != 1 {
+		t.Errorf("%d rows keyed TOTAL:\n%s", n, csv.String())
+	}
+}
