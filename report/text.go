@@ -57,14 +57,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprint(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\tCALLS\tALLOWED\tWARNED\tDENIED\tTOKENS\tSHELL\tCOST\tSESSIONS\tHIT A LIMIT\t\n", r.keyHeader())
-	row := func(g Group) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t\n", show(g.Key), g.Calls, g.Allowed, g.Warned, g.Denied,
+	row := func(g Group, total bool) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t\n", r.rowKey(show(g.Key), total), g.Calls, g.Allowed, g.Warned, g.Denied,
 			g.Tokens, g.Shell, contract.FormatUSD(g.CostMicros), g.Sessions, g.Limited)
 	}
 	for _, g := range r.Groups {
-		row(g)
+		row(g, false)
 	}
-	row(r.Totals)
+	row(r.Totals, true)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -152,8 +152,8 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	if err := cw.Write(header); err != nil {
 		return err
 	}
-	row := func(g Group) error {
-		rec := []string{safeCell(g.Key), i64(g.Calls), i64(g.Allowed), i64(g.Warned), i64(g.Denied), i64(g.Tokens), i64(g.Shell),
+	row := func(g Group, total bool) error {
+		rec := []string{r.rowKey(safeCell(g.Key), total), i64(g.Calls), i64(g.Allowed), i64(g.Warned), i64(g.Denied), i64(g.Tokens), i64(g.Shell),
 			strconv.FormatFloat(float64(g.CostMicros)/1e6, 'f', 6, 64), i64(g.Withheld), strconv.Itoa(g.Sessions), strconv.Itoa(g.Limited)}
 		for _, c := range codes {
 			rec = append(rec, i64(g.DeniedBy[c]))
@@ -161,11 +161,11 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		return cw.Write(rec)
 	}
 	for _, g := range r.Groups {
-		if err := row(g); err != nil {
+		if err := row(g, false); err != nil {
 			return err
 		}
 	}
-	if err := row(r.Totals); err != nil {
+	if err := row(r.Totals, true); err != nil {
 		return err
 	}
 	cw.Flush()
@@ -173,6 +173,16 @@ func (r *Report) WriteCSV(w io.Writer) error {
 }
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// rowKey is the key of row g as shown: a group's key that reads as the
+// totals' (a tool the agent named TOTAL) is quoted with a leading
+// apostrophe, so that only the totals' row is keyed TOTAL.
+func (r *Report) rowKey(shown string, total bool) string {
+	if !total && shown == r.Totals.Key {
+		return "'" + shown
+	}
+	return shown
+}
 
 // safeCell keeps a spreadsheet from reading a field as a formula, and a
 // terminal (harness report --csv) from reading it as control sequences:
