@@ -174,7 +174,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
 
-// rowKey is the key of row g as shown: a group's key that reads as the
+// rowKey is a row's key as shown: a group's key that reads as the
 // totals' (a tool the agent named TOTAL) is quoted with a leading
 // apostrophe, so that only the totals' row is keyed TOTAL.
 func (r *Report) rowKey(shown string, total bool) string {
