@@ -31,7 +31,8 @@ type ChargeOptions struct {
 }
 
 // DefaultCharging are the default estimates.
-var DefaultCharging = ChargeOptions{ImagePixelsPerToken: 750, MaxImageTokens: 1600, AudioTokensPerKB: 32, BlobTokensPerKB: 256}
+var DefaultCharging = ChargeOptions{ImagePixelsPerToken: media.ImagePixelsPerToken, MaxImageTokens: media.MaxImageTokens,
+	AudioTokensPerKB: media.AudioTokensPerKB, BlobTokensPerKB: media.BlobTokensPerKB}
 
 func (o ChargeOptions) withDefaults() ChargeOptions {
 	d := DefaultCharging

@@ -256,13 +256,13 @@ func texts(r gjson.Result) string {
 func Media(tool string, response gjson.Result, o Options) int64 {
 	px, most, audio := o.ImagePixelsPerToken, o.MaxImageTokens, o.AudioTokensPerKB
 	if px <= 0 {
-		px = 750
+		px = media.ImagePixelsPerToken
 	}
 	if most <= 0 {
-		most = 1600
+		most = media.MaxImageTokens
 	}
 	if audio <= 0 {
-		audio = 32
+		audio = media.AudioTokensPerKB
 	}
 	blob := func(data, mime string) int64 {
 		switch {
@@ -271,7 +271,7 @@ func Media(tool string, response gjson.Result, o Options) int64 {
 		case strings.HasPrefix(mime, "audio/"):
 			return media.PerKB(media.DecodedLen(data), audio)
 		}
-		return media.PerKB(media.DecodedLen(data), 256) // as base64 text would count
+		return media.PerKB(media.DecodedLen(data), media.BlobTokensPerKB)
 	}
 	var n int64
 	switch up, _ := Origin(tool); {

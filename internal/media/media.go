@@ -16,6 +16,18 @@ import (
 	"strings"
 )
 
+// The default estimates (the gateway's and the hook's, where [charge]
+// sets none): an image of w×h pixels costs w·h/750 tokens (Anthropic's
+// published estimate for Claude), at most 1,600 (a client scales a larger
+// image down to about that); a KiB of audio 32 tokens (about a second of
+// speech), a KiB of other binary data 256 (as base64 text would count).
+const (
+	ImagePixelsPerToken = 750
+	MaxImageTokens      = 1600
+	AudioTokensPerKB    = 32
+	BlobTokensPerKB     = 256
+)
+
 // DecodedLen is the number of bytes base64 text s decodes to.
 func DecodedLen(s string) int64 {
 	n := int64(len(strings.TrimRight(s, "=")))
