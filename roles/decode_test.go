@@ -59,8 +59,21 @@ func TestParseErrors(t *testing.T) {
 			file: "a.toml",
 			src:  "[tools]\nallowed = [\"*\"]\ndenied = [\"ok\", \"mcp__prod__\\u0000*\"]\nask = [\"a\\u007fb\", \"c\\u0085\"]\n",
 			want: []string{
-				`a.toml:3:1: tools.denied: item 2: "mcp__prod__\x00*" is not a tool name or pattern (no spaces or control characters; '*' is the wildcard)`,
-				`a.toml:4:1: tools.ask: item 1: "a\x7fb" is not a tool name or pattern (no spaces or control characters; '*' is the wildcard)`,
+				`a.toml:3:1: tools.denied: item 2: "mcp__prod__\x00*" is not a tool name or pattern (no spaces, control or format characters; '*' is the wildcard)`,
+				`a.toml:4:1: tools.ask: item 1: "a\x7fb" is not a tool name or pattern (no spaces, control or format characters; '*' is the wildcard)`,
+			},
+		},
+		{
+			// A format character names no tool either: a bidirectional
+			// override shows "ctx_\u202edaer" as ctx_read, a zero-width
+			// space hides inside a name.
+			name: "patterns with format characters",
+			file: "a.toml",
+			src:  "[tools]\nallowed = [\"ctx_\\u202edaer\"]\ndenied = [\"ok\", \"ctx_\\u200bshell\"]\nask = [\"a\\ufeffb\"]\n",
+			want: []string{
+				`a.toml:2:1: tools.allowed: item 1: "ctx_\u202edaer" is not a tool name or pattern (no spaces, control or format characters; '*' is the wildcard)`,
+				`a.toml:3:1: tools.denied: item 2: "ctx_\u200bshell" is not a tool name or pattern (no spaces, control or format characters; '*' is the wildcard)`,
+				`a.toml:4:1: tools.ask: item 1: "a\ufeffb" is not a tool name or pattern (no spaces, control or format characters; '*' is the wildcard)`,
 			},
 		},
 		{
