@@ -19,7 +19,10 @@ import (
 // Write writes the policy's explanation x of a decision, for the resolved
 // role r (nil when the role is unknown).
 func Write(w io.Writer, x policy.Explanation, r *roles.Role) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	// Each line is shown Printable: a role's patterns, chain and the
+	// files and directories of its origins are a repository's to write,
+	// and none of them may drive the terminal or forge a line.
+	p := func(format string, args ...any) { fmt.Fprintln(w, contract.Printable(fmt.Sprintf(format, args...))) }
 	p("explain:")
 	d := x.Decision
 	if r == nil || slices.ContainsFunc(d.Reasons, func(r contract.Reason) bool { return r.Code == contract.CodeUnknownRole }) {

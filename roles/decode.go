@@ -172,7 +172,7 @@ func convert(k kind, v any) (any, error) {
 				return nil, fmt.Errorf("item %d: %w", i+1, strict.WantType("a string", item))
 			}
 			if !ValidPattern(s) {
-				return nil, fmt.Errorf("item %d: %s is not a tool name or pattern (no spaces or control characters; '*' is the wildcard)", i+1, strict.Quote(s))
+				return nil, fmt.Errorf("item %d: %s is not a tool name or pattern (no spaces, control or format characters; '*' is the wildcard)", i+1, strict.Quote(s))
 			}
 			out = append(out, s)
 		}

@@ -73,11 +73,13 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 func ValidName(s string) bool { return nameRE.MatchString(s) }
 
 // ValidPattern reports whether s can be a tool name or pattern: not empty,
-// without spaces (of any script) or control characters. Such a character
-// names no tool, and one in a pattern is a way to make it look like
-// another.
+// without spaces (of any script), control characters or format characters
+// (bidirectional overrides, zero-width spaces). Such a character names no
+// tool, and one in a pattern is a way to make it look like another.
 func ValidPattern(s string) bool {
-	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
+	})
 }
 
 func checkName(s string) error {
