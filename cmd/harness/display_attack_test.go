@@ -8,7 +8,9 @@ package main
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -92,6 +94,48 @@ func TestAttackJSONOutputDrivesTheTerminal(t *testing.T) {
 			}
 			if err := json.Unmarshal([]byte(line), &e); err != nil || (e.Tool != tool && e.Input.Tool != tool) {
 				t.Errorf("harness %s: the line is not the same JSON (%v): %q", strings.Join(args, " "), err, line)
+			}
+		}
+	}
+}
+
+// harness test prints what a project's policy tests print (print's
+// output, their failures' values) and the files they are in: all of it
+// is the repository's to write, in every output format.
+func TestAttackHarnessTestOutputDrivesTheTerminal(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	dir := filepath.Join(project, ".lean-ctx", "policies")
+	writeFile(t, filepath.Join(dir, "evil\x1b[2J.rego"), "package harness.custom.evil\n\ndeny contains \"no\" if input.tool == \"x\"\n")
+	writeFile(t, filepath.Join(dir, "evil_test.rego"), `package harness.custom.evil_test
+
+import data.harness.custom.evil
+
+test_prints if {
+	print("\u001b]52;c;cm0gLXJmIH4K\u0007 \u009d52;c;eA==\u009c \u202eorez")
+	count(evil.deny) == 0
+}
+
+test_fails if {
+	print("\u001b[2J\u001b[H")
+	evil.deny with input as {"tool": "x"}
+	"\u001b[31m" == "\u202e"
+}
+`)
+	for _, args := range [][]string{{"-v"}, {}, {"--format", "json"}, {"--format", "junit"}, {"--format", "github"}, {"--coverage"}, {"--coverage", "--format", "json"}} {
+		out, errOut, code := harness(t, nil, append([]string{"test", "--project", project}, args...)...)
+		if code != exitDenied {
+			t.Errorf("harness test %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, exitDenied, out, errOut)
+		}
+		if bad := unprintable(out + errOut); len(bad) > 0 {
+			t.Errorf("harness test %s writes %s to the terminal:\n%q", strings.Join(args, " "), strings.Join(bad, " "), out+errOut)
+		}
+		if slices.Contains(args, "json") && !json.Valid([]byte(out)) {
+			t.Errorf("harness test %s: not JSON:\n%s", strings.Join(args, " "), out)
+		}
+		if slices.Contains(args, "junit") {
+			if err := xml.Unmarshal([]byte(out), new(struct{})); err != nil {
+				t.Errorf("harness test --format junit: not XML (%v):\n%s", err, out)
 			}
 		}
 	}
