@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -99,20 +103,27 @@ func (c *cli) test(paths []string, verbose, coverage bool, format string) int {
 		ch <- r
 	}
 	close(ch)
+	// The output is the project's to fill (print's output, the values of
+	// failed expressions, file names): it is shown printable, each format
+	// in its own way (printableOutput).
+	var out bytes.Buffer
 	var reporter tester.Reporter
 	switch format {
 	case "pretty":
-		reporter = tester.PrettyReporter{Output: c.stdout, Verbose: verbose, FailureLine: true}
+		reporter = tester.PrettyReporter{Output: &out, Verbose: verbose, FailureLine: true}
 	case "json":
-		reporter = tester.JSONReporter{Output: c.stdout}
+		reporter = tester.JSONReporter{Output: &out}
 	case "junit":
-		reporter = policy.JUnitReporter{Output: c.stdout}
+		reporter = policy.JUnitReporter{Output: &out}
 	case "github":
-		reporter = policy.GitHubReporter{Output: c.stdout}
+		reporter = policy.GitHubReporter{Output: &out}
 	}
 	if coverage && format == "json" {
 		// As `opa test --coverage`: the coverage report is the output.
-		if err := c.writeJSON(customCoverage(run, mods)); err != nil {
+		enc := json.NewEncoder(&out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(customCoverage(run, mods)); err != nil {
 			return c.fail("%v", err)
 		}
 	} else if err := reporter.Report(ch); err != nil {
@@ -120,16 +131,39 @@ func (c *cli) test(paths []string, verbose, coverage bool, format string) int {
 	}
 	if coverage && format == "pretty" {
 		rep := customCoverage(run, mods)
-		fmt.Fprintln(c.stdout, "--------------------------------------------------------------------------------")
+		fmt.Fprintln(&out, "--------------------------------------------------------------------------------")
 		for _, f := range slices.Sorted(maps.Keys(rep.Files)) {
-			fmt.Fprintf(c.stdout, "coverage %5.1f%%  %s\n", rep.Files[f].Coverage, f)
+			fmt.Fprintf(&out, "coverage %5.1f%%  %s\n", rep.Files[f].Coverage, f)
 		}
-		fmt.Fprintf(c.stdout, "coverage %5.1f%%  (custom policies)\n", rep.Coverage)
+		fmt.Fprintf(&out, "coverage %5.1f%%  (custom policies)\n", rep.Coverage)
 	}
+	io.WriteString(c.stdout, printableOutput(format, out.String()))
 	if failed {
 		return exitDenied
 	}
 	return exitOK
+}
+
+// printableOutput is a report of harness test in format, with every
+// character a terminal would not print plainly escaped: in JSON as a \u
+// escape (the same JSON), in JUnit XML as a character reference (the same
+// XML), in the text formats as Printable shows it, line by line.
+func printableOutput(format, s string) string {
+	switch format {
+	case "json":
+		return printableJSON(s)
+	case "junit":
+		var b strings.Builder
+		for _, r := range s {
+			if r == '\n' || r == '\t' || strconv.IsPrint(r) {
+				b.WriteRune(r)
+			} else {
+				fmt.Fprintf(&b, "&#x%X;", r)
+			}
+		}
+		return b.String()
+	}
+	return printableLines(s)
 }
 
 // customCoverage keeps the coverage of the custom policy files (not of
