@@ -2,6 +2,8 @@ package hookd
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -89,5 +91,38 @@ func TestAttackARequestWithoutEnd(t *testing.T) {
 	}
 	if sent >= 2*maxRequest {
 		t.Errorf("the daemon read %d MiB of one request, twice its bound, and kept reading", sent>>20)
+	}
+}
+
+// Each project (with its layers and the hook's environment) the daemon
+// answers for is a load it keeps: a policy engine, a ledger's connection,
+// logs. A daemon that lives for weeks, or a user's program that sends
+// calls for a new directory each time, must not grow it without bound:
+// the daemon keeps the most recently used loads, closes the others, and
+// loads an evicted project again at its next call, deciding as before.
+func TestAttackManyProjectsGrowTheDaemon(t *testing.T) {
+	t.Parallel()
+	const keep = 3
+	d := &daemon{o: Options{Timeout: time.Minute, MaxLoads: keep}, loads: map[string]*project{}}
+	t.Cleanup(d.close)
+	ctx := context.Background()
+	worlds := make([]world, 2*keep+1)
+	for i := range worlds {
+		worlds[i] = newWorld(t)
+		if got := decision(t, d.answer(ctx, worlds[i].request(t, "PreToolUse", fmt.Sprint("s", i)))); got != "" {
+			t.Fatalf("world %d: decision %q, want none (allowed)", i, got)
+		}
+		if n := d.loaded(); n > keep {
+			t.Errorf("after %d projects the daemon keeps %d loads, want at most %d", i+1, n, keep)
+		}
+	}
+	// The first world was evicted long ago: its next call loads it again,
+	// and its rules still decide (a narrower role now refuses the call).
+	worlds[0].role(t, "[role]\ninherits = \"reviewer\"\n")
+	if got := decision(t, d.answer(ctx, worlds[0].request(t, "PreToolUse", "s0"))); got != "deny" {
+		t.Errorf("an evicted project's call: decision %q, want deny", got)
+	}
+	if n := d.loaded(); n > keep {
+		t.Errorf("the daemon keeps %d loads, want at most %d", n, keep)
 	}
 }

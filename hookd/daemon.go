@@ -58,7 +58,15 @@ type Options struct {
 	Env app.Env
 	// Logf hears what the metrics listener refuses (default: nothing).
 	Logf func(format string, args ...any)
+	// MaxLoads is how many projects' loads the daemon keeps
+	// (DefaultMaxLoads): past it, the least recently used is closed, and
+	// loaded again at its next call.
+	MaxLoads int
 }
+
+// DefaultMaxLoads is how many projects' loads a daemon keeps when Options
+// set no other number.
+const DefaultMaxLoads = 32
 
 // Serve runs a daemon on o.Socket until ctx ends, it has been idle for
 // o.Idle, or its socket is gone (its directory removed, or another daemon
@@ -171,6 +179,13 @@ type daemon struct {
 	closed  atomic.Bool         // no call loads or decides any more
 	work    chan func()         // to the workers (see run)
 	metrics *metrics.Metrics    // nil without Options.Metrics
+}
+
+// loaded is how many projects' loads the daemon keeps.
+func (d *daemon) loaded() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.loads)
 }
 
 // serveMetrics starts the metrics listener of Options.Metrics, with the
