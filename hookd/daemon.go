@@ -1,6 +1,7 @@
 package hookd
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -176,6 +177,7 @@ type daemon struct {
 	o       Options
 	mu      sync.Mutex
 	loads   map[string]*project // by project root, layers and environment
+	tick    uint64              // counts lookups: project.used
 	closed  atomic.Bool         // no call loads or decides any more
 	work    chan func()         // to the workers (see run)
 	metrics *metrics.Metrics    // nil without Options.Metrics
@@ -259,6 +261,12 @@ type project struct {
 	mu          sync.Mutex
 	fingerprint string
 	gen         *generation
+	// used is the daemon's tick at the project's last call (under the
+	// daemon's mu); evicted is set, under mu, once the daemon has dropped
+	// the project from its loads: a call that found it before then looks
+	// it up again.
+	used    uint64
+	evicted bool
 }
 
 // generation is one load: its handler, and the calls still using it, so
@@ -347,16 +355,14 @@ func (d *daemon) answerIn(ctx context.Context, req Request, first bool) hook.Res
 		return Failure(req.Payload, err)
 	}
 	key := strings.Join(append([]string{loc.Root}, loc.Layers...), "\x00") + "\x00" + fmt.Sprint(req.Env)
-	d.mu.Lock()
-	proj, ok := d.loads[key]
-	if !ok {
-		proj = &project{}
-		d.loads[key] = proj
-	}
-	d.mu.Unlock()
-
+	proj := d.lookup(key)
 	const stopped = "the hook daemon stopped before the call was decided"
 	proj.mu.Lock()
+	for proj.evicted { // dropped between the lookup and the lock
+		proj.mu.Unlock()
+		proj = d.lookup(key)
+		proj.mu.Lock()
+	}
 	if d.closed.Load() {
 		proj.mu.Unlock()
 		return Unanswered(req.Payload, stopped)
@@ -401,6 +407,58 @@ func (d *daemon) answerIn(ctx context.Context, req Request, first bool) hook.Res
 		}
 	}
 	return gen.handler.Handle(ctx, req.Payload)
+}
+
+// lookup returns the project of key, new if the daemon has none, and
+// marks it used. A new project past Options.MaxLoads evicts the least
+// recently used ones that no call holds.
+func (d *daemon) lookup(key string) *project {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.tick++
+	proj, ok := d.loads[key]
+	if ok {
+		proj.used = d.tick
+		return proj
+	}
+	proj = &project{used: d.tick}
+	d.loads[key] = proj
+	d.evict(proj)
+	return proj
+}
+
+// evict drops from d.loads (d.mu held), least recently used first, the
+// projects past Options.MaxLoads that no call holds, keeping keep, and
+// retires their loads: the calls still using a load finish with it. A
+// project whose lock a call holds (loading, or between its lookup and its
+// decision) stays; the loads kept may then exceed the bound, until a
+// later lookup.
+func (d *daemon) evict(keep *project) {
+	limit := d.o.MaxLoads
+	if limit <= 0 {
+		limit = DefaultMaxLoads
+	}
+	if len(d.loads) <= limit {
+		return
+	}
+	keys := slices.Collect(maps.Keys(d.loads))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(d.loads[a].used, d.loads[b].used) })
+	for _, k := range keys {
+		if len(d.loads) <= limit {
+			return
+		}
+		p := d.loads[k]
+		if p == keep || !p.mu.TryLock() {
+			continue
+		}
+		p.evicted = true
+		if p.gen != nil {
+			p.gen.retire()
+			p.gen = nil
+		}
+		p.mu.Unlock()
+		delete(d.loads, k)
+	}
 }
 
 // close closes the loads once their calls are done, waiting at most the
