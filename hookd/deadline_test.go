@@ -15,6 +15,7 @@ import (
 	"github.com/agentharness/harness/app"
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/hook"
+	"github.com/agentharness/harness/hookclient"
 )
 
 // slowPolicy is a custom policy whose evaluation takes minutes: a set
@@ -147,7 +148,11 @@ func TestClientDeadline(t *testing.T) {
 				stdin = tt.stdin(t, w)
 			}
 			vars := map[string]string{"HOME": w.home, "LEAN_CTX_ROLE": "team", "XDG_STATE_HOME": filepath.Join(w.home, "state")}
-			c := Client{Env: envOf(w.home, vars), Socket: tt.socket, Deadline: 300 * time.Millisecond}
+			c := Client{Env: envOf(w.home, vars), Socket: tt.socket, Deadline: 300 * time.Millisecond}.client()
+			// The answer in the process goes on, cancelled, after the
+			// deadline, and writes the world's ledger and logs as it ends:
+			// the test waits for it before the world is removed.
+			c.Local = untilCleanup(t, c.Local)
 			start := time.Now()
 			r := c.Answer(context.Background(), stdin)
 			if took := time.Since(start); took > 30*time.Second {
@@ -249,4 +254,31 @@ func TestUnanswered(t *testing.T) {
 
 func envOf(home string, vars map[string]string) app.Env {
 	return app.Env{WorkDir: home, Home: home, Getenv: func(k string) string { return vars[k] }}
+}
+
+// untilCleanup is local, which the test's cleanup waits for: a call that
+// runs on past the test's end (its answer given up at a deadline) ends
+// before the directories it writes are removed. A call after the cleanup
+// began is not made.
+func untilCleanup(t *testing.T, local func(context.Context, hookclient.Request) hookclient.Response) func(context.Context, hookclient.Request) hookclient.Response {
+	var mu sync.Mutex
+	var running sync.WaitGroup
+	ended := false
+	t.Cleanup(func() {
+		mu.Lock()
+		ended = true
+		mu.Unlock()
+		running.Wait()
+	})
+	return func(ctx context.Context, req hookclient.Request) hookclient.Response {
+		mu.Lock()
+		if ended {
+			mu.Unlock()
+			return hookclient.Response{Exit: hook.ExitRefused, Stderr: "the test has ended"}
+		}
+		running.Add(1)
+		mu.Unlock()
+		defer running.Done()
+		return local(ctx, req)
+	}
 }
