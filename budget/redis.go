@@ -122,6 +122,11 @@ func (r *Redis) agentKey(agent string, period Period) string {
 	return r.agentTag(agent) + ":agent:" + period
 }
 
+// periodTTL is the least TTL, in seconds, of an agent's counters of a
+// period: 32 days, longer than any period (a day, a week, a month) lasts
+// after its last change.
+const periodTTL = "2764800"
+
 // sessionFields and agentFields are what a script returns: a session's
 // counters, then its agent's (nil without a period).
 const luaRead = `
@@ -136,8 +141,10 @@ end
 
 // Every change ends by stamping the time of the change (ARGV[2], Unix
 // seconds), refreshing the TTL of the keys it changed (ARGV[1], seconds; 0
-// keeps them; the agent's counters of the period "total" never expire) and
-// returning the counters. A script's own arguments start at ARGV[4];
+// keeps them) and returning the counters. The agent's counters of a period
+// outlive the period whatever the TTL (at least periodTTL: a TTL shorter
+// than the period would give an agent idle that long a fresh budget), and
+// those of "total" never expire. A script's own arguments start at ARGV[4];
 // ARGV[3] is the period ("" for none).
 const luaTail = `
 redis.call('HSET', KEYS[1], 'updated', ARGV[2])
@@ -145,7 +152,7 @@ local ttl = tonumber(ARGV[1])
 if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
 if KEYS[2] then
 	redis.call('HSET', KEYS[2], 'updated', ARGV[2])
-	if ttl > 0 and ARGV[3] ~= 'total' then redis.call('EXPIRE', KEYS[2], ttl) end
+	if ttl > 0 and ARGV[3] ~= 'total' then redis.call('EXPIRE', KEYS[2], math.max(ttl, ` + periodTTL + `)) end
 end` + luaRead + `
 return out
 `
