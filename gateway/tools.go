@@ -497,7 +497,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		switch {
 		case errors.As(err, &ns):
 			if o.Reserved {
-				if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k, c.tool); rerr != nil {
+				if rerr := g.ReleaseShell(context.WithoutCancel(ctx), k, c.tool, o.Period); rerr != nil {
 					s.g.o.Logf("giving back the shell slot of %s: %v", c.tool, rerr)
 					charged = fmt.Sprintf("the %s was not sent, yet its shell slot could not be given back (%v)", call, rerr)
 				}

@@ -34,7 +34,7 @@ func TestAttackReleaseShellAcrossMidnight(t *testing.T) {
 				t.Fatalf("the call after midnight: %+v %v", o.Decision, err)
 			}
 			// The call before midnight never reached its tool.
-			if err := g.ReleaseShell(ctx, before, "ctx_shell"); err != nil {
+			if err := g.ReleaseShell(ctx, before, "ctx_shell", o.Period); err != nil {
 				t.Fatal(err)
 			}
 			for _, tt := range []struct {

@@ -52,10 +52,11 @@ func TestChargesAreLogged(t *testing.T) {
 			return err
 		}},
 		{"a slot given back", func() error {
-			if _, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Reserve: true}); err != nil {
+			o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_shell", Reserve: true})
+			if err != nil {
 				return err
 			}
-			return g.ReleaseShell(ctx, k, "ctx_shell")
+			return g.ReleaseShell(ctx, k, "ctx_shell", o.Period)
 		}},
 	}
 	for _, s := range steps {

@@ -275,6 +275,11 @@ type Outcome struct {
 	Reserved bool
 	// Counters are the session's counters after the reservation.
 	Counters budget.Counters
+	// Period is the period of the agent's budget the call was decided in,
+	// and its shell slot taken in ("" for none): the slot of a call that
+	// never reached its tool is given back to it (ReleaseShell), though
+	// another period may have begun since.
+	Period budget.Period
 	// DecisionID names the decision in the decision log and events.
 	DecisionID string
 
@@ -460,7 +465,7 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 		if why, held := r.restrained(call.Session.Agent, cur.Role); held {
 			d = refusedForRole(r, in, d, why)
 		}
-		o := Outcome{Decision: d, Allowed: d.Allowed, Counters: cur}
+		o := Outcome{Decision: d, Allowed: d.Allowed, Counters: cur, Period: period}
 		if d.Decision == contract.Ask && call.Approved != "" {
 			o.Allowed, o.Approved = true, true
 		}

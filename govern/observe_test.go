@@ -70,7 +70,7 @@ func TestObserver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := g.ReleaseShell(ctx, k, "ctx_shell"); err != nil {
+	if err := g.ReleaseShell(ctx, k, "ctx_shell", ""); err != nil { // no agent budget
 		t.Fatal(err)
 	}
 	ch, err := g.Record(ctx, Result{Session: k, Tool: "ctx_read", Arguments: `{"path":"x"}`, Output: "hello world"})

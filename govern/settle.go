@@ -271,13 +271,15 @@ func (g *Governor) keep(parts []Part, counts []int64, grant int64) ([]Kept, erro
 
 // ReleaseShell gives back the shell slot a call of tool took and never
 // used: it failed before it reached its tool (the upstream was down, the
-// route had gone).
-func (g *Governor) ReleaseShell(ctx context.Context, k budget.Key, tool string) error {
+// route had gone). period is the period of the agent's budget the slot
+// was taken in (Outcome.Period), to which it goes back: not the period
+// of now, which may have begun since and never counted it.
+func (g *Governor) ReleaseShell(ctx context.Context, k budget.Key, tool string, period budget.Period) error {
 	before, err := g.store.Get(ctx, k, "")
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	after, err := g.store.ReleaseShell(ctx, k, g.period(g.rules.Load(), k.Agent))
+	after, err := g.store.ReleaseShell(ctx, k, period)
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
