@@ -1,0 +1,103 @@
+package policy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
+)
+
+// A project's policy, which the agent writes, calls json.verify_schema or
+// json.match_schema with a schema whose $ref names a file. OPA's schema
+// loader opens file:// references whatever the capabilities say (allow_net
+// bounds only the network): the policy reads files of the harness's user
+// (what the file holds, whether it exists) into a reason the agent reads,
+// and a reference to a FIFO or /dev/zero blocks the decision or grows the
+// heap past every bound, since the read does not watch the deadline. The
+// decision must not depend on the file, and must end.
+func TestAttackSchemaReferenceReadsFiles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "harness.toml")
+	creds := filepath.Join(dir, "credentials.json")
+	for _, tt := range []struct {
+		name, file, content, rule string
+	}{
+		// The reason quotes the file's first byte, and says whether it exists.
+		{"verify_schema of a file", secret, "SECRET_TOKEN = \"t0ps3cret\"\n",
+			`deny contains m if { [ok, m] := json.verify_schema({"$ref": "file://` + secret + `"}); not ok }`},
+		// Through a JSON pointer: whether a key is there, what a value's type is.
+		{"match_schema of a key", creds, `{"oauth": {"accessToken": "sk-ant-0123"}}`,
+			`deny contains sprintf("%v", [r]) if { r := json.match_schema({}, {"$ref": "file://` + creds + `#/oauth/accessToken"}) }`},
+		// A reference nested in a definition: whether the file is there.
+		{"a nested reference", secret, "{\"type\": \"string\"}",
+			`deny contains "the file is there" if { [ok, _] := json.verify_schema({"$ref": "#/definitions/x", "definitions": {"x": {"$ref": "file://` + secret + `"}}}); ok }`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "package harness.custom.peek\n\n" + tt.rule + "\n"
+			e, err := customEngine(t, compiler.Module{Name: "policies/project/peek.rego", Source: []byte(src)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.SetCaching(false)
+			in := contract.Input{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "README.md"}}
+			decide := func() contract.Decision {
+				d, err := e.Decide(ctx, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			if err := os.WriteFile(tt.file, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			with := decide()
+			if err := os.Remove(tt.file); err != nil {
+				t.Fatal(err)
+			}
+			without := decide()
+			if with.Decision != without.Decision || !reflect.DeepEqual(with.Reasons, without.Reasons) {
+				t.Errorf("the project's policy read %s: with it %s %+v, without it %s %+v", filepath.Base(tt.file), with.Decision, with.Reasons, without.Decision, without.Reasons)
+			}
+		})
+	}
+
+	// A FIFO nobody writes: the read blocks, and with it the decision.
+	t.Run("a FIFO blocks the decision", func(t *testing.T) {
+		fifo := filepath.Join(t.TempDir(), "fifo")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Skip("no FIFO here:", err)
+		}
+		src := "package harness.custom.stall\n\ndeny contains \"x\" if { [ok, _] := json.verify_schema({\"$ref\": \"file://" + fifo + "\"}); not ok }\n"
+		e, err := customEngine(t, compiler.Module{Name: "policies/project/stall.rego", Source: []byte(src)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetBounds(Bounds{Timeout: 200 * time.Millisecond})
+		done := make(chan contract.Decision, 1)
+		go func() {
+			d, _ := e.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read"})
+			done <- d
+		}()
+		select {
+		case d := <-done:
+			if d.Decision != contract.Deny {
+				t.Errorf("decision %s, want deny", d.Decision)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("the decision did not end in 5 s, with a deadline of 200 ms: the policy reads a FIFO")
+			// Let the read end: a writer that closes at once.
+			if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				f.Close()
+			}
+			<-done
+		}
+	})
+}
