@@ -2,12 +2,15 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
@@ -100,4 +103,32 @@ func TestAttackSchemaReferenceReadsFiles(t *testing.T) {
 			<-done
 		}
 	})
+}
+
+// A schema that refers only within itself works as in OPA, whatever its
+// $id; one that refers out is invalid, in both of the built-ins' forms.
+func TestSchemaReferences(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		schema string
+		ok     bool
+	}{
+		{`{"type": "object"}`, true},
+		{`{"$ref": "#/definitions/x", "definitions": {"x": {"type": "object"}}}`, true},
+		{`{"$id": "https://example.com/s.json", "properties": {"a": {"$ref": "#"}}}`, true},
+		{`{"properties": {"$ref": {"type": "string"}}}`, true},
+		{`{"$ref": "file:///etc/passwd"}`, false},
+		{`{"$ref": "s.json#/x"}`, false},
+		{`{"allOf": [{"$ref": "https://example.com/s.json"}]}`, false},
+	} {
+		var obj any
+		if err := json.Unmarshal([]byte(tt.schema), &obj); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []ast.Value{ast.String(tt.schema), ast.MustInterfaceToValue(obj)} {
+			if err := localRefsOnly(v); (err == nil) != tt.ok {
+				t.Errorf("%s (%T): %v, want ok %v", tt.schema, v, err, tt.ok)
+			}
+		}
+	}
 }
