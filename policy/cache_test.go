@@ -527,3 +527,37 @@ func TestLevelsCacheAgrees(t *testing.T) {
 		t.Errorf("only %d usages' levels kept: the grid does not test the cache", kept)
 	}
 }
+
+// object.get(input, "key", default) is read, for the key, as input.key:
+// the default is read too, when the key is absent (input.agent_budget is,
+// for an agent without a budget). A user's policy that bounds "the agent's
+// usage, else the session's" reads the session's usage through the
+// default: the key must hold it, or a call in the same band as an earlier
+// allowed one is allowed from the cache past the policy's bound.
+func TestAttackCacheObjectGetDefault(t *testing.T) {
+	doc := cacheDoc(t)
+	for _, tt := range []struct{ name, src string }{
+		{"a call", `deny contains "past 1000 tokens" if object.get(input, "agent_budget", input.budget).tokens > 1000`},
+		{"an expression", `deny contains "past 1000 tokens" if { object.get(input, "agent_budget", input.budget, u); u.tokens > 1000 }`},
+		{"the harness's rules", `deny contains "past 1000 tokens" if object.get(input, "agent_budget", data.harness.budget).tokens.used > 1000`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "package harness.custom.cap\n\n" + tt.src + "\n"
+			e, err := New(context.Background(), doc, compiler.Module{Name: "policies/user/cap.rego", Source: []byte(src)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			relaxed(e)
+			// coder's tokens: 200000, a warning at 80%; both usages are clear.
+			in := contract.Input{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "main.go"}, Agent: "none", Session: "s"}
+			for _, tokens := range []int64{500, 1500} {
+				in.Budget = contract.Usage{Tokens: tokens}
+				got, err1 := e.Decide(context.Background(), in)
+				want, err2 := e.decide(context.Background(), in)
+				if err1 != nil || err2 != nil || got.Decision != want.Decision {
+					t.Errorf("%d tokens: the cached engine says %s, the policy %s (%v %v)", tokens, got.Decision, want.Decision, err1, err2)
+				}
+			}
+		})
+	}
+}
