@@ -31,6 +31,8 @@ func TestInputReads(t *testing.T) {
 		{"named keys", "deny contains \"x\" if { input.tool == \"a\"; input[\"project\"] == \"/p\" }", "project,tool", false, false},
 		{"deep", "warn contains \"x\" if input.arguments.path.deeper == 1", "arguments", false, false},
 		{"object.get of a key", "warn contains \"x\" if object.get(input, \"session\", \"\") == \"s\"", "session", false, false},
+		{"object.get with a default read", "warn contains \"x\" if object.get(input, \"agent_budget\", input.budget).tokens > 1", "agent_budget,budget", false, false},
+		{"object.get with a default of the rules", "warn contains \"x\" if object.get(input, \"agent_budget\", data.harness.budget) == {}", "agent_budget", true, false},
 		{"object.get of a path", "warn contains \"x\" if object.get(input, [\"budget\", \"tokens\"], 0) > 1", "", true, false},
 		{"computed key", "warn contains \"x\" if { some k; input[k] == 1 }", "", true, false},
 		{"whole", "warn contains \"x\" if { some k, v in input; k == v }", "", true, false},

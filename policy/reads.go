@@ -110,19 +110,20 @@ func dataWithoutInput(ref ast.Ref) bool {
 }
 
 // inputReads finds what modules read of the input, with object.get(input,
-// "key", default) counted as a read of key: the one way the harness's own
-// policy reads a key that may be absent. Every other appearance of input
-// alone reads all of it.
+// "key", default) counted as a read of key and of what the default reads
+// (it is the value when the key is absent, as input.agent_budget may be):
+// the one way the harness's own policy reads a key that may be absent.
+// Every other appearance of input alone reads all of it.
 func inputReads(modules []*ast.Module, customOnly bool) reads {
 	// object.get(input, "key", d) is rewritten, for the analysis only, as
-	// input.key: a copy of each module is walked.
+	// [input.key, d]: a copy of each module is walked.
 	copies := make([]*ast.Module, len(modules))
 	for i, m := range modules {
 		c := m.Copy()
 		ast.WalkTerms(c, func(t *ast.Term) bool {
 			call, ok := t.Value.(ast.Call)
 			if ok && objectGetOfInput(call[0], call[1:]) {
-				t.Value = ast.InputRootRef.Append(call[2])
+				t.Value = readOf(call[2], call[3])
 			}
 			return false
 		})
@@ -134,13 +135,19 @@ func inputReads(modules []*ast.Module, customOnly bool) reads {
 				if len(terms) == 5 {
 					out = terms[4]
 				}
-				e.Terms = ast.Equality.Expr(ast.NewTerm(ast.InputRootRef.Append(terms[2])), out).Terms
+				e.Terms = ast.Equality.Expr(ast.NewTerm(readOf(terms[2], terms[3])), out).Terms
 			}
 			return false
 		})
 		copies[i] = c
 	}
 	return readsOf(copies, customOnly)
+}
+
+// readOf is what object.get(input, key, def) reads, as a term the analysis
+// walks: input.key, and def.
+func readOf(key, def *ast.Term) ast.Value {
+	return ast.NewArray(ast.NewTerm(ast.InputRootRef.Append(key)), def)
 }
 
 // objectGetOfInput reports whether op(args) is object.get(input, "key", d).
