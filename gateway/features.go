@@ -226,7 +226,7 @@ func (s *session) forward(ctx context.Context, u *upstream, method string, param
 	s.goingTo(ctx, u)
 	resp, err := u.call(ctx, method, params)
 	if err != nil {
-		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+		return nil, &rpcError{Code: codeInternal, Message: errorText(err)}
 	}
 	if resp.Error != nil {
 		return nil, resp.Error

@@ -512,9 +512,9 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 			}
 		}
 		if errors.Is(err, ErrUpstreamDown) {
-			return c.fail(codeInternal, fmt.Sprintf("[harness] %s: %v. The gateway is restarting it; try again shortly.", charged, err), nil)
+			return c.fail(codeInternal, fmt.Sprintf("[harness] %s: %s. The gateway is restarting it; try again shortly.", charged, errorText(err)), nil)
 		}
-		return nil, &rpcError{Code: codeInternal, Message: err.Error()}
+		return nil, &rpcError{Code: codeInternal, Message: errorText(err)}
 	}
 	if resp.Error != nil {
 		return nil, s.chargeError(ctx, c, resp.Error)

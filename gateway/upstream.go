@@ -347,6 +347,23 @@ func (u *upstream) restart() {
 // ErrUpstreamDown is the error of a call to an upstream that is not up.
 var ErrUpstreamDown = errors.New("upstream is down")
 
+// maxErrorText bounds the text of an upstream's error that the agent is
+// told. Such an error may quote the upstream's own words (the body of an
+// HTTP error, the message of a handshake that failed, which every call
+// quotes while the upstream is down), and the gateway charges none of it:
+// only so much reaches the agent. The gateway's log has it whole.
+const maxErrorText = 256
+
+// errorText is err's text as the agent is told it: at most maxErrorText
+// bytes.
+func errorText(err error) string {
+	text := err.Error()
+	if len(text) <= maxErrorText {
+		return text
+	}
+	return clip(text, maxErrorText) + " [harness] (cut)"
+}
+
 // call makes a request of the upstream. An upstream that is not up is an
 // ErrUpstreamDown, marked as not sent; a connection lost during the call
 // marks it down.
