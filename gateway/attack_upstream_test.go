@@ -106,3 +106,26 @@ func TestAttackUpstreamErrorTextUncharged(t *testing.T) {
 		{"a call while the list fails", map[string]reply{"initialize": tools, "tools/list": upstreamFail(`{"code":-32000,"message":` + quotedWords + `}`)}, callTool},
 	})
 }
+
+// TestAttackForwardedAnswersUncharged: the answers the gateway passed on
+// as they came reached the agent uncharged, though an upstream's JSON-RPC
+// error is charged everywhere else: a completion's error, a
+// subscription's result (which has nothing to say: {}) or error.
+func TestAttackForwardedAnswersUncharged(t *testing.T) {
+	t.Parallel()
+	prompts := upstreamOK(`{"protocolVersion":"2025-06-18","capabilities":{"prompts":{},"completions":{}},"serverInfo":{"name":"x","version":"1"}}`)
+	promptList := upstreamOK(`{"prompts":[{"name":"p","arguments":[{"name":"a"}]}]}`)
+	resources := upstreamOK(`{"protocolVersion":"2025-06-18","capabilities":{"resources":{"subscribe":true}},"serverInfo":{"name":"x","version":"1"}}`)
+	resourceList := upstreamOK(`{"resources":[{"uri":"file:///r","name":"r"}]}`)
+	complete := agentCall("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": "p"}, "argument": map[string]string{"name": "a", "value": ""}})
+	subscribe := agentCall("resources/subscribe", map[string]any{"uri": "file:///r"})
+	unsubscribe := agentCall("resources/unsubscribe", map[string]any{"uri": "file:///r"})
+	noWordsUncharged(t, []upstreamCase{
+		{"a completion's error message", map[string]reply{"initialize": prompts, "prompts/list": promptList, "completion/complete": upstreamFail(`{"code":-32000,"message":` + quotedWords + `}`)}, complete},
+		{"a completion's error data", map[string]reply{"initialize": prompts, "prompts/list": promptList, "completion/complete": upstreamFail(`{"code":-32000,"message":"no","data":` + quotedWords + `}`)}, complete},
+		{"a subscription's result", map[string]reply{"initialize": resources, "resources/list": resourceList, "resources/subscribe": upstreamOK(`{"_meta":{"x":` + quotedWords + `}}`)}, subscribe},
+		{"an unsubscription's result", map[string]reply{"initialize": resources, "resources/list": resourceList, "resources/unsubscribe": upstreamOK(`{"note":` + quotedWords + `}`)}, unsubscribe},
+		{"a subscription's error", map[string]reply{"initialize": resources, "resources/list": resourceList, "resources/subscribe": upstreamFail(`{"code":-32000,"message":` + quotedWords + `}`)}, subscribe},
+		{"an unsubscription's error", map[string]reply{"initialize": resources, "resources/list": resourceList, "resources/unsubscribe": upstreamFail(`{"code":-32000,"message":"no","data":{"x":` + quotedWords + `}}`)}, unsubscribe},
+	})
+}
