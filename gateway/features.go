@@ -209,7 +209,12 @@ func (s *session) subscribe(ctx context.Context, method string, params json.RawM
 	if m := upstreamMeta(meta); m != nil {
 		out["_meta"] = m
 	}
-	return s.forward(ctx, u, method, mustJSON(out))
+	if _, rerr := s.forward(ctx, u, name, method, mustJSON(out)); rerr != nil {
+		return nil, rerr
+	}
+	// A subscription's result says nothing (MCP's is empty): what the
+	// upstream put in it is not passed on.
+	return json.RawMessage(`{}`), nil
 }
 
 // subscribes reports whether a resources capability offers subscriptions.
@@ -220,16 +225,18 @@ func subscribes(capability json.RawMessage) bool {
 	return capability != nil && json.Unmarshal(capability, &c) == nil && c.Subscribe
 }
 
-// forward sends a request on to an upstream and gives back its answer as
-// it came.
-func (s *session) forward(ctx context.Context, u *upstream, method string, params json.RawMessage) (json.RawMessage, *rpcError) {
+// forward sends a request about tool (the policy's name of the prompt or
+// resource) on to an upstream and gives back its result as it came, or
+// its JSON-RPC error charged (see chargeError): the caller passes on
+// what of the result the agent may have.
+func (s *session) forward(ctx context.Context, u *upstream, tool, method string, params json.RawMessage) (json.RawMessage, *rpcError) {
 	s.goingTo(ctx, u)
 	resp, err := u.call(ctx, method, params)
 	if err != nil {
 		return nil, &rpcError{Code: codeInternal, Message: errorText(err)}
 	}
 	if resp.Error != nil {
-		return nil, resp.Error
+		return nil, s.chargeError(ctx, tool, "", resp.Error)
 	}
 	return resp.Result, nil
 }
@@ -307,7 +314,7 @@ func (s *session) complete(ctx context.Context, params json.RawMessage) (json.Ra
 		return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("[harness] denied: your role may not use %s", policy)}
 	}
 	delete(p, "_meta")
-	result, rerr := s.forward(ctx, u, "completion/complete", mustJSON(p))
+	result, rerr := s.forward(ctx, u, policy, "completion/complete", mustJSON(p))
 	if rerr != nil {
 		return nil, rerr
 	}

@@ -517,7 +517,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		return nil, &rpcError{Code: codeInternal, Message: errorText(err)}
 	}
 	if resp.Error != nil {
-		return nil, s.chargeError(ctx, c, resp.Error)
+		return nil, s.chargeError(ctx, c.tool, string(c.arguments), resp.Error)
 	}
 	read := c.result
 	if read == nil {
@@ -590,14 +590,15 @@ func (s *session) withheldWhy(ctx context.Context, st govern.Settlement) string 
 	return fmt.Sprintf("%d of its %d tokens are beyond what the session's budget has left.%s", st.Withheld, st.Wanted, line)
 }
 
-// chargeError charges an upstream's JSON-RPC error (its message and data
-// reach the agent) and returns it, its message cut to what the budget
-// leaves.
-func (s *session) chargeError(ctx context.Context, c governedCall, e *rpcError) *rpcError {
-	st, err := s.g.o.Governor.Settle(ctx, govern.Output{Session: s.id.key(), Role: s.id.StartRole, Tool: c.tool, Arguments: string(c.arguments),
+// chargeError charges an upstream's JSON-RPC error of a request of tool
+// (its message and data reach the agent; arguments: what the upstream was
+// sent of the agent's, charged with it) and returns it, its message cut
+// to what the budget leaves.
+func (s *session) chargeError(ctx context.Context, tool, arguments string, e *rpcError) *rpcError {
+	st, err := s.g.o.Governor.Settle(ctx, govern.Output{Session: s.id.key(), Role: s.id.StartRole, Tool: tool, Arguments: arguments,
 		Parts: []govern.Part{{Text: e.Message}, {Text: string(e.Data)}}})
 	if err != nil {
-		return &rpcError{Code: e.Code, Message: fmt.Sprintf("[harness] the error of %s was withheld: it could not be charged (%v)", c.tool, err)}
+		return &rpcError{Code: e.Code, Message: fmt.Sprintf("[harness] the error of %s was withheld: it could not be charged (%v)", tool, err)}
 	}
 	if st.Withheld == 0 {
 		return e
