@@ -43,6 +43,12 @@ type HTTPOptions struct {
 	// MaxSessions caps the live sessions of one token, or of the
 	// anonymous agent (default 64; 429 beyond).
 	MaxSessions int
+	// MaxRequests caps the requests under way of one token, or of the
+	// anonymous agent, over all its sessions (default 32; 429 beyond,
+	// before the body is read): each holds its body and what was decoded
+	// of it for as long as its call lasts, which the agent may make long
+	// (a slow tool, an approval it never gives).
+	MaxRequests int
 	// Origins are the Origin headers accepted (a browser's page): scheme
 	// and host, with "*" for any port, such as "https://app.example:*".
 	// Default: loopback origins. A request without Origin is not a
@@ -66,6 +72,7 @@ const (
 	DefaultBodyTimeout = 30 * time.Second
 	DefaultSessionIdle = 30 * time.Minute
 	DefaultMaxSessions = 64
+	DefaultMaxRequests = 32
 )
 
 // loopbackHosts are the names of this machine that a DNS rebinding
