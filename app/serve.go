@@ -245,7 +245,7 @@ func (h *Harness) serveHTTP(ctx context.Context, gw *gateway.Gateway, g *govern.
 	}
 	lim := h.Config.HTTP
 	ho := gateway.HTTPOptions{Tokens: tokens, StartRole: h.Params.StartRole, Loopback: isLoopback(o.HTTP),
-		MaxBody: lim.MaxBody, BodyTimeout: lim.BodyTimeout, SessionIdle: lim.SessionIdle, MaxSessions: lim.MaxSessions,
+		MaxBody: lim.MaxBody, BodyTimeout: lim.BodyTimeout, SessionIdle: lim.SessionIdle, MaxSessions: lim.MaxSessions, MaxRequests: lim.MaxRequests, MaxPending: lim.MaxPending,
 		Origins: lim.Origins, Hosts: lim.Hosts, Logf: logf, Routes: map[string]http.Handler{}}
 	for _, p := range metrics.Paths {
 		ho.Routes[p] = health

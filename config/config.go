@@ -104,7 +104,8 @@ type Config struct {
 	// PolicyTimeout bounds one evaluation of the policy ([policy] timeout).
 	PolicyTimeout time.Duration
 	// HTTP are the HTTP gateway's limits ([gateway] max_body_mb,
-	// body_timeout, session_idle, max_sessions, origins, hosts); zero
+	// body_timeout, session_idle, max_sessions, max_requests,
+	// max_pending_mb, origins, hosts); zero
 	// values leave the gateway's defaults.
 	HTTP HTTPLimits
 	// Charge are the estimates of what is not text ([charge]); zero values
@@ -151,7 +152,8 @@ type AgentBudget struct {
 type HTTPLimits struct {
 	MaxBody                  int64
 	BodyTimeout, SessionIdle time.Duration
-	MaxSessions              int
+	MaxSessions, MaxRequests int
+	MaxPending               int64
 	// Origins and Hosts are the Origin and Host headers accepted (nil:
 	// the gateway's defaults).
 	Origins, Hosts []string
@@ -364,7 +366,7 @@ var schema = map[string][]string{
 	"cost":        {"default_model", "models"},
 	"log":         {"events", "decisions", "max_size_mb", "max_files", "mask"},
 	"agents":      nil, // [agents.NAME] tables, checked on their own
-	"gateway":     {"prefix", "tokens", "default_agent", "max_body_mb", "body_timeout", "session_idle", "max_sessions", "origins", "hosts"},
+	"gateway":     {"prefix", "tokens", "default_agent", "max_body_mb", "body_timeout", "session_idle", "max_sessions", "max_requests", "max_pending_mb", "origins", "hosts"},
 	"charge":      {"image_pixels_per_token", "max_image_tokens", "audio_tokens_per_kb", "blob_tokens_per_kb"},
 	"hook":        {"allow", "tools"},
 	"upstream":    nil, // [[upstream]] tables, checked on their own
@@ -665,6 +667,14 @@ func (c *Config) set(path string, v any, project bool) error {
 	case "gateway.max_sessions":
 		n, err := wholeNumber(v, 1, 1<<20)
 		c.HTTP.MaxSessions = int(n)
+		return err
+	case "gateway.max_requests":
+		n, err := wholeNumber(v, 1, 1<<20)
+		c.HTTP.MaxRequests = int(n)
+		return err
+	case "gateway.max_pending_mb":
+		n, err := wholeNumber(v, 1, 1<<20)
+		c.HTTP.MaxPending = n << 20
 		return err
 	case "gateway.body_timeout", "gateway.session_idle":
 		s, ok := v.(string)

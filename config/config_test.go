@@ -64,6 +64,9 @@ max_role = "coder"
 
 [gateway]
 prefix = "always"
+max_sessions = 8
+max_requests = 16
+max_pending_mb = 100
 
 [hook]
 allow = "allow"
@@ -142,6 +145,9 @@ mask = ["/arguments/password"]
 	}
 	if c.HookAllow != "allow" || c.HookTools["WebFetch"] != "ctx_read" {
 		t.Errorf("hook: %q %v", c.HookAllow, c.HookTools)
+	}
+	if c.HTTP.MaxSessions != 8 || c.HTTP.MaxRequests != 16 || c.HTTP.MaxPending != 100<<20 {
+		t.Errorf("gateway limits: %+v", c.HTTP)
 	}
 	if c.Prefix != "always" || len(c.Tokens) != 2 || c.Tokens[0].Role != "reviewer" || c.Tokens[1].SHA256 == "" {
 		t.Errorf("gateway: %s %+v", c.Prefix, c.Tokens)

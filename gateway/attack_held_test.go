@@ -43,7 +43,7 @@ func TestAttackRequestsHeldWithoutBound(t *testing.T) {
 	grown := int64(after.HeapInuse) - int64(before.HeapInuse)
 	n := g.inflightCount(false)
 	g.Close() // the requests held end, so that the agent's client is done
-	if n > DefaultMaxRequests {
-		t.Errorf("one agent holds %d requests under way (at most %d), %d MiB of the gateway's heap (%d MiB of bodies sent)", n, DefaultMaxRequests, grown>>20, held*size>>20)
+	if int64(n)*size > DefaultMaxPending {
+		t.Errorf("one agent holds %d requests under way, %d MiB of bodies (at most %d MiB), %d MiB of the gateway's heap", n, n*size>>20, DefaultMaxPending>>20, grown>>20)
 	}
 }

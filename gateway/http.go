@@ -43,12 +43,16 @@ type HTTPOptions struct {
 	// MaxSessions caps the live sessions of one token, or of the
 	// anonymous agent (default 64; 429 beyond).
 	MaxSessions int
-	// MaxRequests caps the requests under way of one token, or of the
-	// anonymous agent, over all its sessions (default 32; 429 beyond,
-	// before the body is read): each holds its body and what was decoded
-	// of it for as long as its call lasts, which the agent may make long
-	// (a slow tool, an approval it never gives).
+	// MaxRequests and MaxPending cap the requests under way of one token,
+	// or of the anonymous agent, over all its sessions: their number
+	// (default 256) and the bytes of their bodies (default 64 MiB, and
+	// never less than MaxBody; a body's Content-Length, or MaxBody for one
+	// sent without). Beyond either, a POST is refused with 429 before its
+	// body is read: each request holds its body, and what was decoded of
+	// it, for as long as its call lasts, which the agent may make long (a
+	// slow tool, an approval it never gives).
 	MaxRequests int
+	MaxPending  int64
 	// Origins are the Origin headers accepted (a browser's page): scheme
 	// and host, with "*" for any port, such as "https://app.example:*".
 	// Default: loopback origins. A request without Origin is not a
@@ -72,7 +76,8 @@ const (
 	DefaultBodyTimeout = 30 * time.Second
 	DefaultSessionIdle = 30 * time.Minute
 	DefaultMaxSessions = 64
-	DefaultMaxRequests = 32
+	DefaultMaxRequests = 256
+	DefaultMaxPending  = 64 << 20
 )
 
 // loopbackHosts are the names of this machine that a DNS rebinding
@@ -95,6 +100,14 @@ type httpServer struct {
 	mu       sync.Mutex
 	sessions map[string]*httpSession // by Mcp-Session-Id
 	owned    map[int]int             // live sessions by owner (token index; -1: anonymous)
+	busy     map[int]pending         // POSTs under way by owner
+}
+
+// pending are the POSTs of an owner under way: how many, and the bytes
+// their bodies may hold.
+type pending struct {
+	requests int
+	bytes    int64
 }
 
 // httpSession is one issued Mcp-Session-Id.
@@ -127,13 +140,20 @@ func (g *Gateway) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
 	}
+	if o.MaxRequests <= 0 {
+		o.MaxRequests = DefaultMaxRequests
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	o.MaxPending = max(o.MaxPending, o.MaxBody)
 	o = o.guarded()
 	if o.Logf == nil {
 		o.Logf = g.o.Logf
 	} else {
 		o.Logf = printable(o.Logf)
 	}
-	h := &httpServer{g: g, o: o, sessions: map[string]*httpSession{}, owned: map[int]int{}}
+	h := &httpServer{g: g, o: o, sessions: map[string]*httpSession{}, owned: map[int]int{}, busy: map[int]pending{}}
 	go h.expireLoop()
 	return h
 }
@@ -190,6 +210,17 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
+		size := r.ContentLength
+		if size < 0 || size > h.o.MaxBody {
+			size = h.o.MaxBody
+		}
+		if why := h.enter(owner, size); why != "" {
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Connection", "close") // the body is not read
+			h.rpcRefuse(w, r, http.StatusTooManyRequests, nil, &rpcError{Code: codeInternal, Message: why})
+			return
+		}
+		defer h.leave(owner, size)
 		h.post(w, r, id, owner, named)
 	case http.MethodGet:
 		h.get(w, r, owner)
@@ -203,6 +234,38 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		h.refuse(w, r, http.StatusMethodNotAllowed, "want POST, GET or DELETE")
 	}
+}
+
+// enter counts a POST of owner under way, whose body may hold size
+// bytes, unless that would take owner past HTTPOptions.MaxRequests or
+// MaxPending: then it says why, and the request is refused before its body
+// is read. Every message counts (an answer to the gateway's question too),
+// since its body is read before what it is is known.
+func (h *httpServer) enter(owner int, size int64) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.busy[owner]
+	switch {
+	case p.requests >= h.o.MaxRequests:
+		return fmt.Sprintf("this agent has %d requests under way, the most it may have: wait for one to end", p.requests)
+	case p.bytes+size > h.o.MaxPending:
+		return fmt.Sprintf("this agent's requests under way hold %d bytes, and this one would take them past %d: wait for one to end", p.bytes, h.o.MaxPending)
+	}
+	h.busy[owner] = pending{p.requests + 1, p.bytes + size}
+	return ""
+}
+
+// leave ends a POST that enter counted.
+func (h *httpServer) leave(owner int, size int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.busy[owner]
+	if p.requests--; p.requests == 0 {
+		delete(h.busy, owner)
+		return
+	}
+	p.bytes -= size
+	h.busy[owner] = p
 }
 
 // guarded are o with the default Origins and Hosts.

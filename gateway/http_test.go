@@ -178,6 +178,64 @@ func TestHTTPSessionCap(t *testing.T) {
 	}
 }
 
+// A token has at most MaxRequests POSTs under way, whose bodies hold at
+// most MaxPending bytes, counted before a body is read: the next is
+// refused (429, Retry-After) without reading it, another token's is not,
+// and one that ends makes room.
+func TestHTTPRequestCap(t *testing.T) {
+	t.Parallel()
+	for name, o := range map[string]HTTPOptions{
+		"requests": {MaxRequests: 1, BodyTimeout: time.Minute},
+		// A body sent without Content-Length may hold MaxBody bytes.
+		"bytes": {MaxBody: 1 << 10, MaxPending: 1 << 10, BodyTimeout: time.Minute},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, _, url := httpFixture(t, o)
+			id := initHTTP(t, url, 0, nil)
+			header := map[string]string{"Authorization": bearer(0), "Mcp-Session-Id": id}
+			// A request under way: its body arrives a piece at a time.
+			body, send := io.Pipe()
+			held := make(chan int, 1)
+			go func() {
+				req, _ := http.NewRequest(http.MethodPost, url, body)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				for k, v := range header {
+					req.Header.Set(k, v)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					held <- 0
+					return
+				}
+				resp.Body.Close()
+				held <- resp.StatusCode
+			}()
+			if _, err := send.Write([]byte(`{"jsonrpc":"2.0",`)); err != nil { // returns once the gateway reads it
+				t.Fatal(err)
+			}
+			ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+			resp, got := do(t, url, request{body: ping, header: header})
+			if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" || !strings.Contains(got, `"error"`) {
+				t.Errorf("a second request under way: %d %v %s", resp.StatusCode, resp.Header, got)
+			}
+			other := initHTTP(t, url, 1, nil) // another token has its own
+			if resp, got := do(t, url, request{body: ping, header: map[string]string{"Authorization": bearer(1), "Mcp-Session-Id": other}}); resp.StatusCode != http.StatusOK {
+				t.Errorf("another token's request: %d %s", resp.StatusCode, got)
+			}
+			send.Write([]byte(`"id":3,"method":"ping"}`))
+			send.Close()
+			if code := <-held; code != http.StatusOK {
+				t.Errorf("the request under way: %d", code)
+			}
+			if resp, got := do(t, url, request{body: ping, header: header}); resp.StatusCode != http.StatusOK {
+				t.Errorf("a request once the other ended: %d %s", resp.StatusCode, got)
+			}
+		})
+	}
+}
+
 // Sessions nobody used for the idle time end: their bookkeeping and
 // upstreams go, and their ids are no longer known.
 func TestHTTPSessionsExpire(t *testing.T) {
