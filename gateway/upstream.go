@@ -351,16 +351,21 @@ var ErrUpstreamDown = errors.New("upstream is down")
 // told. Such an error may quote the upstream's own words (the body of an
 // HTTP error, the message of a handshake that failed, which every call
 // quotes while the upstream is down), and the gateway charges none of it:
-// only so much reaches the agent. The gateway's log has it whole.
-const maxErrorText = 256
+// only so much reaches the agent. The gateway's log has up to
+// maxLoggedError of a text it cut.
+const (
+	maxErrorText   = 256
+	maxLoggedError = 4 << 10
+)
 
-// errorText is err's text as the agent is told it: at most maxErrorText
-// bytes.
-func errorText(err error) string {
+// errorText is err's text as the agent is told it, about tool: at most
+// maxErrorText bytes; a text cut is logged, up to maxLoggedError.
+func (s *session) errorText(tool string, err error) string {
 	text := err.Error()
 	if len(text) <= maxErrorText {
 		return text
 	}
+	s.g.o.Logf("the error of %s, cut for the agent: %s", tool, clip(text, maxLoggedError))
 	return clip(text, maxErrorText) + " [harness] (cut)"
 }
 
