@@ -127,7 +127,7 @@ func (e *evaluation) release() {
 	clear(e.memo)
 	clear(e.args)
 	clear(e.items)
-	clear(e.stack[:cap(e.stack)])
+	clear(e.stack) // past its length, the stack is all nil (see frame)
 	clear(e.results)
 	clear(e.cache)
 	// A relation's values are not kept: they are the elements of the
@@ -139,18 +139,19 @@ func (e *evaluation) release() {
 
 // frame takes n locals from the evaluation's stack, all undefined. Calls
 // nest, so frames are given back (drop) in the order they were taken.
+//
+// A plan takes a call's locals to start undefined (a complete rule's
+// default is given when its value is still undefined): the stack past its
+// length is all nil, since drop and release clear what they give back,
+// and slices.Grow copies only that (grown, the stack holds copies of the
+// locals of the calls in progress, and nil past them).
 func (e *evaluation) frame(n int) []*ast.Term {
 	base := len(e.stack)
 	if cap(e.stack)-base < n {
 		e.stack = slices.Grow(e.stack, n)
 	}
 	e.stack = e.stack[:base+n]
-	locals := e.stack[base:]
-	// A plan takes a call's locals to start undefined (a complete rule's
-	// default is given when its value is still undefined). Grown, the
-	// stack holds copies of the locals of the calls in progress.
-	clear(locals)
-	return locals
+	return e.stack[base:]
 }
 
 // drop gives back the last frame of n locals.
