@@ -282,16 +282,28 @@ func build(p *ir.Policy) (*Program, error) {
 // an array or set of constants (["a", "b"], {"a", 1}). Its making becomes
 // an assignment of the shared value. A literal is shared when the local it
 // is made in is never appended or added to in the function, other than by
-// the adds of its own members, made right after it. Should a statement
-// still change a shared value (another local given it first), it fails
-// the evaluation (see kArrayAppend, kSetAdd), whose caller then asks
-// topdown.
+// the adds of the members of the set literals made in it, each right
+// after its literal (the bodies of a function may make their literals in
+// one local). Should a statement still change a shared value (another
+// local given it first), it fails the evaluation (see kArrayAppend,
+// kSetAdd), whose caller then asks topdown.
 func (b *builder) shareConstants(blocks []*block) {
 	changed := map[int32]int{} // adds and appends, by the local they change
 	for _, bl := range blocks {
 		forEach(bl, func(s *stmt) {
 			if s.kind == kSetAdd || s.kind == kArrayAppend {
 				changed[s.b]++
+			}
+		})
+	}
+	// The adds of each set literal's members, taken off the changes of
+	// its local.
+	members := map[*stmt][]int{}
+	for _, bl := range blocks {
+		eachStmt(bl, func(stmts []stmt, i int) {
+			if s := &stmts[i]; s.kind == kMakeSet {
+				members[s] = setMembers(stmts, i)
+				changed[s.b] -= len(members[s])
 			}
 		})
 	}
@@ -309,23 +321,10 @@ func (b *builder) shareConstants(blocks []*block) {
 					v = ast.NewArray(items...)
 				}
 			case kMakeSet:
-				// Its members: the adds of constants that follow it, up
-				// to a statement that may leave the block or that reads
-				// or makes its local otherwise.
-				var adds []int
-				for k := i + 1; k < len(stmts) && total(stmts[k].kind); k++ {
-					a := &stmts[k]
-					if a.kind == kSetAdd && a.b == s.b && a.a < 0 {
-						adds = append(adds, k)
-						continue
-					}
-					if reads(a, s.b) || writes(a) == s.b {
-						break
-					}
-				}
-				if changed[s.b] != len(adds) {
+				if changed[s.b] != 0 {
 					return
 				}
+				adds := members[s]
 				ops := make([]int32, len(adds))
 				for j, k := range adds {
 					ops[j] = stmts[k].a
@@ -339,6 +338,26 @@ func (b *builder) shareConstants(blocks []*block) {
 			}
 		})
 	}
+}
+
+// setMembers are the indices of the adds of the members of the set
+// literal made at i: the adds of constants to its local that follow it,
+// up to a statement that may leave the block or that reads or makes its
+// local otherwise.
+func setMembers(stmts []stmt, i int) []int {
+	l := stmts[i].b
+	var adds []int
+	for k := i + 1; k < len(stmts) && total(stmts[k].kind); k++ {
+		a := &stmts[k]
+		if a.kind == kSetAdd && a.b == l && a.a < 0 {
+			adds = append(adds, k)
+			continue
+		}
+		if reads(a, l) || writes(a) == l {
+			break
+		}
+	}
+	return adds
 }
 
 // readsData marks the functions of the data alone: rules (functions of
