@@ -179,11 +179,20 @@ type SuspectOf struct {
 	Home      string   `json:"home"`
 }
 
-// ProtectedLocations are the regular expressions of ProtectDoc.Locations.
+// ProtectedLocations are the regular expressions of ProtectDoc.Locations:
+// a .lean-ctx directory; lean-ctx's harness, roles and policies
+// directories; a .claude directory named whole (a command that cds into
+// it, copies, extracts or syncs into it, or removes or moves it reaches
+// the settings in it without naming them); and a settings.json or
+// settings.local.json after a .claude directory, in any path or command
+// (.claude//settings.json, .claude/commands/../settings.json, cd
+// .claude/x && … ../settings.json). The other files of a .claude
+// directory (.claude/commands/x.md) stay the agent's.
 var ProtectedLocations = []string{
 	`(^|[^A-Za-z0-9_.-])\.lean-ctx([/\\]|$|[^A-Za-z0-9_-])`,
 	`(^|[/\\])lean-ctx[/\\](harness|roles|policies)([/\\]|$|[^A-Za-z0-9_-])`,
-	`(^|[^A-Za-z0-9_.-])\.claude[/\\]settings(\.local)?\.json`,
+	`(^|[^A-Za-z0-9_.-])\.claude[/\\]?($|[^A-Za-z0-9_./\\-])`,
+	`(^|[^A-Za-z0-9_.-])\.claude[/\\]([\s\S]*[^A-Za-z0-9_-])?settings(\.local)?\.json`,
 }
 
 // OperatorCommands are the regular expressions of ProtectDoc.Commands: the
