@@ -107,3 +107,35 @@ func TestAttackClaudeSettingsThroughTheirDirectory(t *testing.T) {
 		{true, "/work/app/.claude/agents/settings.md", false},
 	})
 }
+
+// The ledger and the logs (in the state directory, or configured outside
+// the home), written with an empty or . segment, a .. segment, a trailing
+// slash or as a file:// URI, are the same files to the tool that opens
+// them: a write of /home/dev/.local/state/lean-ctx//harness/ledger.db or
+// /srv/tmp/../logs/decisions.jsonl empties the budgets or the audit. Each
+// must be refused as the plain path is.
+func TestAttackProtectedPathsWithEmptyAndDotSegments(t *testing.T) {
+	checkProtection(t, []protectCase{
+		{true, "/home/dev/.local/state/lean-ctx//harness/ledger.db", true},
+		{true, "/home/dev/.local/state/lean-ctx/./harness/decisions.jsonl", true},
+		{true, "~/.local/state/lean-ctx//harness/ledger.db", true},
+		{true, "/home/dev/.local/state/lean-ctx/x/../harness/ledger.db", true},
+		{true, "/srv/ledgers//main.db", true},
+		{true, "/srv//logs/decisions.jsonl", true},
+		{true, "/srv/./logs/events.jsonl", true},
+		{true, "/srv/tmp/../logs/decisions.jsonl", true},
+		{true, "/srv/a/b/../../logs/decisions.jsonl", true},
+		{true, "file:///srv/ledgers/main.db", true},
+		{true, "file:///srv/logs/decisions.jsonl", true},
+		{false, "rm ~/.local/state/lean-ctx//harness/ledger.db", true},
+		{false, "sqlite3 /srv/ledgers//main.db 'delete from sessions'", true},
+		{false, "truncate -s0 /srv/./logs/decisions.jsonl", true},
+		{false, ": > /srv//logs/decisions.jsonl", true},
+		{true, "/work/app//main.go", false},
+		{true, "/srv/logsx/../app/a.txt", false},
+		{true, "/srv/ledgers/../ledgers.txt", false},
+		{true, "/srv/tmp/../../srv2/logs/x", false},
+		{false, "curl -s https://example.com/srv/x", false},
+		{false, "cd .. && go test ./...", false},
+	})
+}
