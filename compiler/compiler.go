@@ -195,6 +195,15 @@ var ProtectedLocations = []string{
 	`(^|[^A-Za-z0-9_.-])\.claude[/\\]([\s\S]*[^A-Za-z0-9_-])?settings(\.local)?\.json`,
 }
 
+// SuspectSegments are the suspect expression's alternatives for the
+// strings the self-protection rules read otherwise than they are written:
+// one with an empty or . segment, and a path from the root, the home or a
+// file:// URI with a .. segment.
+var SuspectSegments = []string{
+	`/\.?/`,
+	`^(/|~|\$\{?HOME|file:)[\s\S]*\.\.(/|$)`,
+}
+
 // OperatorCommands are the regular expressions of ProtectDoc.Commands: the
 // operator's verbs (contract.OperatorVerbs: harness role set, budget
 // reset, hook install) as words anywhere in a command, however the binary
@@ -426,9 +435,14 @@ func protectDoc(p Protect) ProtectDoc {
 // form of it holds. A path under the home directory may be written from it
 // (~/x, $HOME/x, ${HOME}/x), so its part after the home is enough; a path
 // the home directory is under (the home itself, or above it) may be written
-// as ~, $HOME or ${HOME} and anything after.
+// as ~, $HOME or ${HOME} and anything after. The rules also read a path or
+// command with its empty and . segments dropped, and an absolute path (or
+// one from the home, or a file:// URI) with its .. segments worked out, so a
+// string that holds // or /./, and such a path that holds a .. segment, is
+// suspect too (SuspectSegments).
 func suspect(d ProtectDoc) string {
 	alternatives := append(slices.Clone(d.Locations), d.Commands...)
+	alternatives = append(alternatives, SuspectSegments...)
 	literals := map[string]bool{}
 	home := strings.TrimRight(d.Home, "/")
 	for _, path := range d.Paths {

@@ -428,7 +428,7 @@ protect_reasons contains r if {
 	_protecting
 	edit_tool
 	some path in _path_arguments
-	_protected_path(path)
+	_protected_edit(path)
 	r := _reason("harness_files", sprintf("tool '%s' may not change %s: it is one of the harness's own files (roles, policies, configuration, the ledger and logs, Claude Code's settings); only the operator changes them", [tool, _quote(path)]))
 }
 
@@ -436,7 +436,7 @@ protect_reasons contains r if {
 	_protecting
 	shell_tool
 	some cmd in _command_strings
-	_mentions_protected(cmd)
+	_mentions_protected_collapsed(cmd)
 	r := _reason("harness_files", sprintf("shell command %s touches the harness's own files (roles, policies, configuration, the ledger and logs, Claude Code's settings); only the operator changes them", [_quote(cmd)]))
 }
 
@@ -459,6 +459,61 @@ _protected_path(p) if {
 	some dir in object.get(_protect, "paths", [])
 	_under(x, dir)
 }
+
+# A path an edit changes is protected as it is written, and when it is
+# under a protected path as the file system reads it: without a file://
+# scheme, empty and . segments, and with each .. segment taking the one
+# before it (the home expanded first). An absolute path of more than 256
+# segments that holds a .. is not worked out, and refused.
+_protected_edit(p) if _protected_path(p)
+
+_protected_edit(p) if {
+	x := _clean_path(p)
+	some dir in object.get(_protect, "paths", [])
+	_under(x, dir)
+}
+
+_protected_edit(p) if {
+	s := _collapse(_expand_home(trim_prefix(p, "file://")))
+	startswith(s, "/")
+	regex.match(`(^|/)\.\.(/|$)`, s)
+	count(split(s, "/")) > 256
+}
+
+# A shell command names a protected path as it is written, and with its
+# empty and . segments dropped (rm ~/.local/state//x is rm ~/.local/state/x).
+_mentions_protected_collapsed(cmd) if _mentions_protected(cmd)
+
+_mentions_protected_collapsed(cmd) if _mentions_protected(_collapse(cmd))
+
+# s with every run of / and /./ between two names made one /.
+_collapse(s) := regex.replace(s, `/(\.?/)+`, "/")
+
+# An absolute path (after the home is expanded and a file:// scheme
+# dropped) as the file system reads it, lexically: segment i stays when it
+# is a name that no later .. takes, that is when the running count of names
+# less ..s never falls, after it, below where it stood with it.
+_clean_path(p) := concat("", ["/", concat("/", kept)]) if {
+	s := _collapse(_expand_home(trim_prefix(p, "file://")))
+	startswith(s, "/")
+	segs := split(s, "/")
+	count(segs) <= 256
+	w := [_segment_weight(seg) | some seg in segs]
+	h := [sum(array.slice(w, 0, k)) | some k in numbers.range(0, count(w))]
+	kept := [seg |
+		some i, seg in segs
+		w[i] == 1
+		every later in array.slice(h, i + 2, count(h)) {
+			later >= h[i + 1]
+		}
+	]
+}
+
+_segment_weight(seg) := 0 if seg in {"", "."}
+
+else := -1 if seg == ".."
+
+else := 1
 
 _mentions_protected(cmd) if _protected_path(cmd)
 

@@ -600,6 +600,10 @@ test_edits_of_the_harness_files_are_refused if {
 		{"path": "/home/dev/.local/state/lean-ctx/harness/events.jsonl"},
 		{"edits": [{"path": "/srv/logs/decisions.jsonl"}]},
 		{"paths": ["ok.txt", "/home/dev/.lean-ctx/x"]},
+		{"path": "/srv/harness//state/ledger.db"},
+		{"path": "/srv/tmp/../harness/./state/ledger.db"},
+		{"uri": "file:///srv/logs/decisions.jsonl"},
+		{"file_path": "/home/dev/.claude//settings.json"},
 	] {
 		d := protected(with_args("admin", "ctx_edit", args))
 		codes(d) == ["harness_files"]
@@ -629,6 +633,9 @@ test_shell_commands_on_the_harness_files_are_refused if {
 		"echo x > .claude/settings.json",
 		"cd /home/dev && mv .lean-ctx .old",
 		"truncate -s0 /srv/logs/decisions.jsonl",
+		"truncate -s0 /srv/logs//decisions.jsonl",
+		"cd ~/.claude && sed -i /hooks/d settings.json",
+		"rm -rf .claude",
 	] {
 		codes(protected(with_args("admin", "ctx_shell", {"command": cmd}))) == ["harness_files"]
 	}
