@@ -139,3 +139,31 @@ func TestAttackProtectedPathsWithEmptyAndDotSegments(t *testing.T) {
 		{false, "cd .. && go test ./...", false},
 	})
 }
+
+// The state directory (the ledger and the logs) and the user's data
+// directory (roles and policies) are reached as plainly from a directory
+// above them as by their path: cd into it, then remove or move the
+// directory below by its relative name. Each must be refused; a command
+// that names those directories' neighbours, or the project and the
+// directories above it, stays the agent's.
+func TestAttackProtectedDirectoriesFromAbove(t *testing.T) {
+	checkProtection(t, []protectCase{
+		{false, "cd ~/.local/state/lean-ctx && rm -rf harness", true},
+		{false, "cd ~/.local/state/lean-ctx/ && rm -rf ./harness/", true},
+		{false, "cd ~/.local/state && rm -rf lean-ctx", true},
+		{false, "cd $HOME/.local/state && mv lean-ctx /tmp/x", true},
+		{false, "cd ~/.local/share && rm -rf lean-ctx", true},
+		{false, "cd ~/.local && rm -rf share/lean-ctx", true},
+		{false, "cd ~/.local && rm -rf state", true},
+		{false, "cd ~ && rm -rf .local/share/lean-ctx", true},
+		{false, "cd ~ && rm -rf .local/state/lean-ctx", true},
+		{false, "cd /srv && rm -rf logs", true},
+		{false, "cd /srv/ledgers && sqlite3 main.db 'delete from sessions'", true},
+		{false, "ls ~/.local/share/pnpm", false},
+		{false, "cat ~/.local/state/nvim/log", false},
+		{false, "cd ~/.local/share && ls pnpm", false},
+		{false, "cd /work && ls app", false},
+		{false, "cd /work/app && go test ./...", false},
+		{false, "cd ~ && ls .local", false},
+	})
+}
