@@ -231,7 +231,7 @@ func (h *Harness) CompilerConfig() compiler.Config {
 	}
 	return compiler.Config{
 		ShellTools: c.ShellTools, ExemptTools: c.ExemptTools, EditTools: c.EditTools, AgentBudgets: budgets,
-		Protect: compiler.Protect{Off: c.ProtectOff, Paths: h.protectedPaths(), Home: h.Params.Home},
+		Protect: compiler.Protect{Off: c.ProtectOff, Paths: h.protectedPaths(), Home: h.Params.Home, Project: h.Project()},
 	}
 }
 

@@ -66,6 +66,10 @@ type Protect struct {
 	Paths []string
 	// Home is the user's home directory, for paths written with ~ or $HOME.
 	Home string
+	// Project is the project's root: it and the directories above it are
+	// the agent's, so a command that names them is no command on a
+	// protected path below them (ProtectDoc.Above).
+	Project string
 }
 
 // DefaultConfig is the contract's configuration: shell tools ctx_shell and
@@ -156,9 +160,26 @@ type ProtectDoc struct {
 	// shell command.
 	Commands []string `json:"commands"`
 	Home     string   `json:"home"`
+	// Above are the directories above the protected paths, each with the
+	// path below it: a shell command that names one and holds the path
+	// below it, or a directory on the way to it, as a word of its own
+	// reaches the protected path from there (cd ~/.local/state && rm -rf
+	// lean-ctx).
+	Above []Above `json:"above"`
 	// Suspect tells with one regex.match that a string is clear of all
 	// of the above.
 	Suspect Suspect `json:"suspect"`
+}
+
+// Above is a directory above a protected path, other than the root, the
+// home directory's ancestors, and the project with the directories above it.
+type Above struct {
+	Dir string `json:"dir"`
+	// Rest is the protected path below Dir.
+	Rest string `json:"rest"`
+	// Least is how many of Rest's segments a word must hold: 2 from the
+	// home directory (.local/state, not .local), else 1.
+	Least int `json:"least"`
 }
 
 // Suspect is one regular expression that every string the
@@ -177,6 +198,7 @@ type SuspectOf struct {
 	Locations []string `json:"locations"`
 	Commands  []string `json:"commands"`
 	Home      string   `json:"home"`
+	Above     []Above  `json:"above"`
 }
 
 // ProtectedLocations are the regular expressions of ProtectDoc.Locations:
@@ -425,9 +447,40 @@ func protectDoc(p Protect) ProtectDoc {
 	}
 	slices.Sort(paths)
 	d := ProtectDoc{Enabled: !p.Off, Paths: paths, Locations: slices.Clone(ProtectedLocations),
-		Commands: OperatorCommands(), Home: p.Home}
-	d.Suspect = Suspect{Regex: suspect(d), Of: SuspectOf{Paths: d.Paths, Locations: d.Locations, Commands: d.Commands, Home: d.Home}}
+		Commands: OperatorCommands(), Home: p.Home, Above: above(paths, p.Home, p.Project)}
+	d.Suspect = Suspect{Regex: suspect(d), Of: SuspectOf{Paths: d.Paths, Locations: d.Locations, Commands: d.Commands, Home: d.Home, Above: d.Above}}
 	return d
+}
+
+// above are the directories above the absolute paths, each with the path
+// below it, up to the home directory (from which a word must hold two
+// segments), the project or the root, whichever comes first.
+func above(paths []string, home, project string) []Above {
+	home, project = strings.TrimRight(home, "/"), strings.TrimRight(project, "/")
+	out := []Above{}
+	for _, path := range paths {
+		path = strings.TrimRight(path, "/")
+		if !strings.HasPrefix(path, "/") {
+			continue
+		}
+		for dir := path[:strings.LastIndex(path, "/")]; dir != ""; dir = dir[:strings.LastIndex(dir, "/")] {
+			if project != "" && (dir == project || strings.HasPrefix(project, dir+"/")) ||
+				home != "" && strings.HasPrefix(home, dir+"/") {
+				break
+			}
+			a := Above{Dir: dir, Rest: path[len(dir)+1:], Least: 1}
+			if dir == home {
+				a.Least = 2
+			}
+			if strings.Count(a.Rest, "/")+1 >= a.Least && !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+			if dir == home {
+				break
+			}
+		}
+	}
+	return out
 }
 
 // suspect is the regular expression of ProtectDoc.Suspect: the locations
@@ -455,6 +508,17 @@ func suspect(d ProtectDoc) string {
 			literals[path] = true
 		default:
 			literals[path] = true
+		}
+	}
+	for _, a := range d.Above {
+		switch {
+		case home != "" && a.Dir == home:
+			// The word holds the first two segments of the rest.
+			literals[strings.Join(strings.SplitN(a.Rest, "/", 3)[:2], "/")] = true
+		case home != "" && strings.HasPrefix(a.Dir, home+"/"):
+			literals[a.Dir[len(home):]] = true
+		default:
+			literals[a.Dir] = true
 		}
 	}
 	for _, l := range slices.Sorted(maps.Keys(literals)) {

@@ -33,7 +33,7 @@ func installedProtection(t *testing.T) (*regexp.Regexp, func(protectCase) []stri
 		"/work/app/.claude/settings.json", "/work/app/.claude/settings.local.json",
 	}
 	doc := compiler.Compile(testSet(t), compiler.Config{ShellTools: contract.DefaultShellTools, ExemptTools: contract.DefaultExemptTools,
-		EditTools: contract.DefaultEditTools, Protect: compiler.Protect{Home: "/home/dev", Paths: paths}})
+		EditTools: contract.DefaultEditTools, Protect: compiler.Protect{Home: "/home/dev", Paths: paths, Project: "/work/app"}})
 	e, err := New(context.Background(), doc)
 	if err != nil {
 		t.Fatal(err)

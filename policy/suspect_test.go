@@ -75,6 +75,9 @@ func TestSuspectCoversProtection(t *testing.T) {
 			{"/srv/x/../state/ledger.db", true},
 			{"file:///srv/state/ledger.db", true},
 			{"rm /srv/./state/ledger.db", true},
+			{"cd /srv && rm -rf state", true},
+			{"cd $HOME && rm ./ledgers/main.db", true},
+			{"cd ~ && rm -rf ledgers", false},
 			{"main.go", false},
 			{"/srv/statement.txt", true}, // as a shell command: it names /srv/state
 			{"go test ./...", false},
@@ -97,7 +100,7 @@ func FuzzSuspectCoversProtection(f *testing.F) {
 	suspects, refuse := [2]*regexp.Regexp{}, [2]func(string) bool{}
 	suspects[0], refuse[0] = suspectEngine(f, false)
 	suspects[1], refuse[1] = suspectEngine(f, true)
-	for _, s := range []string{"~/ledgers/main.db", "echo > $HOME/.lean-ctx/x", "/home/devx", "harness\trole\nset", "/srv/state/../x", "/srv/x/../state", "$HOME/../dev//ledgers/main.db"} {
+	for _, s := range []string{"~/ledgers/main.db", "echo > $HOME/.lean-ctx/x", "/home/devx", "harness\trole\nset", "/srv/state/../x", "/srv/x/../state", "$HOME/../dev//ledgers/main.db", "cd /srv && rm -rf state/x", "cd ~ && cp x 'ledgers/main.db'"} {
 		f.Add(s, false)
 	}
 	f.Fuzz(func(t *testing.T, s string, ancestor bool) {

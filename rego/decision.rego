@@ -485,7 +485,7 @@ _protect_suspects if _protect_suspect_stale
 # evaluations of a policy, not on every call of a tool that edits files.
 _protect_suspect_stale if {
 	p := data.harness.config.protect
-	p.suspect.of != {"paths": p.paths, "locations": p.locations, "commands": p.commands, "home": p.home}
+	p.suspect.of != {"paths": p.paths, "locations": p.locations, "commands": p.commands, "home": p.home, "above": object.get(p, "above", [])}
 }
 
 # -- What a session may still spend --------------------------------------------

@@ -58,6 +58,7 @@ fixture := {
 				"(^|[^A-Za-z0-9_-])hook\\s+install([^A-Za-z0-9_-]|$)",
 			],
 			"home": "",
+			"above": [],
 			"suspect": {
 				"regex": "(?:(^|[^A-Za-z0-9_.-])\\.lean-ctx([/\\\\]|$|[^A-Za-z0-9_-]))|(?:(^|[/\\\\])lean-ctx[/\\\\](harness|roles|policies)([/\\\\]|$|[^A-Za-z0-9_-]))|(?:(^|[^A-Za-z0-9_.-])\\.claude[/\\\\]?($|[^A-Za-z0-9_./\\\\-]))|(?:(^|[^A-Za-z0-9_.-])\\.claude[/\\\\]([\\s\\S]*[^A-Za-z0-9_-])?settings(\\.local)?\\.json)|(?:(^|[^A-Za-z0-9_-])role\\s+set([^A-Za-z0-9_-]|$))|(?:(^|[^A-Za-z0-9_-])budget\\s+reset([^A-Za-z0-9_-]|$))|(?:(^|[^A-Za-z0-9_-])hook\\s+install([^A-Za-z0-9_-]|$))|(?:/\\.?/)|(?:^(/|~|\\$\\{?HOME|file:)[\\s\\S]*\\.\\.(/|$))",
 				"of": {
@@ -74,6 +75,7 @@ fixture := {
 						"(^|[^A-Za-z0-9_-])hook\\s+install([^A-Za-z0-9_-]|$)",
 					],
 					"home": "",
+					"above": [],
 				},
 			},
 		},

@@ -523,6 +523,42 @@ _mentions_protected(cmd) if {
 	contains(cmd, form)
 }
 
+# A command that names a directory above a protected path (in any form
+# of it) and holds, as a word of its own, the path below it, a directory
+# on the way to it (from the home directory, one of two segments at
+# least), or a path under it, reaches it from there: cd ~/.local/state &&
+# rm -rf lean-ctx.
+_mentions_protected(cmd) if {
+	some a in object.get(_protect, "above", [])
+	some form in _dir_forms(a.dir)
+	contains(cmd, form)
+	some w in _words(cmd)
+	count(split(w, "/")) >= a.least
+	_on_the_way(w, a.rest)
+}
+
+_on_the_way(w, rest) if w == rest
+
+_on_the_way(w, rest) if startswith(rest, concat("", [w, "/"]))
+
+_on_the_way(w, rest) if startswith(w, concat("", [rest, "/"]))
+
+# A command's words: what lies between blanks, quotes and the shell's
+# operators, without a leading ./ and trailing slashes.
+_words(cmd) := {w |
+	some raw in regex.split(`[\s'"=;&|()<>]+`, cmd)
+	w := trim_right(trim_prefix(raw, "./"), "/")
+	w != ""
+}
+
+# A directory as a shell command may name it: as a protected path may be
+# written, and the home directory itself as ~, $HOME or ${HOME}.
+_dir_forms(dir) := _path_forms(dir) | {form |
+	trim_right(object.get(_protect, "home", ""), "/") == dir
+	dir != ""
+	some form in ["~", "$HOME", "${HOME}"]
+}
+
 # A protected path as a shell command may write it: as it is, and from the
 # home directory with ~, $HOME or ${HOME}.
 _path_forms(dir) := {dir} | {concat("", [prefix, substring(dir, count(home), -1)]) |

@@ -576,6 +576,11 @@ test_decision_with_an_agent_budget if {
 protected_config := object.union(fixture.config, {"protect": object.union(fixture.config.protect, {
 	"home": "/home/dev",
 	"paths": ["/home/dev/.lean-ctx", "/home/dev/ledgers/main.db", "/srv/harness/state", "/srv/logs/decisions.jsonl"],
+	"above": [
+		{"dir": "/home/dev", "rest": "ledgers/main.db", "least": 2},
+		{"dir": "/srv/harness", "rest": "state", "least": 1},
+		{"dir": "/srv", "rest": "harness/state", "least": 1},
+	],
 })})
 
 protected(c) := decide_with(c, protected_config)
@@ -636,6 +641,9 @@ test_shell_commands_on_the_harness_files_are_refused if {
 		"truncate -s0 /srv/logs//decisions.jsonl",
 		"cd ~/.claude && sed -i /hooks/d settings.json",
 		"rm -rf .claude",
+		"cd /srv/harness && rm -rf state",
+		"cd /srv && mv harness /tmp",
+		"cd ~ && rm ledgers/main.db",
 	] {
 		codes(protected(with_args("admin", "ctx_shell", {"command": cmd}))) == ["harness_files"]
 	}
