@@ -191,7 +191,7 @@ func TestHTTPRequestCap(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, _, url := httpFixture(t, o)
+			_, h, url := httpFixture(t, o)
 			id := initHTTP(t, url, 0, nil)
 			header := map[string]string{"Authorization": bearer(0), "Mcp-Session-Id": id}
 			// A request under way: its body arrives a piece at a time.
@@ -212,9 +212,16 @@ func TestHTTPRequestCap(t *testing.T) {
 				resp.Body.Close()
 				held <- resp.StatusCode
 			}()
-			if _, err := send.Write([]byte(`{"jsonrpc":"2.0",`)); err != nil { // returns once the gateway reads it
+			if _, err := send.Write([]byte(`{"jsonrpc":"2.0",`)); err != nil {
 				t.Fatal(err)
 			}
+			// The client has sent what it read: the gateway counts the
+			// request once its handler starts.
+			waitFor(t, "the request under way", func() bool {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				return h.busy[0].requests == 1
+			})
 			ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
 			resp, got := do(t, url, request{body: ping, header: header})
 			if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" || !strings.Contains(got, `"error"`) {
