@@ -1,10 +1,7 @@
 package gateway
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -23,33 +20,13 @@ type reply struct {
 // an HTTP upstream can.
 func scriptedUpstream(t *testing.T, name string, replies map[string]reply) UpstreamConfig {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var m message
-		json.Unmarshal(body, &m)
-		if !m.hasID() {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
+	return httpUpstream(t, name, func(m message) (int, string) {
 		rp, ok := replies[m.Method]
 		if !ok {
 			rp = reply{http.StatusOK, `{"jsonrpc":"2.0","id":ID,"result":{}}`}
 		}
-		if rp.status == http.StatusOK {
-			w.Header().Set("Content-Type", "application/json")
-		} else {
-			w.Header().Set("Content-Type", "text/plain")
-		}
-		w.Header().Set("Mcp-Session-Id", "s-1")
-		w.WriteHeader(rp.status)
-		io.WriteString(w, strings.ReplaceAll(rp.body, "ID", string(m.ID)))
-	}))
-	t.Cleanup(srv.Close)
-	return UpstreamConfig{Name: name, URL: srv.URL}
+		return rp.status, strings.ReplaceAll(rp.body, "ID", string(m.ID))
+	})
 }
 
 // upstreamCase is an upstream scripted to answer so, and what the agent

@@ -60,6 +60,21 @@ func TestAnAnswerReachesTheUpstreamWhole(t *testing.T) {
 // (line breaks and all), and "{}" for a method results does not name.
 func staticUpstream(t *testing.T, name string, results map[string]string) UpstreamConfig {
 	t.Helper()
+	return httpUpstream(t, name, func(m message) (int, string) {
+		res, ok := results[m.Method]
+		if !ok {
+			res = `{}`
+		}
+		return http.StatusOK, `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + res + `}`
+	})
+}
+
+// httpUpstream is a streamable HTTP upstream named name that answers each
+// request (a message with an id) with the status and body answer gives it
+// (JSON when the status is 200, plain text otherwise), and a notification
+// or an answer with 202.
+func httpUpstream(t *testing.T, name string, answer func(message) (status int, body string)) UpstreamConfig {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusMethodNotAllowed)
@@ -72,13 +87,15 @@ func staticUpstream(t *testing.T, name string, results map[string]string) Upstre
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		res, ok := results[m.Method]
-		if !ok {
-			res = `{}`
+		status, text := answer(m)
+		if status == http.StatusOK {
+			w.Header().Set("Content-Type", "application/json")
+		} else {
+			w.Header().Set("Content-Type", "text/plain")
 		}
-		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Mcp-Session-Id", "s-1")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+res+`}`)
+		w.WriteHeader(status)
+		io.WriteString(w, text)
 	}))
 	t.Cleanup(srv.Close)
 	return UpstreamConfig{Name: name, URL: srv.URL}
