@@ -114,3 +114,67 @@ var (
 	req1 = pricing.Usage{Input: 3, CacheWrite: 4000, CacheRead: 20000, Output: 310}
 	req2 = pricing.Usage{Input: 5, CacheWrite1h: 500, CacheRead: 24000, Output: 80}
 )
+
+// Two sessions that differ as keys share no transcript book entry, even
+// when one's agent and session, joined with a '/', spell the other's
+// session: agent "" with session "ci/S" and agent "ci" with session "S".
+// Sharing one, the second session's tally counted the first's requests,
+// and the estimate charged to the second was taken off the first's next
+// recorded request (the shared tally was brought down to the second's
+// ledger): a session's cost moved to another's budget.
+func TestAttackTranscriptBookSharedAcrossKeys(t *testing.T) {
+	t.Parallel()
+	for _, pair := range [][2]budget.Key{
+		{{Agent: "ci", Session: "S"}, {Session: "ci/S"}},
+		{{Agent: "a/b", Session: "c"}, {Agent: "a", Session: "b/c"}},
+		{{Agent: "a", Session: "b/c"}, {Session: "a/b/c"}},
+		{{Agent: "a%2Fb", Session: "c"}, {Agent: "a/b", Session: "c"}},
+	} {
+		t.Run(pair[0].Agent+"|"+pair[0].Session+" vs "+pair[1].Agent+"|"+pair[1].Session, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			home := t.TempDir()
+			whole, err := os.ReadFile("../transcript/testdata/session.jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(home, ".claude", "projects", "app")
+			os.MkdirAll(dir, 0o700)
+			path, empty := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "empty.jsonl")
+			os.WriteFile(path, whole, 0o600)
+			os.WriteFile(empty, nil, 0o600)
+			store := budget.NewMemory()
+			g := New(Options{Rules: Rules{Engine: engine(t)}, Store: store,
+				Transcripts: transcript.Open(filepath.Join(t.TempDir(), "transcripts"), home, transcript.DefaultLimits)})
+			// The first session's agent records its usage: a real cost.
+			if _, err := g.Decide(ctx, Call{Session: pair[0], Tool: "ctx_read", Transcript: path}); err != nil {
+				t.Fatal(err)
+			}
+			// The second's records none: each call costs it its estimate.
+			ch, err := g.Record(ctx, Result{Session: pair[1], Tool: "ctx_read", Output: strings.Repeat("hello world ", 100), Transcript: empty})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ch.CostMicros == 0 || ch.Source != transcript.SourceEstimate {
+				t.Errorf("the second session's call was charged %d µ$ from the %s: its estimate was absorbed by the first session's recorded usage", ch.CostMicros, ch.Source)
+			}
+			if tally, _, _ := g.CostSource(pair[1]); tally.Requests != 0 {
+				t.Errorf("the second session's tally counts the first's %d requests", tally.Requests)
+			}
+			// The first session's next request is charged whole, not less
+			// the second's estimate.
+			before, _ := store.Get(ctx, pair[0], "")
+			f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			f.WriteString(`{"type":"assistant","requestId":"req_next","message":{"model":"claude-sonnet-4-5-20250929","usage":{"input_tokens":7,"cache_read_input_tokens":30000,"output_tokens":400}}}` + "\n")
+			f.Close()
+			if _, err := g.Decide(ctx, Call{Session: pair[0], Tool: "ctx_read", Transcript: path}); err != nil {
+				t.Fatal(err)
+			}
+			p, _, _ := pricing.Default().Lookup("claude-sonnet-4-5")
+			next, _ := p.Of(pricing.Usage{Input: 7, CacheRead: 30000, Output: 400})
+			if after, _ := store.Get(ctx, pair[0], ""); after.CostMicros-before.CostMicros != next {
+				t.Errorf("the first session's next request was charged %d µ$, want %d", after.CostMicros-before.CostMicros, next)
+			}
+		})
+	}
+}
