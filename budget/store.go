@@ -23,12 +23,27 @@ type Key struct {
 	Session string
 }
 
+// String writes the key as "agent/session", or the session alone for no
+// agent, so that no two keys write the same string: a '/' or '%' in the
+// agent is written %2F or %25, and a session with a '/' but no agent is
+// written after a '/' ("/ci/S", where "ci/S" is agent ci's session S).
+// The transcript book keys its entries by this string, and reports group
+// sessions by it.
 func (k Key) String() string {
-	if k.Agent == "" {
+	switch {
+	case k.Agent == "" && strings.Contains(k.Session, "/"):
+		return "/" + k.Session
+	case k.Agent == "":
 		return k.Session
+	case strings.ContainsAny(k.Agent, "/%"):
+		return agentEscaper.Replace(k.Agent) + "/" + k.Session
 	}
 	return k.Agent + "/" + k.Session
 }
+
+// agentEscaper writes an agent's '/' and '%' so that the first '/' of a
+// key's string ends its agent.
+var agentEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 
 // Validate refuses keys that cannot be stored safely.
 func (k Key) Validate() error {

@@ -346,6 +346,62 @@ func TestDefaultPath(t *testing.T) {
 	}
 }
 
+// A key's string is the key's alone: read back, it gives the key it was
+// written from, so no two keys write the same string.
+func TestKeyString(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		k    Key
+		want string
+	}{
+		{Key{Session: "s"}, "s"},
+		{Key{Agent: "ci", Session: "S"}, "ci/S"},
+		{Key{Session: "ci/S"}, "/ci/S"},
+		{Key{Agent: "ci", Session: "a/b"}, "ci/a/b"},
+		{Key{Agent: "a/b", Session: "c"}, "a%2Fb/c"},
+		{Key{Agent: "a%2Fb", Session: "c"}, "a%252Fb/c"},
+		{Key{Agent: "50%", Session: "/"}, "50%25//"},
+	} {
+		if got := tt.k.String(); got != tt.want {
+			t.Errorf("%#v: %q, want %q", tt.k, got, tt.want)
+		}
+		if back := readKeyString(tt.want); back != tt.k {
+			t.Errorf("%q read back as %#v, want %#v", tt.want, back, tt.k)
+		}
+	}
+}
+
+// FuzzKeyString reads back the string of any valid key.
+func FuzzKeyString(f *testing.F) {
+	f.Add("ci", "S")
+	f.Add("", "ci/S")
+	f.Add("a/b", "c")
+	f.Add("a%2F", "%")
+	f.Fuzz(func(t *testing.T, agent, session string) {
+		k := Key{Agent: agent, Session: session}
+		if k.Validate() != nil {
+			return
+		}
+		if back := readKeyString(k.String()); back != k {
+			t.Fatalf("%#v wrote %q, read back as %#v", k, k.String(), back)
+		}
+	})
+}
+
+// readKeyString is String's inverse, for the tests: no agent when there is
+// no '/', or the string starts with one; else the agent, unescaped, before
+// the first '/'.
+func readKeyString(s string) Key {
+	if !strings.Contains(s, "/") {
+		return Key{Session: s}
+	}
+	if rest, ok := strings.CutPrefix(s, "/"); ok {
+		return Key{Session: rest}
+	}
+	agent, session, _ := strings.Cut(s, "/")
+	return Key{Agent: strings.NewReplacer("%2F", "/", "%25", "%").Replace(agent), Session: session}
+}
+
 // Keys that cannot be stored safely, or shown safely on a terminal, are
 // refused by every store.
 func TestKeyValidate(t *testing.T) {
