@@ -83,3 +83,37 @@ func TestAttackToolNamedTotal(t *testing.T) {
 		t.Errorf("%d rows keyed TOTAL:\n%s", n, csv.String())
 	}
 }
+
+// Sessions are grouped by their whole key: agent "ci"'s session "S" and
+// the session "ci/S" of no agent are two rows, not one row that adds the
+// second's usage to the first's.
+func TestAttackSessionsShareARow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "decisions.jsonl")
+	dl, err := events.OpenDecisionLog(path, events.DecisionLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mask *events.Mask
+	for i, in := range []events.ChargeInput{
+		{Role: "coder", Tool: "ctx_read", Agent: "ci", Session: "S"},
+		{Role: "coder", Tool: "ctx_read", Session: "ci/S"},
+	} {
+		red, _ := mask.Apply(in)
+		if err := dl.Log(events.Entry{DecisionID: strconv.Itoa(i), Path: events.PathCharge, Timestamp: genStart}, red, events.ChargeResult{Tokens: int64(5 + 2*i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dl.Close()
+	r, err := Build(context.Background(), Options{Decisions: path, By: BySession})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Groups) != 2 {
+		t.Fatalf("%d rows, want 2: %+v", len(r.Groups), r.Groups)
+	}
+	for _, g := range r.Groups {
+		if want := map[string]int64{"S": 5, "ci/S": 7}[g.Session]; g.Tokens != want {
+			t.Errorf("row %q (agent %q, session %q): %d tokens, want %d", g.Key, g.Agent, g.Session, g.Tokens, want)
+		}
+	}
+}
