@@ -581,3 +581,38 @@ func TestServeLogsALineACall(t *testing.T) {
 		t.Errorf("the log:\n%q", got)
 	}
 }
+
+// The harness's own binaries are the harness's files: an agent that
+// replaced the small hook binary or the harness (same user, a directory
+// it may write) with a program that answers nothing would run every later
+// call ungoverned. Refused for every role, by path or from the directory.
+func TestAttackHarnessBinaryReplaced(t *testing.T) {
+	t.Parallel()
+	harnessBin, _ := buildBinaries(t)
+	dir := filepath.Dir(harnessBin)
+	small := filepath.Join(dir, "harness-hook")
+	home, project := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, ".lean-ctx", "harness.toml"), "[agents.claude-code]\nrole = \"admin\"\n")
+	for _, tt := range []struct{ tool, input string }{
+		{"Bash", fmt.Sprintf(`{"command": "cp /bin/true %s"}`, small)},
+		{"Bash", fmt.Sprintf(`{"command": "cp /bin/true %s"}`, harnessBin)},
+		{"Bash", fmt.Sprintf(`{"command": "go build -o %s ./cmd/nothing"}`, harnessBin)},
+		{"Bash", fmt.Sprintf(`{"command": "cd %s && ln -sf /bin/true harness-hook"}`, dir)},
+		{"Write", fmt.Sprintf(`{"file_path": %q, "content": "#!/bin/sh\n"}`, small)},
+		{"Edit", fmt.Sprintf(`{"file_path": %q, "old_string": "a", "new_string": "b"}`, harnessBin)},
+	} {
+		out, errOut, code := hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON=off"}, preToolUse("S", project, tt.tool, tt.input))
+		if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "harness_files") {
+			t.Errorf("%s %s: exit %d\n%s%s", tt.tool, tt.input, code, out, errOut)
+		}
+	}
+	// Running it, or other files of other directories, stays the agent's.
+	for _, tt := range []struct{ tool, input string }{
+		{"Bash", `{"command": "harness status"}`},
+		{"Bash", `{"command": "cp /bin/true ./bin/tool"}`},
+	} {
+		if out, _, code := hookProcess(t, home, []string{"HARNESS_HOOK_DAEMON=off"}, preToolUse("S", project, tt.tool, tt.input)); code != 0 || strings.Contains(out, "deny") {
+			t.Errorf("%s %s refused: %s", tt.tool, tt.input, out)
+		}
+	}
+}
