@@ -21,12 +21,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/agentharness/harness/budget"
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/config"
 	"github.com/agentharness/harness/custom"
 	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/hook"
 	"github.com/agentharness/harness/internal/strict"
 	"github.com/agentharness/harness/metrics"
 	"github.com/agentharness/harness/policy"
@@ -69,6 +71,10 @@ type Params struct {
 	// operations and events (Open wires them), and learns the names of
 	// its roles, tools and agents as label values.
 	Metrics *metrics.Metrics
+	// Exe is the harness binary this process runs ("" when unknown):
+	// where the user may replace it, it and the small hook binary beside
+	// it are the harness's files (see Binaries).
+	Exe string
 }
 
 // Location is where a project's files are: what a load reads.
@@ -240,8 +246,9 @@ func (h *Harness) CompilerConfig() compiler.Config {
 // configuration, the state directory (the ledger, the logs, the hook
 // daemon's socket), a ledger file or logs configured elsewhere, Claude
 // Code's settings files that hold the hook (the user's and the project's),
-// the project's .lean-ctx, and the configuration's [protect] paths. Each
-// is given as found and, if it differs, with its symbolic links resolved.
+// the project's .lean-ctx, the harness's binaries the user may replace
+// (Binaries), and the configuration's [protect] paths. Each is given as
+// found and, if it differs, with its symbolic links resolved.
 func (h *Harness) protectedPaths() []string {
 	home, getenv := h.Params.Home, h.Params.getenv
 	var paths []string
@@ -269,6 +276,7 @@ func (h *Harness) protectedPaths() []string {
 	if h.Root != "" {
 		paths = append(paths, filepath.Join(h.Root, ".claude", "settings.json"), filepath.Join(h.Root, ".claude", "settings.local.json"))
 	}
+	paths = append(paths, Binaries(h.Params.Exe)...)
 	paths = append(paths, h.Config.ProtectPaths...)
 	var out []string
 	for _, p := range paths {
@@ -493,4 +501,29 @@ func (h *Harness) Summary() Summary {
 		}
 	}
 	return s
+}
+
+// Binaries are the harness binary exe and the small hook binary beside it
+// (hook.SmallName, whether it is there yet or not) when the user may
+// replace them, that is when exe or its directory is writable: an agent
+// that put a program answering nothing in their place would run every
+// later call ungoverned (an installed hook runs one of them, and an MCP
+// client starts the gateway from the other). A binary the user may not
+// replace (a root-owned /usr/local/bin) is not listed: the agent, as the
+// same user, cannot change it, and commands that name it stay the
+// agent's. None for exe "" or a relative path.
+func Binaries(exe string) []string {
+	if !filepath.IsAbs(exe) {
+		return nil
+	}
+	dir := filepath.Dir(exe)
+	if !writable(exe) && !writable(dir) {
+		return nil
+	}
+	return []string{exe, filepath.Join(dir, hook.SmallName)}
+}
+
+// writable says whether this process may write path (access(2) W_OK).
+func writable(path string) bool {
+	return syscall.Access(path, 2) == nil
 }

@@ -404,3 +404,28 @@ func TestLedgerOptions(t *testing.T) {
 		}
 	}
 }
+
+// The harness's binaries are protected where the user may replace them:
+// the binary and the small hook binary beside it, whether that is there
+// yet or not.
+func TestBinaries(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "harness")
+	if err := os.WriteFile(exe, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Binaries(exe), []string{exe, filepath.Join(dir, "harness-hook")}; !slices.Equal(got, want) {
+		t.Errorf("a binary in a writable directory: %q, want %q", got, want)
+	}
+	for _, exe := range []string{"", "harness", "bin/harness"} {
+		if got := Binaries(exe); got != nil {
+			t.Errorf("%q: %q, want none", exe, got)
+		}
+	}
+	if os.Geteuid() != 0 { // root may write anything
+		if got := Binaries("/proc/self/exe"); got != nil {
+			t.Errorf("a binary the user may not replace: %q, want none", got)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -56,13 +57,21 @@ const ProjectDirVar = hookclient.ProjectDirVar
 // cwd, which follows the agent's own cd: so once a session's project is
 // known it is pinned (see pinned), and the cwd only names the project of
 // a session's first call.
+// executable is the binary the daemon (or the hook answering in its
+// process) runs: with the small hook binary beside it, a file of the
+// harness's (app.Binaries).
+var executable = sync.OnceValue(func() string {
+	exe, _ := os.Executable()
+	return exe
+})
+
 func params(r Request) app.Params {
 	env := r.Env
 	p := app.Params{Project: r.Project, Env: app.Env{
 		WorkDir: r.WorkDir,
 		Home:    env["HOME"],
 		Getenv:  func(k string) string { return env[k] },
-	}}
+	}, Exe: executable()}
 	if p.Project != "" {
 		return p
 	}

@@ -40,6 +40,8 @@ type env struct {
 	getenv  func(string) string
 	workDir string
 	home    string
+	// exe is the binary this process runs ("" in tests): its own files.
+	exe string
 	// build is how this binary was built (harness version); nil for
 	// app.CurrentBuild.
 	build func() app.Build
@@ -48,7 +50,8 @@ type env struct {
 func osEnv(ctx context.Context) env {
 	wd, _ := os.Getwd()
 	home, _ := os.UserHomeDir()
-	return env{process: true, ctx: ctx, stdin: os.Stdin, getenv: os.Getenv, workDir: wd, home: home}
+	exe, _ := os.Executable()
+	return env{process: true, ctx: ctx, stdin: os.Stdin, getenv: os.Getenv, workDir: wd, home: home, exe: exe}
 }
 
 // run is the whole command.
@@ -143,7 +146,7 @@ func printableLines(s string) string {
 // params are the load parameters of this run: its surroundings and
 // --project.
 func (c *cli) params() app.Params {
-	return app.Params{Project: c.project, Env: app.Env{WorkDir: c.env.workDir, Home: c.env.home, Getenv: c.env.getenv}}
+	return app.Params{Project: c.project, Env: app.Env{WorkDir: c.env.workDir, Home: c.env.home, Getenv: c.env.getenv}, Exe: c.env.exe}
 }
 
 // load loads the world (see app.Load); on error it prints every problem
