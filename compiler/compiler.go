@@ -406,18 +406,44 @@ func covers(doc *Document, ceiling RoleDoc) map[string]bool {
 // repository can define a way above them.
 func DefaultCeiling(doc *Document) RoleDoc {
 	c := RoleDoc{ShellPolicy: "track", Allowed: NewMatcher([]string{"*"}), Denied: NewMatcher(nil), Ask: NewMatcher(nil)}
+	first := true
 	for _, name := range roles.BuiltinNames {
 		r, ok := doc.Roles[name]
 		if !ok || r.Privileged {
 			continue
 		}
-		c.Limits.Tokens = max(c.Limits.Tokens, r.Limits.Tokens)
+		if first {
+			// Without a role to bound, the ceiling's limits stay 0 and
+			// its block percentage 0, below any a role may have: it
+			// covers nothing.
+			c.Limits, first = r.Limits, false
+			continue
+		}
+		c.Limits.Tokens = upperBound(c.Limits.Tokens, r.Limits.Tokens)
 		c.Limits.Shell = max(c.Limits.Shell, r.Limits.Shell)
-		c.Limits.CostMicros = max(c.Limits.CostMicros, r.Limits.CostMicros)
+		c.Limits.CostMicros = upperBound(c.Limits.CostMicros, r.Limits.CostMicros)
 		c.Limits.WarnPercent = max(c.Limits.WarnPercent, r.Limits.WarnPercent)
 		c.Limits.BlockPercent = max(c.Limits.BlockPercent, r.Limits.BlockPercent)
 	}
 	return c
+}
+
+// upperBound is the least upper bound of two limits of context tokens or
+// of cost, where a limit of 0 is no bound at all: such a dimension is never
+// exhausted (contract rule 5). A limit of shell calls is another matter: 0
+// admits none.
+func upperBound(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	return max(a, b)
+}
+
+// boundWithin reports whether a limit of context tokens or of cost is no
+// looser than a ceiling's: a limit of 0 bounds nothing (see upperBound),
+// so it is within only a ceiling's 0.
+func boundWithin(limit, ceiling int64) bool {
+	return ceiling == 0 || limit > 0 && limit <= ceiling
 }
 
 // agentBudgetDoc is the data of an agent budget: the thresholds of the
@@ -543,15 +569,16 @@ var shellRank = map[string]int{"deny": 0, "compress": 1, "track": 2}
 // patterns cover, and denies at least what the ceiling denies), it calls
 // without a person's approval no tool the ceiling asks for, its shell
 // policy is no looser (deny, compress, track), no limit and no block
-// percentage is higher, and it is privileged only if the ceiling is. It is
+// percentage is higher (a limit of 0 context tokens or $0 is none at all:
+// see boundWithin), and it is privileged only if the ceiling is. It is
 // conservative: a role it cannot prove within is not.
 func Within(r, ceiling RoleDoc) bool {
 	switch {
 	case r.Privileged && !ceiling.Privileged,
 		shellRank[r.ShellPolicy] > shellRank[ceiling.ShellPolicy],
-		r.Limits.Tokens > ceiling.Limits.Tokens,
+		!boundWithin(r.Limits.Tokens, ceiling.Limits.Tokens),
 		r.Limits.Shell > ceiling.Limits.Shell,
-		r.Limits.CostMicros > ceiling.Limits.CostMicros,
+		!boundWithin(r.Limits.CostMicros, ceiling.Limits.CostMicros),
 		r.Limits.BlockPercent > ceiling.Limits.BlockPercent:
 		return false
 	}

@@ -107,6 +107,9 @@ func TestWithin(t *testing.T) {
 		"mcp-user":    "[tools]\nallowed = [\"mcp__*\"]\n[limits]\nmax_context_tokens = 1000\nmax_shell_invocations = 0\nmax_cost_usd = 0.5\n",
 		"coder-no-gh": "[role]\ninherits = \"coder\"\n[tools]\ndenied = [\"mcp__github__*\"]\n",
 		"never-block": "[role]\ninherits = \"reviewer\"\n[limits]\nblock_at_percent = 255\n",
+		// A limit of 0 context tokens or $0 is never exhausted: no bound.
+		"no-tokens": "[role]\ninherits = \"reviewer\"\n[limits]\nmax_context_tokens = 0\n",
+		"no-cost":   "[role]\ninherits = \"reviewer\"\n[limits]\nmax_cost_usd = 0.0\n",
 	})
 	doc := Compile(set, DefaultConfig())
 	for _, tt := range []struct {
@@ -121,11 +124,32 @@ func TestWithin(t *testing.T) {
 		{"reviewer", []string{"reader", "reviewer"}},
 		{"reader", []string{"reader"}},
 		{"ops", []string{"ops"}}, // reader's shell policy, track, is looser than compress
+		// Unbounded in one dimension, they cover the roles like them in
+		// the rest (big-reader is bounded in both).
+		{"no-tokens", []string{"big-reader", "no-tokens", "reader", "reviewer"}},
+		{"no-cost", []string{"no-cost", "reader", "reviewer"}},
 	} {
 		got := slices.Sorted(maps.Keys(doc.Roles[tt.ceiling].Covers))
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("within %s: %v, want %v", tt.ceiling, got, tt.want)
 		}
+	}
+}
+
+// The default ceiling is unbounded in a dimension where a built-in within
+// it is (a user's coder with max_context_tokens = 0), so that the built-in
+// stays within it; a project's role unbounded there is not, where no
+// built-in is.
+func TestDefaultCeilingOfUnboundedLimits(t *testing.T) {
+	project := map[string]string{"free": "[role]\ninherits = \"reviewer\"\n[limits]\nmax_context_tokens = 0\n"}
+	doc := Compile(testroles.Set(t, project), DefaultConfig())
+	if c := doc.Ceiling; c.Limits.Tokens != 200000 || c.Covers["free"] || !c.Covers["coder"] {
+		t.Errorf("the default ceiling: %+v covers %v", c.Limits, c.Covers)
+	}
+	user := testroles.UserSet(t, map[string]string{"coder": "[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 0\n"})
+	doc = Compile(user, DefaultConfig())
+	if c := doc.Ceiling; c.Limits.Tokens != 0 || !c.Covers["coder"] || !c.Covers["debugger"] || !c.Covers["reviewer"] {
+		t.Errorf("the default ceiling over a user's unbounded coder: %+v covers %v", c.Limits, c.Covers)
 	}
 }
 

@@ -12,7 +12,8 @@
 # data.harness.ceiling). "Beyond" is the compiler's covers relation: a role
 # is within a ceiling when the ceiling allows every tool it allows, denies
 # what it would deny, has no stricter shell policy, and no limit or block
-# percentage of the role is higher. So no role file of a repository can
+# percentage of the role is higher (a limit of 0 context tokens or $0,
+# never exhausted, is higher than any other). So no role file of a repository can
 # define a way up. The operator may switch to any role. Custom policies add
 # `switch_deny contains msg if {...}` rules, which bind everyone (they may
 # look at input.by). Usage is never part of a switch: the new role's
@@ -101,7 +102,7 @@ _who_gives := "no agent holds a role of the project's beyond its ceiling, whoeve
 # What makes the target go beyond a ceiling's limits, if they do.
 _why_beyond(c) := concat("", [": ", concat("; ", reasons)]) if {
 	l := target.limits
-	reasons := [r |
+	bounded := [r |
 		some [key, dim, mine, theirs] in [
 			["max_context_tokens", "tokens", l.tokens, c.tokens],
 			["max_shell_invocations", "shell", l.shell, c.shell],
@@ -109,10 +110,29 @@ _why_beyond(c) := concat("", [": ", concat("; ", reasons)]) if {
 			["block_at_percent", "percent", l.block_percent, c.block_percent],
 		]
 		mine > theirs
+		_bounds(dim, theirs)
 		r := sprintf("its %s %s is above %s", [key, _amount(dim, mine), _amount(dim, theirs)])
 	]
+	# A limit of 0 context tokens or $0 is never exhausted (rule 5): no
+	# bound at all, beyond any ceiling's other than 0.
+	unbounded := [r |
+		some [key, mine, theirs] in [
+			["max_context_tokens", l.tokens, c.tokens],
+			["max_cost_usd", l.cost_micros, c.cost_micros],
+		]
+		mine == 0
+		theirs != 0
+		r := sprintf("its %s 0 is no bound at all (a limit of 0 is never exhausted)", [key])
+	]
+	reasons := array.concat(unbounded, bounded)
 	count(reasons) > 0
 } else := ": its tools or shell policy go beyond it"
+
+# Whether a ceiling's limit of dim bounds anything: a limit of 0 context
+# tokens or $0 does not (rule 5).
+_bounds(dim, _) if not dim in {"tokens", "cost"}
+
+_bounds(_, limit) if limit != 0
 
 switch_reasons contains _switch_reason(concat(".", ["harness.custom", name]), _text(msg)) if {
 	some name
