@@ -1469,3 +1469,50 @@ func TestAttackAKeyTwiceOrAnotherMemberUncharged(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackAskShowsTheWholeCall: the person asked to approve a call sees
+// its arguments in the elicitation's message, cut at 2,000 bytes without
+// a word of it. The agent puts a long, harmless argument first (the keys
+// come in order) and the command after it: the person read 2,000 bytes of
+// a decoy, accepted, and "rm -rf ~" ran, never shown to them.
+func TestAttackAskShowsTheWholeCall(t *testing.T) {
+	t.Parallel()
+	decoy := "harmless note " + strings.Repeat("x", 2500)
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"a decoy argument first", map[string]any{"a": decoy, "command": "rm -rf ~"}},
+		{"a decoy in the command", map[string]any{"command": "echo " + decoy + " ; rm -rf ~"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, nil)
+			id := Identity{Agent: "tester", Session: "ask", StartRole: "careful"}
+			c := f.stdio(t, id)
+			var mu sync.Mutex
+			var shown []string
+			c.answer = func(m *message) (any, *rpcError) {
+				var p struct {
+					Message string `json:"message"`
+				}
+				json.Unmarshal(m.Params, &p)
+				mu.Lock()
+				shown = append(shown, p.Message)
+				mu.Unlock()
+				return answerElicitation("accept")(m)
+			}
+			c.initialize(map[string]any{"elicitation": map[string]any{}})
+			text, isError := toolText(t, c.call("tools/call", tool("ctx_shell", tt.args)))
+			mu.Lock()
+			defer mu.Unlock()
+			if len(shown) != 1 {
+				t.Fatalf("asked %d times", len(shown))
+			}
+			if !strings.Contains(shown[0], "rm -rf ~") && !strings.Contains(shown[0], "not shown") {
+				t.Errorf("the person approved a call whose command they were not shown, nor told of (%d bytes shown, ending %q); it ran: %v, its output ending %q",
+					len(shown[0]), shown[0][max(0, len(shown[0])-120):], !isError, text[max(0, len(text)-20):])
+			}
+		})
+	}
+}
