@@ -538,6 +538,32 @@ func TestAskIsAnElicitation(t *testing.T) {
 	}
 }
 
+// The arguments an ask shows: as decoded, written again (no white space
+// of the agent's), what a screen would hide escaped, and a cut said.
+func TestShownArguments(t *testing.T) {
+	for _, tt := range []struct {
+		raw   string
+		limit int
+		want  string
+	}{
+		{``, 100, ""},
+		{`{}`, 100, ""},
+		{`{"command":"a && b","n":1.50}`, 100, `{"command":"a && b","n":1.50}`},
+		{`{"cwd":"."` + strings.Repeat(" ", 3000) + `,"command":"rm"}`, 100, `{"command":"rm","cwd":"."}`},
+		{`{"command":"ls \u202e txt.exe"}`, 100, `{"command":"ls \u202e txt.exe"}`},
+		{`{"command":"` + strings.Repeat("x", 30) + `"}`, 20,
+			`(the first 20 of their 44 bytes; the other 24 are not shown: decline unless you know what they hold) {"command":"xxxxxxxx …`},
+	} {
+		args, err := arguments(json.RawMessage(tt.raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := shownArguments(args, tt.limit); got != tt.want {
+			t.Errorf("%.60q: %q, want %q", tt.raw, got, tt.want)
+		}
+	}
+}
+
 // answerElicitation answers an elicitation with action.
 func answerElicitation(action string) func(m *message) (any, *rpcError) {
 	return func(m *message) (any, *rpcError) {

@@ -360,14 +360,14 @@ const ApprovedByElicitation = "elicitation"
 // and if not, why the call does not run: the client cannot ask (it
 // declared no form elicitation), the person declined or dismissed it, or
 // the question could not be put.
-func (s *session) askApproval(ctx context.Context, c governedCall, d contract.Decision) (bool, string) {
+func (s *session) askApproval(ctx context.Context, c governedCall, args any, d contract.Decision) (bool, string) {
 	if !s.canElicitForm() {
 		return false, "The agent's client cannot ask a person (it declared no elicitation capability), so the call does not run."
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "The agent harness asks your approval. Agent %q (role %s) wants to %s %s", contract.Printable(s.id.Agent), d.Role, c.what(), d.Tool)
-	if len(c.arguments) > 0 && string(c.arguments) != "null" && string(c.arguments) != "{}" {
-		fmt.Fprintf(&b, " with arguments %s", clip(string(c.arguments), 2000))
+	if shown := shownArguments(args, maxShownArguments); shown != "" {
+		fmt.Fprintf(&b, " with arguments %s", shown)
 	}
 	b.WriteString(".")
 	for _, r := range d.Reasons {
@@ -401,6 +401,40 @@ func (s *session) askApproval(ctx context.Context, c governedCall, d contract.De
 	default:
 		return false, fmt.Sprintf("The person did not approve the call (%s).", contract.Printable(answer.Action))
 	}
+}
+
+// maxShownArguments is how many bytes of a call's arguments the question
+// of an ask shows.
+const maxShownArguments = 2000
+
+// shownArguments are a call's arguments as the person asked to approve it
+// reads them ("" for none): as the policy decoded them, written again
+// (whatever white space the agent put between them gone), characters a
+// screen would hide or move escaped (see contract.Printable), and, past
+// limit bytes, cut with a notice before them that says so and how much is
+// not shown: a person must not approve a call whose arguments go on
+// unseen without knowing it (a long harmless argument first, the command
+// after it).
+func shownArguments(args any, limit int) string {
+	if args == nil {
+		return ""
+	}
+	if m, ok := args.(map[string]any); ok && len(m) == 0 {
+		return ""
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(args) != nil {
+		return "(that cannot be shown)"
+	}
+	text := contract.Printable(strings.TrimSuffix(buf.String(), "\n"))
+	if len(text) <= limit {
+		return text
+	}
+	head := clip(text, limit)
+	return fmt.Sprintf("(the first %d of their %d bytes; the other %d are not shown: decline unless you know what they hold) %s …",
+		len(head), len(text), len(text)-len(head), head)
 }
 
 // canElicitForm reports whether the agent's client declared elicitation in
@@ -463,7 +497,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	d := o.Decision
 	if !o.Allowed && d.Decision == contract.Ask {
 		// A person approves the call, or it does not run.
-		approved, why := s.askApproval(ctx, c, d)
+		approved, why := s.askApproval(ctx, c, args, d)
 		if !approved {
 			return c.fail(CodeDenied, refusalText(d, c.verb)+"\n[harness] "+why, &d)
 		}
