@@ -533,14 +533,19 @@ func (n *nameTerms) term(s string) *ast.Term {
 	if len(s) > maxNameTerm {
 		return ast.StringTerm(s)
 	}
-	n.once.Do(func() { n.seed = maphash.MakeSeed() })
-	slot := &n.slots[maphash.String(n.seed, s)%uint64(len(n.slots))]
+	slot := &n.slots[n.slot(s)]
 	if t := slot.Load(); t != nil && string(t.Value.(ast.String)) == s {
 		return t
 	}
 	t := ast.StringTerm(s)
 	slot.Store(t)
 	return t
+}
+
+// slot is the index of s's slot.
+func (n *nameTerms) slot(s string) uint64 {
+	n.once.Do(func() { n.seed = maphash.MakeSeed() })
+	return maphash.String(n.seed, s) % uint64(len(n.slots))
 }
 
 // usageTerm is a usage as the policy reads input.budget.
