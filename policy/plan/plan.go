@@ -256,6 +256,7 @@ func build(p *ir.Policy) (*Program, error) {
 			}
 			fn.locals = b.max + 1
 			b.shareConstants(fn.blocks)
+			dropCopies(fn.blocks, append([]int32{int32(ir.Input), int32(ir.Data), fn.ret}, fn.params...))
 			dropNops(fn.blocks)
 		}
 	}
@@ -272,6 +273,7 @@ func build(p *ir.Policy) (*Program, error) {
 	b.prog.kept = make([]atomic.Pointer[ast.Term], len(b.prog.funcs))
 	bareResults(b.prog)
 	b.shareConstants(b.prog.blocks)
+	dropCopies(b.prog.blocks, []int32{int32(ir.Input), int32(ir.Data)})
 	dropNops(b.prog.blocks)
 	return b.prog, nil
 }
