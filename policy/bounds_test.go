@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -147,4 +148,108 @@ func TestViewsOutlastTheDeadline(t *testing.T) {
 	if v, err := e.Visible(ctx, "coder", contract.Named("ctx_read")); err != nil || !v["ctx_read"] {
 		t.Errorf("visible: %v %v", v, err)
 	}
+}
+
+// A decision whose caller gives up while it runs is stopped, by topdown
+// (the first evaluation) and by the plan: a deny that names the caller's
+// reason, and the caller's error.
+func TestDecisionEndsWithTheCallersContext(t *testing.T) {
+	t.Parallel()
+	e := boundedEngine(t, "package harness.custom.slow\n\n"+costly[0].src+"\n")
+	e.SetBounds(Bounds{Timeout: time.Minute})
+	for _, by := range []string{"topdown", "plan"} {
+		if by == "plan" {
+			if _, err := e.cur.Load().waitPlan(Query); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		d, err := e.Decide(ctx, contract.Input{Role: "coder", Tool: "ctx_read", Session: by})
+		elapsed := time.Since(start)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("by %s: %v, want the caller's error", by, err)
+		}
+		if d.Allowed || len(d.Reasons) != 1 || d.Reasons[0].Message != "policy evaluation stopped: context deadline exceeded" {
+			t.Errorf("by %s: %+v", by, d)
+		}
+		if elapsed > 5*time.Second {
+			t.Errorf("by %s: the deny took %v", by, elapsed)
+		}
+	}
+}
+
+// A bound ends once, for the first of its reasons: its deadline, its
+// caller's context, the heap's growth; what watches it (its flag, its
+// Cancel, the context it gives topdown, made before or after) sees the
+// end; a bound stopped before its end does not end, and its context does.
+func TestBoundEnds(t *testing.T) {
+	t.Parallel()
+	e := testEngine(t)
+	for _, tt := range []struct {
+		name       string
+		bounds     Bounds
+		cancel     bool // the caller's context ends
+		ctxBefore  bool // topdown's context is asked for before the end
+		wantMsg    string
+		wantCaller bool // stopped returns the caller's error
+	}{
+		{"the deadline", Bounds{Timeout: 20 * time.Millisecond, Memory: DefaultMemory}, false, false, "policy evaluation stopped: it ran past its deadline of 20ms ([policy] timeout)", false},
+		{"the deadline, a context made before", Bounds{Timeout: 20 * time.Millisecond, Memory: DefaultMemory}, false, true, "policy evaluation stopped: it ran past its deadline of 20ms ([policy] timeout)", false},
+		{"the heap", Bounds{Timeout: time.Minute, Memory: 1}, false, false, "policy evaluation stopped: it grew the heap by more than 0 MiB", false},
+		{"the caller", Bounds{Timeout: time.Minute, Memory: DefaultMemory}, true, false, "policy evaluation stopped: context canceled", true},
+		{"the caller, a context made before", Bounds{Timeout: time.Minute, Memory: DefaultMemory}, true, true, "policy evaluation stopped: context canceled", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			parent, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b := e.boundedBy(parent, tt.bounds)
+			defer b.stop()
+			var ctx context.Context
+			if tt.ctxBefore {
+				ctx = b.context()
+			}
+			if tt.cancel {
+				cancel()
+			}
+			var garbage [][]byte
+			deadline := time.Now().Add(10 * time.Second)
+			for !b.ended.Load() && time.Now().Before(deadline) {
+				garbage = append(garbage, make([]byte, 1<<20)) // for the heap's bound
+				time.Sleep(time.Millisecond)
+			}
+			_ = garbage
+			if !b.over() || !b.ended.Load() {
+				t.Fatal("the bound did not end")
+			}
+			if !b.cancel.Cancelled() {
+				t.Error("the built-ins' Cancel was not cancelled")
+			}
+			if ctx == nil {
+				ctx = b.context()
+			}
+			if ctx.Err() == nil {
+				t.Error("topdown's context did not end")
+			}
+			msg, err := b.stopped()
+			if msg != tt.wantMsg || (err != nil) != tt.wantCaller {
+				t.Errorf("stopped: %q, %v; want %q", msg, err, tt.wantMsg)
+			}
+		})
+	}
+	t.Run("stopped before its end", func(t *testing.T) {
+		t.Parallel()
+		b := e.boundedBy(context.Background(), Bounds{Timeout: time.Minute, Memory: DefaultMemory})
+		ctx := b.context()
+		time.Sleep(2 * memoryWatchAfter) // its watch of the heap runs
+		b.stop()
+		if b.over() || b.ended.Load() {
+			t.Error("a stopped bound ended")
+		}
+		if ctx.Err() == nil {
+			t.Error("topdown's context outlived its bound")
+		}
+	})
 }

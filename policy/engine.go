@@ -339,17 +339,17 @@ func (l *loaded) startPlan(q string, qp *queryPlan) {
 }
 
 // evalPlanned evaluates entry point q (prepared for topdown as pq) on
-// input, from its plan when it has one. Topdown evaluates what the plan
-// does not answer: an undefined value, an error (so that a refusal names
-// OPA's own message), a plan not ready yet or that gave up, a policy the
-// plan cannot run.
-func (l *loaded) evalPlanned(ctx context.Context, q string, pq rego.PreparedEvalQuery, input ast.Value) (ast.Value, error) {
+// input within b, from its plan when it has one. Topdown evaluates, under
+// a context that ends with b, what the plan does not answer: an undefined
+// value, an error (so that a refusal names OPA's own message), a plan not
+// ready yet or that gave up, a policy the plan cannot run.
+func (l *loaded) evalPlanned(b *bound, q string, pq rego.PreparedEvalQuery, input ast.Value) (ast.Value, error) {
 	if p := l.planned(q); p != nil {
-		if v, err := p.Eval(ctx, input, plan.Options{Values: l.values}); v != nil || ctx.Err() != nil {
+		if v, err := p.Eval(b.parent, input, b.planOptions(plan.Options{Values: l.values})); v != nil || b.over() {
 			return v, err
 		}
 	}
-	return l.run(ctx, pq, input)
+	return l.run(b.context(), pq, input)
 }
 
 // waitPlan waits for the plan of entry point q, returning it or why there
@@ -446,12 +446,12 @@ func (e *Engine) evaluate(ctx context.Context, l *loaded, in contract.Input, top
 	defer b.stop()
 	var v ast.Value
 	if len(opts) == 0 && !topdown {
-		v, err = l.evalPlanned(b.ctx, Query, l.query, value)
+		v, err = l.evalPlanned(b, Query, l.query, value)
 	} else {
-		v, err = l.run(b.ctx, l.query, value, opts...) // a tracer's evaluation
+		v, err = l.run(b.context(), l.query, value, opts...) // a tracer's evaluation
 	}
 	if b.over() {
-		msg, err := stopped(ctx, b.ctx)
+		msg, err := b.stopped()
 		return denied(in, contract.CodeEvalError, msg), false, err
 	}
 	if err != nil {

@@ -26,9 +26,9 @@ func (e *Engine) Switch(ctx context.Context, in contract.SwitchInput) (contract.
 	}
 	b := e.bounded(ctx)
 	defer b.stop()
-	v, err := l.evalPlanned(b.ctx, SwitchQuery, pq, input)
+	v, err := l.evalPlanned(b, SwitchQuery, pq, input)
 	if b.over() {
-		msg, err := stopped(ctx, b.ctx)
+		msg, err := b.stopped()
 		return refused(msg), err
 	}
 	if err != nil {

@@ -45,9 +45,9 @@ func (e *Engine) evalOn(ctx context.Context, l *loaded, q string, input ast.Valu
 	}
 	b := bounded(ctx)
 	defer b.stop()
-	v, err := l.evalPlanned(b.ctx, q, pq, input)
+	v, err := l.evalPlanned(b, q, pq, input)
 	if b.over() {
-		msg, perr := stopped(ctx, b.ctx)
+		msg, perr := b.stopped()
 		if perr != nil {
 			return nil, perr
 		}

@@ -7,12 +7,14 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/util"
 )
 
@@ -656,5 +658,59 @@ func TestNestedWorkEndsWithTheContext(t *testing.T) {
 		head + "\tmsg := object.union({\"options\": {\"x\": 1}}, input.arguments)\n}",
 	} {
 		canceled(t, src, in)
+	}
+}
+
+// An evaluation its caller stops (Options.Stop and Cancel, set when the
+// caller's own bounds end) ends as one whose context ended: at the first
+// statement after the flag, and in built-ins that watch the Cancel. Its
+// error is ErrStopped while ctx has not ended (a built-in's own, when the
+// Cancel stopped it), ctx's error once it has.
+func TestEvalEndsWhenStopped(t *testing.T) {
+	loop := "package t\nx := count([1 | some i in input.xs; some j in input.xs; i == j + 3001])"
+	xs := make([]*ast.Term, 3000)
+	for i := range xs {
+		xs[i] = ast.IntNumberTerm(i)
+	}
+	in := ast.NewObject(ast.Item(ast.StringTerm("xs"), ast.ArrayTerm(xs...)))
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	errAny := errors.New("any error")
+	for _, tt := range []struct {
+		name, src string
+		ctx       context.Context
+		stopFirst bool // the flag set before the evaluation starts
+		want      error
+	}{
+		{"a loop, stopped before", loop, context.Background(), true, ErrStopped},
+		{"a loop, stopped while it runs", loop, context.Background(), false, ErrStopped},
+		{"a built-in, stopped while it runs", "package t\nx := count(numbers.range(1, 100000000))", context.Background(), false, errAny},
+		{"a loop, its context ended too", loop, ended, true, context.Canceled},
+		{"a constant, never stopped", "package t\nx := 1", context.Background(), false, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, p, err := fixture(t, tt.src, "data.t.x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stop atomic.Bool
+			c := topdown.NewCancel()
+			if tt.stopFirst {
+				stop.Store(true)
+				c.Cancel()
+			} else if tt.want != nil {
+				timer := time.AfterFunc(50*time.Millisecond, func() { stop.Store(true); c.Cancel() })
+				defer timer.Stop()
+			}
+			v, err := p.Eval(tt.ctx, in, Options{Stop: &stop, Cancel: c})
+			switch {
+			case tt.want == nil && (err != nil || v == nil):
+				t.Errorf("%v, %v: want a value", v, err)
+			case tt.want == errAny && err == nil:
+				t.Errorf("%v: want an error", v)
+			case tt.want != nil && tt.want != errAny && !errors.Is(err, tt.want):
+				t.Errorf("%v, %v: want %v", v, err, tt.want)
+			}
+		})
 	}
 }
