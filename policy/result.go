@@ -270,13 +270,28 @@ func (r *reader) agentBudget(o ast.Object) *contract.AgentBudget {
 }
 
 func (r *reader) dimension(o ast.Object, k string) contract.Dimension {
-	x := r.object(get(o, k), "budget."+k)
+	x := r.object(get(o, k), dimensionName(k))
 	return contract.Dimension{
 		Used:    r.integer(x, "used"),
 		Limit:   r.integer(x, "limit"),
 		Percent: r.integer(x, "percent"),
 		Level:   r.str(x, "level"),
 	}
+}
+
+// dimensionName is how an error names dimension k of a budget: a constant
+// for the dimensions there are, so that reading a decision builds no string
+// for an error it has not met.
+func dimensionName(k string) string {
+	switch k {
+	case "tokens":
+		return "budget.tokens"
+	case "shell":
+		return "budget.shell"
+	case "cost":
+		return "budget.cost"
+	}
+	return "budget." + k
 }
 
 // typeName names the type of v as Rego does; "nothing" for none.
