@@ -473,7 +473,7 @@ func (e *Engine) evaluate(ctx context.Context, l *loaded, in contract.Input, top
 func inputValue(in contract.Input, shellPolicy string) (ast.Value, error) {
 	var args ast.Value = ast.NewObject()
 	if in.Arguments != nil {
-		v, err := ast.InterfaceToValue(in.Arguments)
+		v, err := argumentsValue(in.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("arguments: %w", err)
 		}
@@ -495,6 +495,34 @@ func inputValue(in contract.Input, shellPolicy string) (ast.Value, error) {
 		obj.Insert(inputKeys.agentBudget, usageTerm(*in.AgentBudget))
 	}
 	return obj, nil
+}
+
+// maxArgumentKeys is the most keys of an agent's arguments argumentsValue
+// makes the object of itself; past it, ast.InterfaceToValue does.
+const maxArgumentKeys = 16
+
+// argumentsValue is ast.InterfaceToValue(args), the same value, made with
+// fewer allocations when args is an object of at most maxArgumentKeys
+// keys (as a tool's arguments are): its keys are kept terms (names, as an
+// agent's tools repeat their keys on every call), and the terms of its
+// values are made in one block. Each value is InterfaceToValue's.
+func argumentsValue(args any) (ast.Value, error) {
+	m, ok := args.(map[string]any)
+	if !ok || len(m) > maxArgumentKeys {
+		return ast.InterfaceToValue(args)
+	}
+	var buf [maxArgumentKeys][2]*ast.Term
+	items, vals := buf[:0], make([]ast.Term, len(m))
+	for k, x := range m {
+		v, err := ast.InterfaceToValue(x)
+		if err != nil {
+			return nil, err
+		}
+		t := &vals[len(items)]
+		t.Value = v
+		items = append(items, ast.Item(names.term(k), t))
+	}
+	return ast.NewObject(items...), nil
 }
 
 // inputKeys are the keys of the input document, made once: a term is not
