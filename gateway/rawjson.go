@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/agentharness/harness/internal/ijson"
 )
@@ -138,6 +139,8 @@ func stringValue(raw []byte) string {
 // (checked for UTF-8 only when they hold a byte outside ASCII), each
 // escape decoded. It reports false for what a JSON string may not hold (a
 // quote or a control character not escaped, an escape of another kind).
+// The string it returns is the buffer it decoded into, which nothing else
+// holds: a result's text is copied once, not twice.
 func unquote(s []byte) (string, bool) {
 	const highs = 0x8080808080808080
 	b := make([]byte, 0, len(s))
@@ -215,7 +218,10 @@ func unquote(s []byte) (string, bool) {
 		}
 		s = s[2:]
 	}
-	return string(b), true
+	if len(b) == 0 {
+		return "", true
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b)), true // b is not written after, nor kept
 }
 
 // hasControl reports whether b holds a control character (below ' ').

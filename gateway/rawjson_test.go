@@ -82,10 +82,34 @@ func FuzzUnquote(f *testing.F) {
 			stringValue(raw) // anything, but no panic
 			return
 		}
-		if got := stringValue(raw); got != want {
+		got := stringValue(raw)
+		if got != want {
 			t.Fatalf("%q: %q, encoding/json %q", raw, got, want)
 		}
+		clear(raw) // the string is a buffer of its own, not a view of raw
+		if got != want {
+			t.Fatalf("the string changed with the bytes it was read from: %q, want %q", got, want)
+		}
 	})
+}
+
+// TestUnquoteCopiesOnce: a string's text is decoded into one buffer, which
+// is the string (a result's text of 100 KB was copied twice), and a
+// string without escapes is no less its own.
+func TestUnquoteCopiesOnce(t *testing.T) {
+	for _, raw := range []string{`"` + strings.Repeat(`line\n`, 20000) + `"`, `"` + strings.Repeat("plain ", 20000) + `"`, `"\u00e9"`} {
+		b := []byte(raw)
+		var want string
+		json.Unmarshal(b, &want)
+		var got string
+		if n := testing.AllocsPerRun(10, func() { got = stringValue(b) }); n != 1 {
+			t.Errorf("%.20s…: %v allocations, want 1", raw, n)
+		}
+		clear(b)
+		if got != want {
+			t.Errorf("%.20s…: the string changed with the bytes it was read from", raw)
+		}
+	}
 }
 
 // FuzzQuickMessage holds the quick reading of a message equal to
