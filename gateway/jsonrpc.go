@@ -125,9 +125,10 @@ var messageKeys = []string{"jsonrpc", "id", "method", "params", "result", "error
 // idKey is an id as a map key: its JSON text.
 func idKey(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }
 
-// resultMessage is the response of id with result (raw JSON).
+// resultMessage is the response of id with result (raw JSON), in a
+// buffer of its own with a byte to spare for the line's end.
 func resultMessage(id, result json.RawMessage) []byte {
-	b := make([]byte, 0, len(result)+len(id)+40)
+	b := make([]byte, 0, len(result)+len(id)+41)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
 	b = append(b, `,"result":`...)

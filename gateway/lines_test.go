@@ -161,6 +161,18 @@ func TestOneLine(t *testing.T) {
 		if string(in) != tt.in {
 			t.Errorf("oneLine or appendLine changed its argument: %q", in)
 		}
+		// A response the writer is given to keep writes as any message
+		// does, whether or not it has a byte to spare.
+		var sent, owned strings.Builder
+		(&lineWriter{w: &sent}).send(in)
+		for _, spare := range []int{0, 1, 8} {
+			owned.Reset()
+			msg := append(make([]byte, 0, len(tt.in)+spare), tt.in...)
+			(&lineWriter{w: &owned}).sendOwned(msg)
+			if owned.String() != sent.String() || sent.String() != tt.want+"\n" {
+				t.Errorf("sendOwned(%q), %d to spare, wrote %q; send wrote %q", tt.in, spare, owned.String(), sent.String())
+			}
+		}
 	}
 }
 

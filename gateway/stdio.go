@@ -24,12 +24,26 @@ type lineWriter struct {
 }
 
 func (l *lineWriter) send(msg []byte) error {
+	return l.write(appendLine(make([]byte, 0, len(msg)+1), msg))
+}
+
+// sendOwned is send of a message that the caller gives up: nothing else
+// holds or reads it. Its line breaks are made spaces in place, and its end
+// is appended in its spare capacity (resultMessage leaves a byte): a
+// result of 100 KB is not copied again to be written.
+func (l *lineWriter) sendOwned(msg []byte) error {
+	spaceBreaks(msg)
+	return l.write(append(msg, '\n'))
+}
+
+// write writes a line.
+func (l *lineWriter) write(line []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
 		return l.err
 	}
-	if _, l.err = l.w.Write(appendLine(make([]byte, 0, len(msg)+1), msg)); l.err != nil && l.failed != nil {
+	if _, l.err = l.w.Write(line); l.err != nil && l.failed != nil {
 		l.failed(l.err)
 	}
 	return l.err
@@ -121,7 +135,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out
 		reuse.Go(func() { // a goroutine whose stack the policy grew already
 			defer wg.Done()
 			if resp := s.handle(ctx, m, w); resp != nil {
-				w.send(resp)
+				w.sendOwned(resp) // a response is made for this answer alone
 			}
 		})
 	}
