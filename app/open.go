@@ -122,7 +122,7 @@ func (h *Harness) Open(ctx context.Context, o OpenOptions) (*govern.Governor, er
 	h.closers = append(h.closers, store.Close)
 	opts := govern.Options{
 		Rules: h.Rules(), Store: store, Prices: h.Config.Prices, Shadow: h.Config.Mode == config.Shadow,
-		Project: h.Project(), EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: slices.Clone(o.Sinks), Mask: mask, Changed: o.Changed,
+		Project: h.Project(), WorkDir: h.Params.WorkDir, EnvRole: h.EnvRole(), OnError: o.Warn, Sinks: slices.Clone(o.Sinks), Mask: mask, Changed: o.Changed,
 		Transcripts: transcript.Open(TranscriptsDir(h.Params.Env), h.Params.Home, transcript.DefaultLimits),
 	}
 	if o.ReadOnly {

@@ -41,6 +41,16 @@ type Input struct {
 	// (where its .lean-ctx is), "" when there is none: for custom
 	// policies that judge paths.
 	Project string `json:"project"`
+	// Resolved are the path arguments of a call of a tool that edits
+	// files as the file system resolves them when the call is decided:
+	// each path argument (as written) whose resolution differs from it,
+	// with the absolute paths it resolves to (its symbolic links followed,
+	// a relative path from the call's working directory and the
+	// project's), or nil when it could not be resolved within the
+	// harness's bounds (see govern.Resolve). Absent for other calls. The
+	// self-protection rules refuse an edit of a path that resolves to one
+	// of the harness's files, or that could not be resolved.
+	Resolved map[string][]string `json:"resolved,omitempty"`
 }
 
 // Outcomes of a decision, from least to most restrictive: deny > ask >

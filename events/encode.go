@@ -169,9 +169,13 @@ func marshalInput(input any) ([]byte, error) {
 }
 
 // appendInput appends in's JSON as json.Marshal writes it; ok is false
-// when its arguments hold what appendValue leaves to json.Marshal.
+// when its arguments hold what appendValue leaves to json.Marshal, or it
+// has paths resolved (an edit's, seldom: json.Marshal writes them).
 // TestAppendInputIsMarshal and FuzzAppendInput hold the two equal.
 func appendInput(dst []byte, in *contract.Input) (out []byte, ok bool) {
+	if len(in.Resolved) > 0 {
+		return dst, false
+	}
 	dst = appendString(append(dst, `{"role":`...), in.Role)
 	dst = appendString(append(dst, `,"tool":`...), in.Tool)
 	dst = appendString(append(dst, `,"upstream":`...), in.Upstream)

@@ -187,6 +187,8 @@ func TestAppendInputIsMarshal(t *testing.T) {
 			Session: "s-1", Agent: "claude<code>", Project: "/home/u/p&q"}},
 		{"numbers as floats", contract.Input{Arguments: decoded(t, args, false)}},
 		{"an agent budget", contract.Input{AgentBudget: &contract.Usage{Tokens: 1, Shell: 2, CostMicros: 3}}},
+		{"paths resolved", contract.Input{Tool: "ctx_edit", Arguments: map[string]any{"path": "a", "dest": "b"},
+			Resolved: map[string][]string{"a": {"/home/u/.lean-ctx/a"}, "b": nil}}},
 		{"arguments not an object", contract.Input{Arguments: []any{"x", json.Number("2")}}},
 		{"an empty number", contract.Input{Arguments: map[string]any{"n": json.Number("")}}},
 		{"an invalid number", contract.Input{Arguments: map[string]any{"n": json.Number("01")}}},

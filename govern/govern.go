@@ -77,6 +77,7 @@ type Governor struct {
 	onError   func(error)
 	observer  Observer
 	project   string
+	workDir   string
 	envRole   string
 	changed   func(budget.Key)
 	unpriced  sync.Map // models without a price, told of once
@@ -95,6 +96,11 @@ type Options struct {
 	Shadow bool
 	// Project is the project's root, given to the policy (input.project).
 	Project string
+	// WorkDir is the working directory of the tools the governor's calls
+	// run in, when a call does not say (Call.Dir): a relative path of an
+	// edit is resolved from it and from the project's root (see Resolve).
+	// The gateway's upstreams run in the gateway's.
+	WorkDir string
 	// EnvRole is $LEAN_CTX_ROLE: the operator's starting role for new
 	// sessions of agents without one of their own.
 	EnvRole string
@@ -126,7 +132,7 @@ type Options struct {
 // New returns a Governor.
 func New(o Options) *Governor {
 	g := &Governor{store: o.Store, tokens: o.Tokenizer, prices: o.Prices, shadow: o.Shadow,
-		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project,
+		sinks: o.Sinks, decisions: o.Decisions, mask: o.Mask, now: o.Now, onError: o.OnError, envRole: o.EnvRole, project: o.Project, workDir: o.WorkDir,
 		book: o.Transcripts, observer: o.Observer, changed: o.Changed}
 	g.Swap(o.Rules)
 	if g.observer == nil {
@@ -229,6 +235,9 @@ type Call struct {
 	// "name/version"): recorded as a label of the decision-log entry,
 	// never used to decide who the agent is.
 	Client string
+	// Dir is the working directory the call's tool runs in (Claude
+	// Code's cwd), "" for the governor's (Options.WorkDir).
+	Dir string
 	// Transcript is where the session's agent records its model usage
 	// (Claude Code's transcript_path), "" for none: what is new in it is
 	// charged before the call is decided (see Usage).
@@ -400,6 +409,22 @@ func (g *Governor) input(k budget.Key, c budget.Counters, call Call, period budg
 	return in
 }
 
+// resolve is input.resolved of call: the path arguments of an edit as the
+// file system resolves them now, from the call's working directory and
+// the project's root (see Resolve). The agent may change a link after
+// this: the README's threat model says so.
+func (g *Governor) resolve(r *Rules, call Call) map[string][]string {
+	paths := r.Engine.EditPaths(call.Tool, call.UpstreamTool, call.Arguments)
+	if len(paths) == 0 {
+		return nil
+	}
+	dir := call.Dir
+	if dir == "" {
+		dir = g.workDir
+	}
+	return Resolve(paths, r.Engine.Document().Config.Protect.Home, dir, g.project)
+}
+
 // statusInput is what the policy needs to measure the session's budget:
 // its role and usage, and its agent's usage in the period of its budget.
 func statusInput(k budget.Key, c budget.Counters, period budget.Period) contract.Input {
@@ -454,8 +479,10 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 			}
 		}
 	}
+	resolved := g.resolve(r, call)
 	for range maxAttempts {
 		in := g.input(call.Session, cur, call, period)
+		in.Resolved = resolved
 		start := g.now()
 		d, err := r.Engine.Decide(ctx, in)
 		elapsed := g.now().Sub(start)

@@ -175,7 +175,9 @@ func (h *ClaudeCode) Handle(ctx context.Context, payload []byte) Response {
 	transcriptPath := p.Get("transcript_path").String()
 	// Claude Code runs a call it asked the person about without asking
 	// again: its shell slot is taken with the ask.
-	call := govern.Call{Session: k, Tool: h.mapTool(tool), Reserve: true, ReserveOnAsk: true, Transcript: transcriptPath}
+	// Claude Code's tools run in its cwd: a relative path of an edit is
+	// resolved from there.
+	call := govern.Call{Session: k, Tool: h.mapTool(tool), Reserve: true, ReserveOnAsk: true, Transcript: transcriptPath, Dir: p.Get("cwd").String()}
 	call.Upstream, call.UpstreamTool = Origin(tool)
 	input := p.Get("tool_input")
 	switch event {

@@ -67,7 +67,7 @@ type decisionCache struct {
 
 // keyFields are the input keys a call can have (inputValue), in key order;
 // shell_policy is the role's (a function of input.role in a generation).
-var keyFields = []string{"role", "tool", "upstream", "upstream_tool", "arguments", "session", "agent", "project"}
+var keyFields = []string{"role", "tool", "upstream", "upstream_tool", "arguments", "session", "agent", "project", "resolved"}
 
 // newDecisionCache makes the cache for the harness's compiled modules and
 // the custom policies' ones.
@@ -118,6 +118,8 @@ func (c *decisionCache) key(doc *compiler.Document, in contract.Input) (string, 
 			buf = appendString(buf, in.Agent)
 		case "project":
 			buf = appendString(buf, in.Project)
+		case "resolved":
+			buf = appendResolved(buf, in.Resolved)
 		}
 		if len(buf) > maxKeyBytes {
 			return "", false
@@ -436,4 +438,23 @@ func (c *levelsCache) put(doc *compiler.Document, usages []RoleUsage, levels []L
 		lv.Agent = maps.Clone(lv.Agent)
 		c.m[k] = lv
 	}
+}
+
+// appendResolved appends input.resolved: its paths in order, each with
+// its resolutions or n for null.
+func appendResolved(buf []byte, r map[string][]string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(r)))
+	for _, path := range slices.Sorted(maps.Keys(r)) {
+		buf = appendString(buf, path)
+		real := r[path]
+		if real == nil {
+			buf = append(buf, 'n')
+			continue
+		}
+		buf = binary.AppendUvarint(append(buf, 'a'), uint64(len(real)))
+		for _, s := range real {
+			buf = appendString(buf, s)
+		}
+	}
+	return buf
 }

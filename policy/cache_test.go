@@ -73,7 +73,7 @@ func TestHarnessReads(t *testing.T) {
 	if c.off || c.exactUsage || c.exactAgentUsage {
 		t.Fatalf("the harness's own policy: off %v, exact usage %v %v", c.off, c.exactUsage, c.exactAgentUsage)
 	}
-	if got, want := strings.Join(c.fields, ","), "role,tool,upstream,upstream_tool,arguments,agent"; got != want {
+	if got, want := strings.Join(c.fields, ","), "role,tool,upstream,upstream_tool,arguments,agent,resolved"; got != want {
 		t.Errorf("key fields %s, want %s", got, want)
 	}
 }
@@ -87,15 +87,15 @@ func TestCacheKeyOfCustomPolicies(t *testing.T) {
 		fields            string
 		exact, agent, off bool
 	}{
-		{"paths", fastPathPolicy, "role,tool,upstream,upstream_tool,arguments,agent", false, false, false},
-		{"project", "deny contains \"p\" if input.project == \"/secret\"", "role,tool,upstream,upstream_tool,arguments,agent,project", false, false, false},
-		{"usage", "warn contains \"u\" if input.budget.tokens > 5", "role,tool,upstream,upstream_tool,arguments,agent", true, false, false},
-		{"agent usage", "warn contains \"u\" if input.agent_budget.tokens > 5", "role,tool,upstream,upstream_tool,arguments,agent", false, true, false},
+		{"paths", fastPathPolicy, "role,tool,upstream,upstream_tool,arguments,agent,resolved", false, false, false},
+		{"project", "deny contains \"p\" if input.project == \"/secret\"", "role,tool,upstream,upstream_tool,arguments,agent,project,resolved", false, false, false},
+		{"usage", "warn contains \"u\" if input.budget.tokens > 5", "role,tool,upstream,upstream_tool,arguments,agent,resolved", true, false, false},
+		{"agent usage", "warn contains \"u\" if input.agent_budget.tokens > 5", "role,tool,upstream,upstream_tool,arguments,agent,resolved", false, true, false},
 		{"whole", "deny contains \"w\" if { some k, v in input; k == v }", strings.Join(keyFields, ","), true, true, false},
 		{"rules", "warn contains \"r\" if data.harness.signal == \"OK\"", strings.Join(keyFields, ","), true, true, false},
-		{"time", "warn contains \"t\" if time.now_ns() < 0", "role,tool,upstream,upstream_tool,arguments,agent", false, false, true},
-		{"certificates verified", "deny contains \"c\" if { [ok, _] := crypto.x509.parse_and_verify_certificates(input.arguments.chain); not ok }", "role,tool,upstream,upstream_tool,arguments,agent", false, false, true},
-		{"time through a with", "verify(_, _) := [true, {}, {}]\ndeny contains \"j\" if { [ok, _, _] := verify(input.arguments.token, {\"secret\": \"k\"}) with verify as io.jwt.decode_verify; not ok }", "role,tool,upstream,upstream_tool,arguments,agent", false, false, true},
+		{"time", "warn contains \"t\" if time.now_ns() < 0", "role,tool,upstream,upstream_tool,arguments,agent,resolved", false, false, true},
+		{"certificates verified", "deny contains \"c\" if { [ok, _] := crypto.x509.parse_and_verify_certificates(input.arguments.chain); not ok }", "role,tool,upstream,upstream_tool,arguments,agent,resolved", false, false, true},
+		{"time through a with", "verify(_, _) := [true, {}, {}]\ndeny contains \"j\" if { [ok, _, _] := verify(input.arguments.token, {\"secret\": \"k\"}) with verify as io.jwt.decode_verify; not ok }", "role,tool,upstream,upstream_tool,arguments,agent,resolved", false, false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := tt.src
@@ -417,6 +417,11 @@ func FuzzCacheAgrees(f *testing.F) {
 		in.Budget = contract.Usage{Tokens: tokens, Shell: shell2, CostMicros: cost}
 		checkCached(t, e, in)
 		in.AgentBudget = &contract.Usage{Tokens: tokens2 % 1000, Shell: agentShell + 1}
+		checkCached(t, e, in)
+		// The path as the file system resolves it, and unresolved.
+		in.Resolved = map[string][]string{path: {tool}}
+		checkCached(t, e, in)
+		in.Resolved = map[string][]string{path: nil}
 		checkCached(t, e, in)
 	})
 }

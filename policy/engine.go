@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,9 @@ type loaded struct {
 	store    storage.Store
 	cache    *decisionCache
 	levels   levelsCache
+	// edit is the edit tools' expression (EditPaths); nil when it does
+	// not compile.
+	edit *regexp.Regexp
 	// values holds the patterns the policy compiled (see maxCompiled).
 	values cache.InterQueryValueCache
 	mu     sync.Mutex
@@ -292,7 +296,7 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 		return nil, err
 	}
 	return &loaded{query: pq, doc: doc, bundle: b, compiler: c, store: store, others: map[string]*lazyQuery{},
-		cache: cacheFor(b.Modules), values: newValueCache()}, nil
+		cache: cacheFor(b.Modules), values: newValueCache(), edit: editRegexp(doc)}, nil
 }
 
 // planned returns the plan of entry point q, or nil while it is not ready
@@ -494,6 +498,9 @@ func inputValue(in contract.Input, shellPolicy string) (ast.Value, error) {
 	if in.AgentBudget != nil {
 		obj.Insert(inputKeys.agentBudget, usageTerm(*in.AgentBudget))
 	}
+	if len(in.Resolved) > 0 {
+		obj.Insert(inputKeys.resolved, resolvedTerm(in.Resolved))
+	}
 	return obj, nil
 }
 
@@ -525,15 +532,33 @@ func argumentsValue(args any) (ast.Value, error) {
 	return ast.NewObject(items...), nil
 }
 
+// resolvedTerm is input.resolved: each path to the array of its
+// resolutions, or null.
+func resolvedTerm(r map[string][]string) *ast.Term {
+	obj := ast.NewObject()
+	for path, real := range r {
+		if real == nil {
+			obj.Insert(ast.StringTerm(path), ast.NullTerm())
+			continue
+		}
+		terms := make([]*ast.Term, len(real))
+		for i, s := range real {
+			terms[i] = ast.StringTerm(s)
+		}
+		obj.Insert(ast.StringTerm(path), ast.ArrayTerm(terms...))
+	}
+	return ast.NewTerm(obj)
+}
+
 // inputKeys are the keys of the input document, made once: a term is not
 // changed once made, so every input can hold the same.
 var inputKeys = struct {
-	role, tool, upstream, upstreamTool, arguments, shellPolicy, budget, session, agent, project, agentBudget,
+	role, tool, upstream, upstreamTool, arguments, shellPolicy, budget, session, agent, project, agentBudget, resolved,
 	tokens, shell, costMicros *ast.Term
 }{
 	ast.StringTerm("role"), ast.StringTerm("tool"), ast.StringTerm("upstream"), ast.StringTerm("upstream_tool"),
 	ast.StringTerm("arguments"), ast.StringTerm("shell_policy"), ast.StringTerm("budget"), ast.StringTerm("session"),
-	ast.StringTerm("agent"), ast.StringTerm("project"), ast.StringTerm("agent_budget"),
+	ast.StringTerm("agent"), ast.StringTerm("project"), ast.StringTerm("agent_budget"), ast.StringTerm("resolved"),
 	ast.StringTerm("tokens"), ast.StringTerm("shell"), ast.StringTerm("cost_micros"),
 }
 

@@ -423,6 +423,9 @@ func TestQuickAgreesOnOriginsAgentsAndProtection(t *testing.T) {
 		map[string]any{"command": "ls -la"}, map[string]any{"command": "harness role set admin"},
 		map[string]any{"command": "rm -rf /srv/state"}, map[string]any{"command": "cp x $HOME/ledgers/main.db"}, "rm -rf /x",
 	}
+	// main.go as the file system resolves it: not at all, into the
+	// harness's files, elsewhere, unresolved.
+	resolveds := []map[string][]string{nil, {"main.go": {"/home/dev/.lean-ctx/harness.toml"}}, {"main.go": {"/work/main.go", "/srv/main.go"}}, {"main.go": nil}}
 	roles := []string{"coder", "reviewer", "ops", "no-shell", "denies-some", "asks"}
 	count, allows := 0, 0
 	keep := race.Sample(stride)
@@ -436,7 +439,7 @@ func TestQuickAgreesOnOriginsAgentsAndProtection(t *testing.T) {
 								continue // a sample under the race detector (see stride)
 							}
 							in, err := inputValue(contract.Input{Role: role, Tool: tool.Name, Upstream: tool.Upstream, UpstreamTool: tool.UpstreamTool,
-								Arguments: args, Budget: u, AgentBudget: au, Session: "s", Agent: agent}, doc.Roles[role].ShellPolicy)
+								Arguments: args, Budget: u, AgentBudget: au, Session: "s", Agent: agent, Resolved: resolveds[count%len(resolveds)]}, doc.Roles[role].ShellPolicy)
 							if err != nil {
 								t.Fatal(err)
 							}

@@ -34,8 +34,8 @@ func suspectEngine(t testing.TB, ancestor bool) (suspect *regexp.Regexp, refused
 		t.Fatal(err)
 	}
 	pq := rawQuery(t, e, "data.harness.protect_reasons")
-	reasons := func(tool, key, s string) int {
-		in, err := inputValue(contract.Input{Role: "admin", Tool: tool, Arguments: map[string]any{key: s}}, "track")
+	reasons := func(tool, key, s string, resolved map[string][]string) int {
+		in, err := inputValue(contract.Input{Role: "admin", Tool: tool, Arguments: map[string]any{key: s}, Resolved: resolved}, "track")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,10 @@ func suspectEngine(t testing.TB, ancestor bool) (suspect *regexp.Regexp, refused
 		return len(rs[0].Expressions[0].Value.([]any))
 	}
 	return regexp.MustCompile(doc.Config.Protect.Suspect.Regex), func(s string) bool {
-		return reasons("ctx_edit", "path", s)+reasons("ctx_shell", "command", s) > 0
+		// As a path an edit changes, as a shell command, and as what a
+		// path an edit changes resolves to (input.resolved).
+		return reasons("ctx_edit", "path", s, nil)+reasons("ctx_shell", "command", s, nil)+
+			reasons("ctx_edit", "path", "x", map[string][]string{"x": {s}}) > 0
 	}
 }
 

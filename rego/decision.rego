@@ -477,6 +477,20 @@ _protect_suspects if {
 	regex.match(data.harness.config.protect.suspect.regex, v)
 }
 
+# So does a path argument as the file system resolves it, and one that
+# could not be resolved (input.resolved).
+_protect_suspects if {
+	some real in input.resolved
+	_suspect_resolution(real)
+}
+
+_suspect_resolution(real) if not is_array(real)
+
+_suspect_resolution(real) if {
+	some v in real
+	regex.match(data.harness.config.protect.suspect.regex, v)
+}
+
 # A suspect expression made of other data than the document holds (one
 # edited by hand) is no guide: everything is suspect.
 _protect_suspects if _protect_suspect_stale

@@ -432,6 +432,39 @@ protect_reasons contains r if {
 	r := _reason("harness_files", sprintf("tool '%s' may not change %s: it is one of the harness's own files (roles, policies, configuration, the ledger and logs, Claude Code's settings); only the operator changes them", [tool, _quote(path)]))
 }
 
+# A path an edit changes is also judged as the file system resolves it
+# (input.resolved, which the engine fills in when it decides the call: its
+# symbolic links followed, a relative path from the call's working
+# directory and the project's), so that a link in the project does not
+# take an edit to the harness's files.
+protect_reasons contains r if {
+	_protecting
+	edit_tool
+	some path in _path_arguments
+	not _protected_edit(path)
+	some real in _resolutions(path)
+	_protected_edit(real)
+	r := _reason("harness_files", sprintf("tool '%s' may not change %s, which is %s as the file system resolves it: one of the harness's own files (roles, policies, configuration, the ledger and logs, Claude Code's settings); only the operator changes them", [tool, _quote(path), _quote(real)]))
+}
+
+# A path the engine could not resolve within its bounds (too many path
+# arguments or symbolic links, a path too long, a link under /proc) may
+# lead anywhere.
+protect_reasons contains r if {
+	_protecting
+	edit_tool
+	some path in _path_arguments
+	_resolved[path] == null
+	r := _reason("harness_files", sprintf("tool '%s' may not change %s: the harness could not resolve it as the file system would (too many path arguments or symbolic links, too long, or through /proc), so it may be one of the harness's own files", [tool, _quote(path)]))
+}
+
+_resolved := object.get(input, "resolved", {})
+
+_resolutions(path) := [real |
+	some real in _resolved[path]
+	is_string(real)
+]
+
 protect_reasons contains r if {
 	_protecting
 	shell_tool

@@ -618,6 +618,28 @@ test_edits_of_the_harness_files_are_refused if {
 	codes(protected(with_args("coder", "Edit_Notebook", {"path": "~/.lean-ctx/a"}))) == ["harness_files"]
 }
 
+# A path an edit changes, as the file system resolves it (input.resolved):
+# through a symbolic link into the harness's files, or unresolved, it is
+# refused; resolved elsewhere, or not a path argument, it is not.
+test_edits_through_links_are_refused if {
+	every c in [
+		{"path": "notes/roles/coder.toml", "resolved": ["/home/dev/.lean-ctx/roles/coder.toml"]},
+		{"path": "/work/app/cfg/ledger.db", "resolved": ["/work/app/ledger.db", "/srv/harness/state/ledger.db"]},
+		{"path": "docs/x.rego", "resolved": ["/work/app/.lean-ctx/policies/x.rego"]},
+		{"path": "deep/x", "resolved": null},
+	] {
+		e := object.union(with_args("coder", "ctx_edit", {"path": c.path}), {"resolved": {c.path: c.resolved}})
+		codes(protected(e)) == ["harness_files"]
+	}
+	every c in [
+		{"tool": "ctx_edit", "args": {"path": "lib/x.go"}, "resolved": {"lib/x.go": ["/work/app/src/x.go"]}},
+		{"tool": "ctx_read", "args": {"path": "notes/harness.toml"}, "resolved": {"notes/harness.toml": ["/home/dev/.lean-ctx/harness.toml"]}},
+		{"tool": "ctx_edit", "args": {"path": "a.go", "content": "n/h"}, "resolved": {"n/h": ["/home/dev/.lean-ctx/harness.toml"]}},
+	] {
+		protected(object.union(with_args("coder", c.tool, c.args), {"resolved": c.resolved})).decision == "allow"
+	}
+}
+
 test_other_edits_pass if {
 	every args in [
 		{"file_path": "/work/app/main.go"},

@@ -120,12 +120,15 @@ func (c *cli) decide(cmd *cobra.Command, f decideFlags) int {
 	var o govern.Outcome
 	var in contract.Input // what the decision was made on
 	status := ""          // the status line after the call's charge, when it took one
+	// The paths of an edit as the file system resolves them, as the
+	// governor resolves them (govern.Resolve).
+	resolved := govern.Resolve(e.EditPaths(f.tool, "", arguments), e.Document().Config.Protect.Home, c.env.workDir, h.Project())
 	if stateless {
 		startRole := h.Rules().StartRole(k.Agent, f.role, h.EnvRole())
 		if _, ok := h.Roles.Get(startRole); !ok {
 			return c.fail("%s", unknownRole(startRole, h.Roles))
 		}
-		in = contract.Input{Role: startRole, Tool: f.tool, Arguments: arguments, Budget: usage, Agent: k.Agent, Project: h.Project()}
+		in = contract.Input{Role: startRole, Tool: f.tool, Arguments: arguments, Budget: usage, Agent: k.Agent, Project: h.Project(), Resolved: resolved}
 		d, err := e.Decide(ctx, in)
 		if err != nil {
 			return c.fail("decide: %v", err)
@@ -159,7 +162,7 @@ func (c *cli) decide(cmd *cobra.Command, f decideFlags) int {
 			return c.fail("decide: %v", err)
 		}
 		d := o.Decision
-		in = contract.Input{Role: d.Role, Tool: f.tool, Arguments: arguments, Session: k.Session, Agent: k.Agent, Project: h.Project(),
+		in = contract.Input{Role: d.Role, Tool: f.tool, Arguments: arguments, Session: k.Session, Agent: k.Agent, Project: h.Project(), Resolved: resolved,
 			Budget: contract.Usage{Tokens: d.Budget.Tokens.Used, Shell: d.Budget.Shell.Used, CostMicros: d.Budget.Cost.Used}}
 		if o.Reserved {
 			st, err := g.Status(ctx, k, "")
