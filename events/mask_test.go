@@ -59,6 +59,12 @@ func TestMaskErases(t *testing.T) {
 			"/input/arguments/env/*", `{"arguments":{"env":{}}}`},
 		{"star over the arguments", []string{"/arguments/*"}, `{"arguments": {"": 1, "k": 2}}`,
 			"/input/arguments/*", `{"arguments":{}}`},
+		// Where a path argument leads is as much the operator's to hide
+		// as the argument: erased with any of the arguments.
+		{"resolved paths with an argument", []string{"/arguments/path"}, `{"arguments": {"path": "notes/x"}, "resolved": {"notes/x": ["/home/u/.lean-ctx/x"]}}`,
+			"/input/arguments/path /input/resolved", `{"arguments":{}}`},
+		{"resolved paths kept with other fields", []string{"/session"}, `{"session": "s", "resolved": {"a": ["/b"]}}`,
+			"/input/session", `{"resolved":{"a":["/b"]}}`},
 		{"star, then a key", []string{"/arguments/*/token"}, `{"arguments": {"": {"token": "t", "x": 1}, "b": {"token": "u"}}}`,
 			"/input/arguments/*/token", `{"arguments":{"":{"x":1},"b":{}}}`},
 	}
