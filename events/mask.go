@@ -132,6 +132,7 @@ func (m *Mask) Apply(input any) (*Redaction, error) {
 					r.rules = append(r.rules, rule)
 				}
 			}
+			eraseResolved(doc, &r.erased, &r.rules, &found)
 			r.input = b
 			if len(r.erased) > 0 {
 				r.input, err = json.Marshal(doc)
@@ -167,6 +168,28 @@ func (m *Mask) Apply(input any) (*Redaction, error) {
 	}
 	r.search.Store(maxSearch)
 	return r, nil
+}
+
+// eraseResolved erases the input's resolved paths (contract.Input.Resolved)
+// when a mask erased any of the arguments: their keys are the path
+// arguments as written and their values where those lead, which a mask of
+// a path argument means to keep out of the log.
+func eraseResolved(doc any, erased, rules *[]string, found *[]any) {
+	obj, ok := doc.(map[string]any)
+	if _, has := obj["resolved"]; !ok || !has {
+		return
+	}
+	for _, p := range *erased {
+		if p == "/arguments" || strings.HasPrefix(p, "/arguments/") {
+			*found = append(*found, obj["resolved"])
+			delete(obj, "resolved")
+			*erased = append(*erased, "/resolved")
+			if !slices.Contains(*rules, "/input/resolved") {
+				*rules = append(*rules, "/input/resolved")
+			}
+			return
+		}
+	}
 }
 
 func decode(b []byte) (any, error) {
