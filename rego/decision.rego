@@ -165,21 +165,21 @@ decision := {
 	ut := input.upstream_tool
 	st := object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
 } else := {
-	"decision": outcome,
-	"allowed": outcome == "warn",
+	"decision": verdict[0],
+	"allowed": verdict[0] == "warn",
 	"role": input.role,
 	"tool": t,
 	"shell_policy": r.shell_policy,
 	"shell_tool": st,
 	"compress_output": _compresses(r, st),
-	"reasons": _admitted_reasons(refusals, listed, t),
+	"reasons": verdict[1],
 	"warnings": [w |
-		some i, dim in ["cost", "shell", "tokens"]
-		levels[i] == "WARNING"
+		some dim in ["cost", "shell", "tokens"]
 		d := budget[dim]
+		d.level == "WARNING"
 		w := _warning(sprintf("%s at %d%% of the budget of role '%s' (%s of %s)", [dim, d.percent, input.role, _amount(dim, d.used), _amount(dim, d.limit)]))
 	],
-	"signal": _signal({levels[0], levels[1], levels[2]}),
+	"signal": signal,
 	"budget": budget,
 	"agent_budget": null,
 } if {
@@ -218,15 +218,13 @@ decision := {
 	st := object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
 	_protect_quiet_for(listed, st, t, ut)
 
-	# The levels, in the order cost, shell, tokens (that of the warnings).
-	levels := [level(cost, th.cost), level(shell, th.shell), level(tokens, th.tokens)]
-	budget := {
-		"tokens": {"used": tokens, "limit": l.tokens, "percent": _whole_percent(tokens, l.tokens), "level": levels[2]},
-		"shell": {"used": shell, "limit": l.shell, "percent": _whole_percent(shell, l.shell), "level": levels[1]},
-		"cost": {"used": cost, "limit": l.cost_micros, "percent": _whole_percent(cost, l.cost_micros), "level": levels[0]},
-	}
-	refusals := _refusals(listed, r, t, st, shell, budget, levels)
-	outcome := _outcome(refusals, listed, levels)
+	dt := _dimension(tokens, l.tokens, th.tokens)
+	ds := _dimension(shell, l.shell, th.shell)
+	dc := _dimension(cost, l.cost_micros, th.cost)
+	budget := {"tokens": dt, "shell": ds, "cost": dc}
+
+	signal := _worst[[dc.level, ds.level, dt.level]]
+	verdict := _verdict(listed, r, t, st, shell, budget, signal)
 } else := {
 	"decision": outcome,
 	"allowed": outcome == "warn",
@@ -359,12 +357,6 @@ else := "ask" if regex.match(r.ask.regex, ut)
 
 else := "allow"
 
-# The refusals of a call: the lists' alone when they refuse it, else those
-# of the shell policy and the budget.
-_refusals(listed, r, t, st, shell, budget, levels) := [_reason(listed, _list_message(listed, t))] if {
-	listed in {"tool_denied", "tool_not_allowed"}
-} else := _level_refusals(r, t, st, shell, budget, levels)
-
 # The self-protection rules come after the lists: a call the lists refuse
 # is refused for that alone. An else chain: the bodies of a function are
 # all evaluated, and a call the lists admit needs only the first.
@@ -388,6 +380,23 @@ _shell_fine(r, true, shell) if {
 	shell < object.get(r.thresholds.shell, "admits", shell + 1)
 }
 
+# A dimension of the budget (rules 4 and 5) of usage known to be a whole
+# number >= 0, its level and percent worked out in one call: below its
+# thresholds, usage is a percentage of percent_of (0 of a limit of 0);
+# past them, of a limit above 0 (else, as the rules one by one).
+_dimension(used, limit, t) := {"used": used, "limit": limit, "percent": (h - (h % p)) / p, "level": "OK"} if {
+	used < t.ok_below
+	h := used * 100
+	p := t.percent_of
+} else := {"used": used, "limit": limit, "percent": (h - (h % limit)) / limit, "level": "EXHAUSTED"} if {
+	used >= t.exhausted_at
+	limit > 0
+	h := used * 100
+} else := {"used": used, "limit": limit, "percent": (h - (h % limit)) / limit, "level": "WARNING"} if {
+	limit > 0
+	h := used * 100
+} else := {"used": used, "limit": limit, "percent": _whole_percent(used, limit), "level": level(used, t)}
+
 # Rule 4 (percent) of usage known to be a whole number >= 0.
 _whole_percent(used, limit) := (h - (h % limit)) / limit if {
 	limit > 0
@@ -395,6 +404,17 @@ _whole_percent(used, limit) := (h - (h % limit)) / limit if {
 } else := 0 if used == 0
 
 else := 100
+
+# The worst of the levels [cost, shell, tokens] (as _signal), for each
+# three of them: a rule of the data alone (it calls no function), which
+# the plan works out once for all evaluations.
+_worst := {[c, s, t]: _levels_in_order[max([i, j, k])] |
+	some i, c in _levels_in_order
+	some j, s in _levels_in_order
+	some k, t in _levels_in_order
+}
+
+_levels_in_order := ["OK", "WARNING", "EXHAUSTED"]
 
 _compresses(r, true) := r.shell_policy == "compress"
 
@@ -411,17 +431,35 @@ _clear_budget(tokens, shell, cost, r) := {
 	th := r.thresholds
 }
 
-# The refusals of a call the lists admit: shell_denied alone (rule 3
-# comes before the budget); else budget_exhausted for each exhausted
-# dimension (rule 6) and shell_budget for a shell call past the shell
-# budget (rule 7), in the order full_decision gives them.
-_level_refusals(r, t, st, shell, budget, levels) := [_reason("shell_denied", sprintf("shell tool '%s' is denied: role '%s' has shell_policy 'deny'", [t, input.role]))] if {
+# The outcome and reasons of a call decided by the levels of its budget
+# (signal: the worst of them), deny > ask > warn: the lists' refusal
+# alone when they refuse it (rule 2, before every other reason of the
+# harness's own); else shell_denied alone (rule 3 comes before the
+# budget); else budget_exhausted for each exhausted dimension (rule 6)
+# and shell_budget for a shell call past the shell budget (rule 7), in
+# the order full_decision gives them; else a person's approval for a call
+# the lists ask for; else a warning, or nothing. One function of one else
+# chain: it stops at the first that holds.
+_verdict(listed, r, t, st, shell, budget, signal) := ["deny", [_reason(listed, _list_message(listed, t))]] if {
+	listed in {"tool_denied", "tool_not_allowed"}
+} else := ["deny", [_reason("shell_denied", sprintf("shell tool '%s' is denied: role '%s' has shell_policy 'deny'", [t, input.role]))]] if {
 	st == true
 	r.shell_policy == "deny"
-} else := [] if {
-	not "EXHAUSTED" in levels
-	_shell_fine(r, st, shell)
-} else := [x | some x in (_exhausted(budget) | _shell_refusals(r, st, shell))]
+} else := ["deny", [x | some x in (_exhausted(budget) | _shell_refusals(r, st, shell))]] if {
+	signal == "EXHAUSTED"
+} else := ["deny", [x | some x in _shell_refusals(r, st, shell)]] if {
+	not _shell_fine(r, st, shell)
+} else := ["ask", [_reason("approval_required", sprintf("tool '%s' needs a person's approval for role '%s'", [t, input.role]))]] if {
+	listed == "ask"
+} else := _warned if {
+	signal == "WARNING"
+} else := _allowed
+
+# The verdicts of no reason: rules of no input, whose values the plan
+# keeps for all evaluations.
+_warned := ["warn", []]
+
+_allowed := ["allow", []]
 
 _exhausted(budget) := {x |
 	some dim, d in budget
@@ -434,26 +472,6 @@ _shell_refusals(r, st, shell) := {_reason("shell_budget", sprintf("shell budget 
 	admits := r.thresholds.shell.admits
 	shell + 1 > admits
 } else := set()
-
-# The reasons of a call the lists admit: its refusals, else a person's
-# approval for a call the lists ask for (deny > ask).
-_admitted_reasons(refusals, listed, t) := refusals if count(refusals) > 0
-
-else := [_reason("approval_required", sprintf("tool '%s' needs a person's approval for role '%s'", [t, input.role]))] if {
-	listed == "ask"
-}
-
-else := []
-
-# The outcome of a call the lists admit, by its refusals and the levels
-# of its budget (deny > ask > warn > allow).
-_outcome(reasons, listed, levels) := "deny" if {
-	count(reasons) > 0
-} else := "ask" if {
-	listed == "ask"
-} else := "warn" if {
-	"WARNING" in levels
-} else := "allow"
 
 # Whether the self-protection rules have nothing to look at in a call of a
 # tool (by its two names; st: whether it is a shell tool): they are off;
