@@ -289,10 +289,16 @@ _call_plain if {
 # is of the version this policy reads, no agent's budget applies, and no
 # custom policy says anything (a deny or warn that is not the empty set).
 _plain if {
-	data.harness.schema_version == supported_schema
+	_data_plain
 	not data.harness.agents[input.agent]
-	not data.harness.agents["*"]
 	not _custom_speaks
+}
+
+# What _plain asks of the data alone: a rule of no input, which the plan
+# works out once for all evaluations.
+_data_plain if {
+	data.harness.schema_version == supported_schema
+	not data.harness.agents["*"]
 }
 
 # Every dimension of the call's usage is below its warning threshold, and
@@ -482,12 +488,18 @@ _shell_refusals(r, st, shell) := {_reason("shell_budget", sprintf("shell budget 
 # so the arguments of a tool that edits nothing are not walked (the bodies
 # of a function are all evaluated).
 _protect_quiet(st, t, ut) if {
-	data.harness.config.protect.enabled == false
+	_protect_off
 } else if {
 	st == false
-	not regex.match(data.harness.config.edit_tools.regex, lower(t))
-	not regex.match(data.harness.config.edit_tools.regex, lower(ut))
+	not regex.match(_edit_tools, lower(t))
+	not regex.match(_edit_tools, lower(ut))
 } else if not _protect_suspects
+
+# The parts of the protect and edit tools data _protect_quiet reads:
+# rules of no input, which the plan works out once for all evaluations.
+_protect_off if data.harness.config.protect.enabled == false
+
+_edit_tools := data.harness.config.edit_tools.regex
 
 _protect_suspects if {
 	walk(input.arguments, [_, v])
