@@ -113,6 +113,7 @@ _why_beyond(c) := concat("", [": ", concat("; ", reasons)]) if {
 		_bounds(dim, theirs)
 		r := sprintf("its %s %s is above %s", [key, _amount(dim, mine), _amount(dim, theirs)])
 	]
+
 	# A limit of 0 context tokens or $0 is never exhausted (rule 5): no
 	# bound at all, beyond any ceiling's other than 0.
 	unbounded := [r |
