@@ -277,6 +277,7 @@ func (h *Harness) protectedPaths() []string {
 		paths = append(paths, filepath.Join(h.Root, ".claude", "settings.json"), filepath.Join(h.Root, ".claude", "settings.local.json"))
 	}
 	paths = append(paths, Binaries(h.Params.Exe)...)
+	paths = append(paths, Binaries(onPath(h.Params.Exe, getenv("PATH")))...)
 	paths = append(paths, h.Config.ProtectPaths...)
 	var out []string
 	for _, p := range paths {
@@ -521,6 +522,26 @@ func Binaries(exe string) []string {
 		return nil
 	}
 	return []string{exe, filepath.Join(dir, hook.SmallName)}
+}
+
+// onPath is "harness" as the PATH finds it when that is the binary exe
+// under another name (a symbolic link to it, as ~/.local/bin/harness or a
+// Homebrew bin/harness): what a project's hook and an MCP client run. ""
+// when it is exe itself, another binary or none.
+func onPath(exe, pathList string) string {
+	if !filepath.IsAbs(exe) {
+		return ""
+	}
+	found, err := hook.LookPath("harness", pathList)
+	if err != nil || found == exe || !filepath.IsAbs(found) {
+		return ""
+	}
+	a, errA := os.Stat(found)
+	b, errB := os.Stat(exe)
+	if errA != nil || errB != nil || !os.SameFile(a, b) {
+		return ""
+	}
+	return found
 }
 
 // writable says whether this process may write path (access(2) W_OK).
