@@ -277,7 +277,11 @@ func (h *Harness) protectedPaths() []string {
 		paths = append(paths, filepath.Join(h.Root, ".claude", "settings.json"), filepath.Join(h.Root, ".claude", "settings.local.json"))
 	}
 	paths = append(paths, Binaries(h.Params.Exe)...)
-	paths = append(paths, Binaries(onPath(h.Params.Exe, getenv("PATH")))...)
+	pathList := getenv("PATH")
+	if pathList == "" { // the hook daemon's requests carry no PATH: its own is the hook's
+		pathList = os.Getenv("PATH")
+	}
+	paths = append(paths, Binaries(onPath(h.Params.Exe, pathList))...)
 	paths = append(paths, h.Config.ProtectPaths...)
 	var out []string
 	for _, p := range paths {
