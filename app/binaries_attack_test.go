@@ -40,3 +40,26 @@ func TestAttackBinaryLinkOnPath(t *testing.T) {
 		}
 	}
 }
+
+// The hook daemon's requests carry no PATH: the harness is looked for on
+// the daemon's own, which is the hook's that started it.
+func TestBinaryLinkOnTheProcessPath(t *testing.T) {
+	home, src, bin := t.TempDir(), t.TempDir(), t.TempDir()
+	exe := filepath.Join(src, "harness")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(exe, filepath.Join(bin, "harness")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	p := params(home, home, map[string]string{})
+	p.Exe = exe
+	h, err := Load(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if paths := h.protectedPaths(); !slices.Contains(paths, filepath.Join(bin, "harness")) {
+		t.Errorf("the link on the process's PATH is not protected: %q", paths)
+	}
+}
