@@ -19,14 +19,7 @@ import (
 // it are protected as well.
 func TestAttackBinaryLinkOnPath(t *testing.T) {
 	t.Parallel()
-	home, src, bin := t.TempDir(), t.TempDir(), t.TempDir()
-	exe := filepath.Join(src, "harness")
-	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(exe, filepath.Join(bin, "harness")); err != nil {
-		t.Fatal(err)
-	}
+	home, exe, bin := linkedHarness(t)
 	p := params(home, home, map[string]string{"PATH": "/nonexistent:" + bin + ":/usr/bin"})
 	p.Exe = exe
 	h, err := Load(context.Background(), p)
@@ -44,14 +37,7 @@ func TestAttackBinaryLinkOnPath(t *testing.T) {
 // The hook daemon's requests carry no PATH: the harness is looked for on
 // the daemon's own, which is the hook's that started it.
 func TestBinaryLinkOnTheProcessPath(t *testing.T) {
-	home, src, bin := t.TempDir(), t.TempDir(), t.TempDir()
-	exe := filepath.Join(src, "harness")
-	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(exe, filepath.Join(bin, "harness")); err != nil {
-		t.Fatal(err)
-	}
+	home, exe, bin := linkedHarness(t)
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 	p := params(home, home, map[string]string{})
 	p.Exe = exe
@@ -62,4 +48,19 @@ func TestBinaryLinkOnTheProcessPath(t *testing.T) {
 	if paths := h.protectedPaths(); !slices.Contains(paths, filepath.Join(bin, "harness")) {
 		t.Errorf("the link on the process's PATH is not protected: %q", paths)
 	}
+}
+
+// linkedHarness is a home, a harness binary exe and a directory bin
+// holding a symbolic link named harness to it.
+func linkedHarness(t *testing.T) (home, exe, bin string) {
+	t.Helper()
+	home, src, bin := t.TempDir(), t.TempDir(), t.TempDir()
+	exe = filepath.Join(src, "harness")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(exe, filepath.Join(bin, "harness")); err != nil {
+		t.Fatal(err)
+	}
+	return home, exe, bin
 }

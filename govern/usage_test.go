@@ -20,16 +20,7 @@ import (
 func TestTranscriptCost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	home := t.TempDir()
-	whole, err := os.ReadFile("../transcript/testdata/session.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(home, ".claude", "projects", "app")
-	os.MkdirAll(dir, 0o700)
-	path, empty := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "empty.jsonl")
-	os.WriteFile(path, whole, 0o600)
-	os.WriteFile(empty, nil, 0o600)
+	home, path, empty := transcripts(t)
 	store := budget.NewMemory()
 	var warnings []string
 	g := New(Options{Rules: Rules{Engine: engine(t)}, Store: store, Transcripts: transcript.Open(filepath.Join(t.TempDir(), "transcripts"), home, transcript.DefaultLimits),
@@ -110,6 +101,23 @@ func TestTranscriptCost(t *testing.T) {
 	}
 }
 
+// transcripts is a home with two of Claude Code's transcripts in it: path,
+// which records two requests (req1 and req2), and empty.
+func transcripts(t *testing.T) (home, path, empty string) {
+	t.Helper()
+	home = t.TempDir()
+	whole, err := os.ReadFile("../transcript/testdata/session.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(home, ".claude", "projects", "app")
+	os.MkdirAll(dir, 0o700)
+	path, empty = filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(path, whole, 0o600)
+	os.WriteFile(empty, nil, 0o600)
+	return home, path, empty
+}
+
 var (
 	req1 = pricing.Usage{Input: 3, CacheWrite: 4000, CacheRead: 20000, Output: 310}
 	req2 = pricing.Usage{Input: 5, CacheWrite1h: 500, CacheRead: 24000, Output: 80}
@@ -133,16 +141,7 @@ func TestAttackTranscriptBookSharedAcrossKeys(t *testing.T) {
 		t.Run(pair[0].Agent+"|"+pair[0].Session+" vs "+pair[1].Agent+"|"+pair[1].Session, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			home := t.TempDir()
-			whole, err := os.ReadFile("../transcript/testdata/session.jsonl")
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := filepath.Join(home, ".claude", "projects", "app")
-			os.MkdirAll(dir, 0o700)
-			path, empty := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "empty.jsonl")
-			os.WriteFile(path, whole, 0o600)
-			os.WriteFile(empty, nil, 0o600)
+			home, path, empty := transcripts(t)
 			store := budget.NewMemory()
 			g := New(Options{Rules: Rules{Engine: engine(t)}, Store: store,
 				Transcripts: transcript.Open(filepath.Join(t.TempDir(), "transcripts"), home, transcript.DefaultLimits)})
