@@ -170,25 +170,53 @@ func (m *Mask) Apply(input any) (*Redaction, error) {
 	return r, nil
 }
 
-// eraseResolved erases the input's resolved paths (contract.Input.Resolved)
-// when a mask erased any of the arguments: their keys are the path
-// arguments as written and their values where those lead, which a mask of
-// a path argument means to keep out of the log.
+// eraseResolved erases from the input's resolved paths
+// (contract.Input.Resolved) the entries of the path arguments a mask
+// erased: an entry's key is the argument as written and its values where
+// it leads, which the mask means to keep out of the log as well. The
+// entries of the arguments kept stay.
 func eraseResolved(doc any, erased, rules *[]string, found *[]any) {
-	obj, ok := doc.(map[string]any)
-	if _, has := obj["resolved"]; !ok || !has {
+	obj, _ := doc.(map[string]any)
+	resolved, _ := obj["resolved"].(map[string]any)
+	if len(resolved) == 0 || len(*found) == 0 {
 		return
 	}
-	for _, p := range *erased {
-		if p == "/arguments" || strings.HasPrefix(p, "/arguments/") {
-			*found = append(*found, obj["resolved"])
-			delete(obj, "resolved")
-			*erased = append(*erased, "/resolved")
-			if !slices.Contains(*rules, "/input/resolved") {
-				*rules = append(*rules, "/input/resolved")
+	masked := map[string]bool{}
+	var strs func(v any)
+	strs = func(v any) {
+		switch v := v.(type) {
+		case string:
+			masked[v] = true
+		case map[string]any:
+			for _, x := range v {
+				strs(x)
 			}
-			return
+		case []any:
+			for _, x := range v {
+				strs(x)
+			}
 		}
+	}
+	for _, v := range *found {
+		strs(v)
+	}
+	keys := make([]string, 0, len(resolved))
+	for k := range resolved {
+		if masked[k] {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		*found = append(*found, resolved[k])
+		delete(resolved, k)
+		*erased = append(*erased, "/resolved/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k))
+	}
+	if len(keys) > 0 && !slices.Contains(*rules, "/input/resolved") {
+		*rules = append(*rules, "/input/resolved")
+	}
+	if len(resolved) == 0 {
+		delete(obj, "resolved")
 	}
 }
 

@@ -59,10 +59,14 @@ func TestMaskErases(t *testing.T) {
 			"/input/arguments/env/*", `{"arguments":{"env":{}}}`},
 		{"star over the arguments", []string{"/arguments/*"}, `{"arguments": {"": 1, "k": 2}}`,
 			"/input/arguments/*", `{"arguments":{}}`},
-		// Where a path argument leads is as much the operator's to hide
-		// as the argument: erased with any of the arguments.
-		{"resolved paths with an argument", []string{"/arguments/path"}, `{"arguments": {"path": "notes/x"}, "resolved": {"notes/x": ["/home/u/.lean-ctx/x"]}}`,
+		// Where a masked path argument leads is as much the operator's
+		// to hide as the argument: its entry goes with it; the others stay.
+		{"resolved path of a masked argument", []string{"/arguments/path"}, `{"arguments": {"path": "notes/x"}, "resolved": {"notes/x": ["/home/u/.lean-ctx/x"]}}`,
 			"/input/arguments/path /input/resolved", `{"arguments":{}}`},
+		{"resolved paths of masked arguments only", []string{"/arguments/files"}, `{"arguments": {"files": ["a", "b"], "path": "c"}, "resolved": {"a": ["/x/a"], "c": ["/x/c"]}}`,
+			"/input/arguments/files /input/resolved", `{"arguments":{"path":"c"},"resolved":{"c":["/x/c"]}}`},
+		{"resolved paths kept with another argument masked", []string{"/arguments/password"}, `{"arguments": {"password": "p", "path": "a"}, "resolved": {"a": ["/w/a"]}}`,
+			"/input/arguments/password", `{"arguments":{"path":"a"},"resolved":{"a":["/w/a"]}}`},
 		{"resolved paths kept with other fields", []string{"/session"}, `{"session": "s", "resolved": {"a": ["/b"]}}`,
 			"/input/session", `{"resolved":{"a":["/b"]}}`},
 		{"star, then a key", []string{"/arguments/*/token"}, `{"arguments": {"": {"token": "t", "x": 1}, "b": {"token": "u"}}}`,
