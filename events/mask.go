@@ -55,6 +55,13 @@ func NewMask(pointers []string) (*Mask, error) {
 	return m, nil
 }
 
+// pointerEscaper writes a key as a JSON pointer's segment (RFC 6901), and
+// pointerUnescaper reads one back.
+var (
+	pointerEscaper   = strings.NewReplacer("~", "~0", "/", "~1")
+	pointerUnescaper = strings.NewReplacer("~1", "/", "~0", "~")
+)
+
 // ParsePointer splits a JSON pointer into its keys.
 func ParsePointer(p string) ([]string, error) {
 	if p == "" || p[0] != '/' || p == "/" {
@@ -65,7 +72,7 @@ func ParsePointer(p string) ([]string, error) {
 		if s == "" {
 			return nil, fmt.Errorf("mask %q: empty segment", p)
 		}
-		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
+		parts[i] = pointerUnescaper.Replace(s)
 	}
 	return parts, nil
 }
@@ -76,7 +83,7 @@ func ParsePointer(p string) ([]string, error) {
 func splitPointer(p string) []string {
 	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for i, s := range parts {
-		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(s)
+		parts[i] = pointerUnescaper.Replace(s)
 	}
 	return parts
 }
@@ -210,7 +217,7 @@ func eraseResolved(doc any, erased, rules *[]string, found *[]any) {
 	for _, k := range keys {
 		*found = append(*found, resolved[k])
 		delete(resolved, k)
-		*erased = append(*erased, "/resolved/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k))
+		*erased = append(*erased, "/resolved/"+pointerEscaper.Replace(k))
 	}
 	if len(keys) > 0 && !slices.Contains(*rules, "/input/resolved") {
 		*rules = append(*rules, "/input/resolved")
@@ -244,7 +251,7 @@ func erase(v any, path []string, at string, erased *[]string, found *[]any) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		child := obj[k]
-		p := at + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+		p := at + "/" + pointerEscaper.Replace(k)
 		if len(path) == 1 {
 			delete(obj, k)
 			*erased = append(*erased, p)
