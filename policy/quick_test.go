@@ -299,6 +299,12 @@ func TestCommonCallsAreQuick(t *testing.T) {
 		{contract.Input{Role: "asks", Tool: "ctx_shell"}, contract.Ask, "approval_required"},
 		{contract.Input{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "big"}}, contract.Warn, "policy"},
 		{contract.Input{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "secret"}}, contract.Deny, "policy"},
+		{contract.Input{Role: "coder", Tool: "ctx_session", Budget: contract.Usage{Tokens: 200000}}, contract.Warn, "budget_warning"},
+		{contract.Input{Role: "coder", Tool: "ctx_session", Budget: contract.Usage{Tokens: 170001, Shell: 100}}, contract.Warn, "budget_warning,budget_warning"},
+		{contract.Input{Role: "nobody", Tool: "ctx_read"}, contract.Deny, "unknown_role"},
+		{contract.Input{Role: "nobody", Tool: "ctx_shell", Budget: contract.Usage{Shell: 3}}, contract.Deny, "unknown_role,budget_warning"},
+		{contract.Input{Role: "coder", Tool: "ctx_read", Budget: contract.Usage{Tokens: -1}}, contract.Deny, "invalid_input"},
+		{contract.Input{Role: "coder", Tool: "ctx_shell", Budget: contract.Usage{Shell: -1, CostMicros: -2}}, contract.Deny, "invalid_input,invalid_input"},
 	} {
 		var d contract.Decision
 		full := usesFullDecision(t, func(o rego.EvalOption) {

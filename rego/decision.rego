@@ -14,8 +14,10 @@ package harness
 # shell call in a rule of its own), refused by the role's lists, an
 # exempt tool, decided by the levels of the budget (warned, refused by
 # the budget or the shell policy, or asked for), or one a custom policy
-# speaks of. Each rule is a special case of the rules one by one; any
-# other call is decided by them.
+# speaks of; and, less often, in _rarer_decision: an exempt tool past a
+# threshold, a role that is not defined, usage that is not whole numbers
+# >= 0. Each rule is a special case of the rules one by one; any other
+# call is decided by them.
 # TestQuickAgreesWithTheRules holds decision equal to full_decision over a
 # grid of calls, FuzzQuickAgreesWithTheRules over arbitrary ones. Each rule
 # reads the call itself, in the order that fails a call of another kind
@@ -29,7 +31,9 @@ package harness
 # (the call well formed, no custom policy speaking of it) comes second in
 # the first four, so a call a custom policy speaks of fails each at once,
 # not after its lists (25% fewer statements for those calls; an allowed
-# call pays 13 more, a refusal by the lists 9).
+# call pays 13 more, a refusal by the lists 9). The role and the
+# configuration are rules of no arguments too (_role, _config), read by
+# each rule for a statement or two where a read of the data took 6-9.
 decision := {
 	"decision": "allow",
 	"allowed": true,
@@ -53,10 +57,10 @@ decision := {
 	# below its thresholds (rule 5), and nothing else speaks.
 	_budget_quiet
 	_call_plain
-	r := data.harness.roles[input.role]
+	r := _role
 	t := input.tool
 	ut := input.upstream_tool
-	c := data.harness.config
+	c := _config
 	not object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
 	not regex.match(r.denied.regex, t)
 	not regex.match(r.denied.regex, ut)
@@ -88,10 +92,10 @@ decision := {
 	# (rule 3) and within the shell budget (rule 7).
 	_budget_quiet
 	_call_plain
-	r := data.harness.roles[input.role]
+	r := _role
 	t := input.tool
 	ut := input.upstream_tool
-	c := data.harness.config
+	c := _config
 	object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
 	r.shell_policy != "deny"
 	not regex.match(r.denied.regex, t)
@@ -126,15 +130,15 @@ decision := {
 	# warning.
 	_budget_quiet
 	_call_plain
-	r := data.harness.roles[input.role]
+	r := _role
+	t := input.tool
+	ut := input.upstream_tool
+	code := _list_refusal(r, t, ut)
 	b := input.budget
 	tokens := b.tokens
 	shell := b.shell
 	cost := b.cost_micros
-	t := input.tool
-	ut := input.upstream_tool
-	code := _list_refusal(r, t, ut)
-	c := data.harness.config
+	c := _config
 	not object.get(c.exempt_by_origin, [input.upstream, t], false)
 	st := object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
 } else := {
@@ -154,14 +158,14 @@ decision := {
 	# An exempt tool (rule 1), every dimension below its thresholds.
 	_budget_quiet
 	_call_plain
-	r := data.harness.roles[input.role]
+	t := input.tool
+	c := _config
+	object.get(c.exempt_by_origin, [input.upstream, t], false)
+	r := _role
 	b := input.budget
 	tokens := b.tokens
 	shell := b.shell
 	cost := b.cost_micros
-	t := input.tool
-	c := data.harness.config
-	object.get(c.exempt_by_origin, [input.upstream, t], false)
 	ut := input.upstream_tool
 	st := object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
 } else := {
@@ -173,12 +177,7 @@ decision := {
 	"shell_tool": st,
 	"compress_output": _compresses(r, st),
 	"reasons": verdict[1],
-	"warnings": [w |
-		some dim in ["cost", "shell", "tokens"]
-		d := budget[dim]
-		d.level == "WARNING"
-		w := _warning(sprintf("%s at %d%% of the budget of role '%s' (%s of %s)", [dim, d.percent, input.role, _amount(dim, d.used), _amount(dim, d.limit)]))
-	],
+	"warnings": _warnings_of(signal, budget),
 	"signal": signal,
 	"budget": budget,
 	"agent_budget": null,
@@ -187,7 +186,8 @@ decision := {
 	# (rule 2, before every other reason of the harness's own), the shell
 	# policy (rule 3) or the budget (rules 6 and 7); else asked for; else
 	# warned of each dimension at its warning (rule 8).
-	r := data.harness.roles[input.role]
+	r := _role
+	_plain
 	t := input.tool
 	is_string(t)
 	ut := input.upstream_tool
@@ -195,7 +195,7 @@ decision := {
 	t != ""
 	up := input.upstream
 	is_string(up)
-	c := data.harness.config
+	c := _config
 	not object.get(c.exempt_by_origin, [up, t], false)
 	is_object(input.arguments)
 	b := input.budget
@@ -211,7 +211,6 @@ decision := {
 	is_number(cost)
 	cost >= 0
 	cost == floor(cost)
-	_plain
 	listed := _lists_say(r, t, ut)
 	th := r.thresholds
 	l := r.limits
@@ -242,7 +241,7 @@ decision := {
 	# A call the rules above would allow, of which a custom policy says
 	# something: refused by its denies, else warned of its warnings.
 	_budget_quiet
-	r := data.harness.roles[input.role]
+	r := _role
 	t := input.tool
 	is_string(t)
 	ut := input.upstream_tool
@@ -251,23 +250,185 @@ decision := {
 	t != ""
 	up := input.upstream
 	is_string(up)
-	c := data.harness.config
+	c := _config
 	not object.get(c.exempt_by_origin, [up, t], false)
 	is_object(input.arguments)
 	b := input.budget
 	tokens := b.tokens
 	shell := b.shell
 	cost := b.cost_micros
-	data.harness.schema_version == supported_schema
+	_data_plain
 	not data.harness.agents[input.agent]
-	not data.harness.agents["*"]
 	st := object.get(c.shell_tools, t, object.get(c.shell_tools, ut, false))
 	_shell_fine(r, st, shell)
 	_protect_quiet(st, t, ut)
 	denies := custom_denies
 	warnings := custom_warnings
 	outcome := _custom_outcome(denies, warnings)
+} else := _rarer_decision
+
+# The calls the rules above do not decide, of which a few are still
+# common enough to decide in a rule of their own: an exempt tool past a
+# threshold, a role that is not defined, usage not as the engine sends
+# it. Any other call is decided by the rules one by one (full_decision).
+# A rule of its own, not more else branches of decision: each branch
+# costs every call a statement, the allowed ones too.
+_rarer_decision := {
+	"decision": _exempt_outcome[signal],
+	"allowed": true,
+	"role": input.role,
+	"tool": t,
+	"shell_policy": r.shell_policy,
+	"shell_tool": st,
+	"compress_output": _compresses(r, st),
+	"reasons": [],
+	"warnings": [w |
+		some dim in ["cost", "shell", "tokens"]
+		w := _exempt_warning(dim, budget[dim])
+	],
+	"signal": signal,
+	"budget": budget,
+	"agent_budget": null,
+} if {
+	# An exempt tool (rule 1) past a threshold: allowed, warned of each
+	# dimension at its warning (rule 8) and of each exhausted one.
+	_call_plain
+	r := _role
+	t := input.tool
+	c := _config
+	object.get(c.exempt_by_origin, [input.upstream, t], false)
+	b := input.budget
+	tokens := b.tokens
+	is_number(tokens)
+	tokens >= 0
+	tokens == floor(tokens)
+	shell := b.shell
+	is_number(shell)
+	shell >= 0
+	shell == floor(shell)
+	cost := b.cost_micros
+	is_number(cost)
+	cost >= 0
+	cost == floor(cost)
+	th := r.thresholds
+	l := r.limits
+	st := object.get(c.shell_tools, t, object.get(c.shell_tools, input.upstream_tool, false))
+	dt := _dimension(tokens, l.tokens, th.tokens)
+	ds := _dimension(shell, l.shell, th.shell)
+	dc := _dimension(cost, l.cost_micros, th.cost)
+	budget := {"tokens": dt, "shell": ds, "cost": dc}
+	signal := _worst[[dc.level, ds.level, dt.level]]
+} else := {
+	"decision": "deny",
+	"allowed": false,
+	"role": input.role,
+	"tool": t,
+	"shell_policy": "",
+	"shell_tool": object.get(c.shell_tools, t, object.get(c.shell_tools, input.upstream_tool, false)),
+	"compress_output": false,
+	"reasons": [_reason("unknown_role", sprintf("role '%s' is not defined; known roles: %s", [input.role, _known_roles]))],
+	"warnings": _warnings_of(_worst[[dc.level, ds.level, dt.level]], budget),
+	"signal": _worst[[dc.level, ds.level, dt.level]],
+	"budget": budget,
+	"agent_budget": null,
+} if {
+	# A role that is not defined, the call well formed: refused for that
+	# alone, its budget of limits of 0 (the defaults of limits and
+	# thresholds).
+	_call_plain
+	not _role
+	is_string(input.role)
+	input.role != ""
+	t := input.tool
+	c := _config
+	b := input.budget
+	tokens := b.tokens
+	is_number(tokens)
+	tokens >= 0
+	tokens == floor(tokens)
+	shell := b.shell
+	is_number(shell)
+	shell >= 0
+	shell == floor(shell)
+	cost := b.cost_micros
+	is_number(cost)
+	cost >= 0
+	cost == floor(cost)
+	th := thresholds
+	l := limits
+	dt := _dimension(tokens, l.tokens, th.tokens)
+	ds := _dimension(shell, l.shell, th.shell)
+	dc := _dimension(cost, l.cost_micros, th.cost)
+	budget := {"tokens": dt, "shell": ds, "cost": dc}
+} else := {
+	"decision": "deny",
+	"allowed": false,
+	"role": input.role,
+	"tool": t,
+	"shell_policy": r.shell_policy,
+	"shell_tool": st,
+	"compress_output": _compresses(r, st),
+	"reasons": [_reason("invalid_input", msg) | some msg in invalid],
+	"warnings": _warnings_of(_worst[[dc.level, ds.level, dt.level]], budget),
+	"signal": _worst[[dc.level, ds.level, dt.level]],
+	"budget": budget,
+	"agent_budget": null,
+} if {
+	# A known role's call, well formed but for its usage (not whole
+	# numbers >= 0): refused for what is wrong with it (invalid), its
+	# budget that of no usage.
+	_call_plain
+	r := _role
+	input.role != ""
+	not _checked_usage
+	t := input.tool
+	c := _config
+	not object.get(c.exempt_by_origin, [input.upstream, t], false)
+	st := object.get(c.shell_tools, t, object.get(c.shell_tools, input.upstream_tool, false))
+	th := r.thresholds
+	l := r.limits
+	dt := _dimension(0, l.tokens, th.tokens)
+	ds := _dimension(0, l.shell, th.shell)
+	dc := _dimension(0, l.cost_micros, th.cost)
+	budget := {"tokens": dt, "shell": ds, "cost": dc}
 } else := full_decision
+
+# The known roles, as a refusal of an unknown one names them: a rule of
+# the data alone, which the plan works out once for all evaluations.
+_known_roles := concat(", ", sort(object.keys(data.harness.roles)))
+
+# The outcome of an exempt tool's call, by its signal: warned of every
+# dimension past a threshold.
+_exempt_outcome := {"OK": "allow", "WARNING": "warn", "EXHAUSTED": "warn"}
+
+# The warning of a dimension d of an exempt tool's call (rule 8): at its
+# warning, or exhausted (the call runs, other tools are blocked);
+# nothing when it is OK.
+_exempt_warning(dim, d) := _warning(sprintf("%s at %d%% of the budget of role '%s' (%s of %s)", [dim, d.percent, input.role, _amount_of(dim, d.used), _amount_of(dim, d.limit)])) if {
+	d.level == "WARNING"
+} else := _warning(sprintf("%s budget of role '%s' is exhausted (%s of %s): other tools are blocked", [dim, input.role, _amount_of(dim, d.used), _amount_of(dim, d.limit)])) if {
+	d.level == "EXHAUSTED"
+}
+
+# The warnings of a budget of signal signal, of a call that is not of an
+# exempt tool (rule 8): one for each dimension at its warning, in the
+# order of full_decision (by their messages, which start with the
+# dimension); none, without a look at each, when every level is OK.
+_warnings_of(signal, budget) := [] if {
+	signal == "OK"
+} else := [w |
+	some dim in ["cost", "shell", "tokens"]
+	d := budget[dim]
+	d.level == "WARNING"
+	w := _warning(sprintf("%s at %d%% of the budget of role '%s' (%s of %s)", [dim, d.percent, input.role, _amount_of(dim, d.used), _amount_of(dim, d.limit)]))
+]
+
+# _amount in one else chain: the plain number for tokens and shell,
+# dollars for cost. A function of several bodies has them all evaluated,
+# and the messages of the rules above mostly name tokens and shell.
+_amount_of(dim, n) := sprintf("%d", [n]) if dim != "cost"
+
+else := _amount(dim, n)
 
 # The call's names and arguments are well formed (a tool's name, its
 # upstream's and the upstream's own name for it strings, the first not
@@ -284,6 +445,14 @@ _call_plain if {
 	is_object(input.arguments)
 	_plain
 }
+
+# The call's role, read once for all the rules above: a rule, which the
+# plan works out once an evaluation (a function would be called by each).
+_role := data.harness.roles[input.role]
+
+# The configuration, a rule of the data alone, which the plan works out
+# once for all evaluations.
+_config := data.harness.config
 
 # Nothing beyond the role's lists and budget speaks of the call: the data
 # is of the version this policy reads, no agent's budget applies, and no
@@ -309,7 +478,7 @@ _data_plain if {
 # budget) fails each of them at once, and the rule of the levels decides
 # it.
 _budget_quiet if {
-	th := data.harness.roles[input.role].thresholds
+	th := _role.thresholds
 	b := input.budget
 	tokens := b.tokens
 	tokens >= 0
@@ -451,9 +620,9 @@ _verdict(listed, r, t, st, shell, budget, signal) := ["deny", [_reason(listed, _
 } else := ["deny", [_reason("shell_denied", sprintf("shell tool '%s' is denied: role '%s' has shell_policy 'deny'", [t, input.role]))]] if {
 	st == true
 	r.shell_policy == "deny"
-} else := ["deny", [x | some x in (_exhausted(budget) | _shell_refusals(r, st, shell))]] if {
+} else := ["deny", array.concat(_exhausted(budget), _shell_refusals(r, st, shell))] if {
 	signal == "EXHAUSTED"
-} else := ["deny", [x | some x in _shell_refusals(r, st, shell)]] if {
+} else := ["deny", _shell_refusals(r, st, shell)] if {
 	not _shell_fine(r, st, shell)
 } else := ["ask", [_reason("approval_required", sprintf("tool '%s' needs a person's approval for role '%s'", [t, input.role]))]] if {
 	listed == "ask"
@@ -467,17 +636,22 @@ _warned := ["warn", []]
 
 _allowed := ["allow", []]
 
-_exhausted(budget) := {x |
+# The refusals of the exhausted dimensions (rule 6) and of the shell
+# budget (rule 7), each a list in the order full_decision gives them: by
+# code (budget_exhausted first), then by message, which starts with the
+# dimension (a budget's dimensions are in that order). Lists, not sets:
+# nothing to sort or join.
+_exhausted(budget) := [x |
 	some dim, d in budget
 	d.level == "EXHAUSTED"
-	x := _reason("budget_exhausted", sprintf("%s budget of role '%s' is exhausted: %s of %s used", [dim, input.role, _amount(dim, d.used), _amount(dim, d.limit)]))
-}
+	x := _reason("budget_exhausted", sprintf("%s budget of role '%s' is exhausted: %s of %s used", [dim, input.role, _amount_of(dim, d.used), _amount_of(dim, d.limit)]))
+]
 
-_shell_refusals(r, st, shell) := {_reason("shell_budget", sprintf("shell budget of role '%s' admits %d invocations and %d are used", [input.role, admits, shell]))} if {
+_shell_refusals(r, st, shell) := [_reason("shell_budget", sprintf("shell budget of role '%s' admits %d invocations and %d are used", [input.role, admits, shell]))] if {
 	st == true
 	admits := r.thresholds.shell.admits
 	shell + 1 > admits
-} else := set()
+} else := []
 
 # Whether the self-protection rules have nothing to look at in a call of a
 # tool (by its two names; st: whether it is a shell tool): they are off;
@@ -538,7 +712,7 @@ _protect_suspect_stale if {
 # usage as the engine sends it and no agent's budget: what each
 # dimension's exhaustion threshold leaves, with one read of the role.
 allowance := {"tokens": _left(tokens, th.tokens), "cost": _left(cost, th.cost)} if {
-	r := data.harness.roles[input.role]
+	r := _role
 	b := input.budget
 	tokens := b.tokens
 	is_number(tokens)
