@@ -183,9 +183,12 @@ func BenchmarkReserveCallers(b *testing.B) {
 // BenchmarkTokenCount counts the o200k_base tokens of 100 KB tool outputs
 // of several kinds; b.SetBytes makes it report MB/s. "log" is a build log
 // (prose, paths, numbers), "file" the numbered lines the gateway's
-// benchmark reads, "go" this package's own source, "mixed" text with
-// letters, digits and punctuation outside ASCII (the general way). The
-// memo of piece counts is warm, as it is in a running gateway.
+// benchmark reads, "go" this package's own source, "prose" the project's
+// README (English and Markdown), "json" the project's JSON files (an npm
+// lock file, a dashboard, a report), "mixed" text with letters, digits
+// and punctuation outside ASCII (the general way). The memo of piece
+// counts is warm, as it is in a running gateway. With -cpu 1 a text is
+// counted on one core.
 func BenchmarkTokenCount(b *testing.B) {
 	const size = 100 * 1024
 	repeat := func(line func(i int) string) string {
@@ -195,8 +198,12 @@ func BenchmarkTokenCount(b *testing.B) {
 		}
 		return sb.String()
 	}
-	source := func() string {
-		files, _ := filepath.Glob("*.go")
+	files := func(pattern ...string) string {
+		var files []string
+		for _, p := range pattern {
+			f, _ := filepath.Glob(p)
+			files = append(files, f...)
+		}
 		var sb strings.Builder
 		for _, f := range files {
 			raw, err := os.ReadFile(f)
@@ -217,7 +224,9 @@ func BenchmarkTokenCount(b *testing.B) {
 		{"file", repeat(func(i int) string {
 			return fmt.Sprintf("line %d of the file: the quick brown fox jumps over the lazy dog\n", i)
 		})},
-		{"go", source()},
+		{"go", files("*.go")},
+		{"prose", files("../README.md")},
+		{"json", files("../e2e/package-lock.json", "../examples/grafana/*.json", "../report/testdata/*.json")},
 		{"mixed", repeat(func(i int) string {
 			return fmt.Sprintf("Ärger № %d — «naïve» café, Σύνολο %d€; 東京 %d件\n", i, i*3, i%97)
 		})},
