@@ -1,5 +1,7 @@
 package budget
 
+import "math/bits"
+
 // The pieces of ASCII text, the bulk of what tools print, are found with a
 // table of the characters' classes, without decoding characters or
 // looking them up in Unicode's tables. Where a piece could run on past
@@ -78,11 +80,11 @@ func asciiPieceAt(s string, i int) (n int, ok bool) {
 		return 0, false
 	}
 	if classAt(s, j)&asciiLetter != 0 {
-		end, out := asciiRun(s, j, asciiUpper)
-		if out {
-			return 0, false
+		end := j
+		if s[j] < 'a' { // most words begin with a small letter
+			end = lettersRun(s, j, 'A', 'Z')
 		}
-		if end, out = asciiRun(s, end, asciiLower); out {
+		if end = lettersRun(s, end, 'a', 'z'); outside(s, end) {
 			return 0, false
 		}
 		if end+1 < len(s) && s[end] == '\'' && s[end+1] >= 0x80 {
@@ -141,4 +143,27 @@ func asciiPieceAt(s string, i int) (n int, ok bool) {
 		return w - i, true
 	}
 	return 0, false
+}
+
+// lettersRun returns where the run of the characters lo to hi (ASCII
+// letters of one case) of s from j ends: eight bytes at a time, by
+// arithmetic on each byte of a word, where the end of a run, at a place
+// no branch predicts, would cost a mispredicted branch a byte loop takes.
+func lettersRun(s string, j int, lo, hi byte) int {
+	const high = 0x8080808080808080
+	below := (0x80 - uint64(lo)) * 0x0101010101010101 // a byte plus this has its top bit set iff it is lo or more
+	above := (0x7F - uint64(hi)) * 0x0101010101010101 // iff it is more than hi
+	for j+8 <= len(s) {
+		w := word(s, j)
+		v := w &^ high // the bytes outside ASCII are not letters: their top bit is masked below
+		in := (v + below) &^ (v + above) &^ w & high
+		if in != high {
+			return j + bits.TrailingZeros64(^in&high)/8
+		}
+		j += 8
+	}
+	for j < len(s) && lo <= s[j] && s[j] <= hi {
+		j++
+	}
+	return j
 }
