@@ -26,8 +26,44 @@ const (
 // piece a slot (a newer piece takes the slot of an older one). A
 // tokenizer keeps its own memos (Tokenizer.memos), one a counting at a
 // time; a memo keeps what it learnt for the next counting.
+//
+// Pieces of at most eight bytes, nine in ten of a text's, have slots of
+// their own (short) of half the size, a word for the key: more of them
+// stay in the processor's caches, and a lookup compares one word.
 type pieceMemo struct {
-	slots []memoSlot // a power of two of them
+	slots []memoSlot  // for longer pieces; a power of two of them
+	short []shortSlot // four times as many
+}
+
+// shortSlot holds a piece of at most eight bytes as its key (the first
+// word of its memoKey) and its count.
+type shortSlot struct {
+	key      uint64
+	n, count uint8 // the piece's length (0: empty) and count
+}
+
+// newMemo returns an empty memo of n slots for short pieces and a quarter
+// as many for longer ones (n a power of two, 4 at least).
+func newMemo(n int) *pieceMemo {
+	return &pieceMemo{slots: make([]memoSlot, n/4), short: make([]shortSlot, n)}
+}
+
+// findShort returns the slot of the piece of n bytes (at most eight) whose
+// key is k, and its count if the slot holds that piece. The key is the
+// piece's bytes and zeros after them, so the length tells apart pieces
+// that differ only by zero bytes at their end. The hash is a
+// multiplication, whose high bits choose the slot.
+func (m *pieceMemo) findShort(k uint64, n int) (s *shortSlot, count int, ok bool) {
+	h := (k ^ uint64(n)<<59) * 0x9E3779B97F4A7C15
+	s = &m.short[(h>>32)&uint64(len(m.short)-1)]
+	return s, int(s.count), int(s.n) == n && s.key == k
+}
+
+// keep records in slot s the count of the piece of n bytes whose key is k.
+func (s *shortSlot) keep(k uint64, n, count int) {
+	if count <= 255 {
+		s.key, s.n, s.count = k, uint8(n), uint8(count)
+	}
 }
 
 // memoSlot holds a piece as its key (see memoKey) and its count.
@@ -110,13 +146,13 @@ func (s *memoSlot) keep(k memoKey, n, count int) {
 }
 
 // memoPool hands out memos and keeps them between countings. The memos
-// it keeps, of memoSlots each (512 KiB), are at most maxMemos, made as
+// it keeps, of memoSlots each (384 KiB), are at most maxMemos, made as
 // countings ran at once: a counting's memo is then warm with the pieces
 // of the texts before. A counting that finds all of them in use (more
 // parts of results counted at once than four a core) gets a small memo
 // of its own, which the garbage collector takes back: a gateway on two
-// cores counting the results of a hundred sessions at once holds 4 MiB of
-// memos, where a memo each would be a hundred MiB.
+// cores counting the results of a hundred sessions at once holds 3 MiB of
+// memos, where a memo each would be 38 MiB.
 type memoPool struct {
 	mu    sync.Mutex
 	free  []*pieceMemo
@@ -140,18 +176,18 @@ func (p *memoPool) get() *pieceMemo {
 	if p.made < maxMemos {
 		p.made++
 		p.mu.Unlock()
-		return &pieceMemo{slots: make([]memoSlot, memoSlots)}
+		return newMemo(memoSlots)
 	}
 	p.mu.Unlock()
 	if m, ok := p.small.Get().(*pieceMemo); ok {
 		return m
 	}
-	return &pieceMemo{slots: make([]memoSlot, smallMemoSlots)}
+	return newMemo(smallMemoSlots)
 }
 
 // put gives a memo back.
 func (p *memoPool) put(m *pieceMemo) {
-	if len(m.slots) != memoSlots {
+	if len(m.short) != memoSlots {
 		p.small.Put(m)
 		return
 	}

@@ -105,13 +105,17 @@ func (t *Tokenizer) count(s string) int64 {
 			size = generalPieceAt(s, i)
 		}
 		c := 0
-		if size <= memoPiece {
-			var k memoKey
-			if size <= 8 && i+8 <= len(s) { // keyOf, its call saved
-				k = shortKey(s, i, size)
-			} else {
-				k = keyOf(s, i, size)
+		if size <= 8 && i+8 <= len(s) { // most pieces
+			k := shortKey(s, i, size).first
+			slot, kept, ok := m.findShort(k, size)
+			if c = kept; !ok {
+				var exact bool
+				if c, exact = encode(s[i : i+size]); exact {
+					slot.keep(k, size, c)
+				}
 			}
+		} else if size <= memoPiece {
+			k := keyOf(s, i, size)
 			slot, kept, ok := m.find(k, size)
 			if c = kept; !ok {
 				var exact bool

@@ -281,11 +281,23 @@ func TestMemoKeysArePieces(t *testing.T) {
 
 // Counts answered by the memo are the counts byte-pair encoding gives,
 // over many texts whose pieces crowd the memo's slots: pieces that differ
-// only amid their bytes, and of every length it keeps.
+// only amid their bytes, and of every length it keeps, with a large memo
+// and with a small one (whose slots each piece takes from another).
 func TestMemoAnswersAsEncoding(t *testing.T) {
 	t.Parallel()
-	tk := NewTokenizer()
-	tk.Count("load")
+	for _, small := range []bool{false, true} {
+		tk := NewTokenizer()
+		tk.Count("load")
+		if small { // every large memo taken: countings get small ones
+			for range maxMemos {
+				tk.memos.get()
+			}
+		}
+		memoAnswersAsEncoding(t, tk)
+	}
+}
+
+func memoAnswersAsEncoding(t *testing.T, tk *Tokenizer) {
 	rnd := rand.New(rand.NewPCG(11, 12))
 	letters := "etaoinshrdlucmfwypvbgkjqxz"
 	for range race.Size(300, 30) {
@@ -296,7 +308,10 @@ func TestMemoAnswersAsEncoding(t *testing.T) {
 			for range 1 + rnd.IntN(3) {
 				w[rnd.IntN(n)] = letters[rnd.IntN(len(letters))]
 			}
-			b.WriteString([]string{" ", "\n", ", ", "(", " 12"}[rnd.IntN(5)])
+			// "! ", "!\x00" and "!\x00\x00" make pieces that differ only
+			// by zero bytes at their end.
+			seps := []string{" ", "\n", ", ", "(", " 12", "! ", "!\x00", "!\x00\x00"}
+			b.WriteString(seps[rnd.IntN(len(seps))])
 			b.Write(w)
 		}
 		s := b.String()
@@ -340,7 +355,7 @@ func TestMemosOutliveCollections(t *testing.T) {
 	runtime.GC()
 	m := tk.memos.get()
 	kept := 0
-	for _, s := range m.slots {
+	for _, s := range m.short {
 		if s.n > 0 {
 			kept++
 		}
@@ -361,10 +376,10 @@ func TestMemosAreBounded(t *testing.T) {
 	for range 3 * maxMemos {
 		m := p.get()
 		taken = append(taken, m)
-		if len(m.slots) == memoSlots {
+		if len(m.short) == memoSlots {
 			large++
-		} else if len(m.slots) != smallMemoSlots {
-			t.Fatalf("a memo of %d slots", len(m.slots))
+		} else if len(m.short) != smallMemoSlots {
+			t.Fatalf("a memo of %d slots", len(m.short))
 		}
 	}
 	if large != maxMemos {
