@@ -226,3 +226,49 @@ func TestRune1DecodesAsTheLibrary(t *testing.T) {
 		}
 	}
 }
+
+// lettersRun ends a run of letters where a loop over its bytes does, on
+// every byte: those just outside a case's range ('@', '[', '`', '{'), and
+// those outside ASCII whose low seven bits are a letter.
+func TestLettersRunAsALoop(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(13, 14))
+	edges := []byte("azAZ@[`{\x00\x7f\x80\xe1\xc1\xff")
+	for range 20000 {
+		b := make([]byte, rnd.IntN(40))
+		for i := range b {
+			if rnd.IntN(4) == 0 {
+				b[i] = edges[rnd.IntN(len(edges))]
+			} else {
+				b[i] = 'a' + byte(rnd.IntN(26))
+				if rnd.IntN(3) == 0 {
+					b[i] -= 'a' - 'A'
+				}
+			}
+		}
+		lettersRunAsALoop(t, string(b), rnd.IntN(len(b)+1))
+	}
+}
+
+// FuzzLettersRun looks for text where lettersRun and a loop over its
+// bytes end a run of letters in different places.
+func FuzzLettersRun(f *testing.F) {
+	f.Add("abcdefghijklmnopqrstuvwxyz{", uint8(0))
+	f.Add("ABCDEFGHIJ\xc1abc", uint8(2))
+	f.Fuzz(func(t *testing.T, s string, at uint8) {
+		lettersRunAsALoop(t, s, int(at)%(len(s)+1))
+	})
+}
+
+func lettersRunAsALoop(t *testing.T, s string, j int) {
+	t.Helper()
+	for _, r := range []struct{ lo, hi byte }{{'a', 'z'}, {'A', 'Z'}} {
+		want := j
+		for want < len(s) && r.lo <= s[want] && s[want] <= r.hi {
+			want++
+		}
+		if got := lettersRun(s, j, r.lo, r.hi); got != want {
+			t.Fatalf("%q from %d, %c-%c: ends at %d, want %d", s, j, r.lo, r.hi, got, want)
+		}
+	}
+}
