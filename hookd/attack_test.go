@@ -3,13 +3,18 @@ package hookd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentharness/harness/app"
 )
 
 // The daemon fingerprints the project's .lean-ctx files on every call,
@@ -124,5 +129,87 @@ func TestAttackManyProjectsGrowTheDaemon(t *testing.T) {
 	}
 	if n := d.loaded(); n > keep {
 		t.Errorf("the daemon keeps %d loads, want at most %d", n, keep)
+	}
+}
+
+// The hook believes a daemon that runs the harness binary, and an agent
+// with a shell can start that binary as the daemon itself (after killing
+// the one running, or before the hook starts one), with an environment of
+// its choosing. The request carries what a load reads of the hook's
+// environment, so the daemon's HOME or XDG_* change nothing; but it
+// carried no PATH, and the harness on the PATH as a link to the binary
+// (~/.local/bin/harness, with the small hook binary beside it, which an
+// installed hook runs) was looked for on the daemon's own PATH. A daemon
+// whose PATH leaves out the link's directory (or a first hook call from a
+// project whose settings give hooks another PATH) left the link and the
+// hook binary beside it unprotected for every call it answered, while the
+// hook answering in its own process refused them. The daemon must answer
+// as the hook would, whatever its own PATH.
+func TestAttackDaemonStartedWithAnotherPath(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(bin, "harness")); err != nil {
+		t.Fatal(err)
+	}
+	hookPath := bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	t.Setenv("PATH", hookPath) // the hook's, which answers in its process (Local)
+
+	// The agent's daemon: the harness binary, on the hook's socket, with a
+	// PATH of the agent's.
+	dir, err := os.MkdirTemp("", "hookd") // short: a socket path has a length limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "hook.sock")
+	cmd := exec.Command(exe, "hookd-test-daemon", socket)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATH=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "PATH=/usr/bin:/bin")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, "the agent's daemon to listen", func() bool {
+		c, err := net.Dial("unix", socket)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+
+	w := newWorld(t)
+	for _, tt := range []struct {
+		name, tool string
+		input      map[string]any
+	}{
+		{"Write over the hook binary beside the link", "Write", map[string]any{"file_path": filepath.Join(bin, "harness-hook"), "content": "#!/bin/sh\n"}},
+		{"Bash replacing the link", "Bash", map[string]any{"command": "ln -sf /bin/true " + filepath.Join(bin, "harness")}},
+		{"Bash replacing the hook binary", "Bash", map[string]any{"command": "cp /bin/true " + filepath.Join(bin, "harness-hook")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			payload, _ := json.Marshal(map[string]any{
+				"session_id": "s-" + tt.tool, "cwd": w.project, "hook_event_name": "PreToolUse",
+				"tool_name": tt.tool, "tool_input": tt.input,
+			})
+			vars := map[string]string{"HOME": w.home, "LEAN_CTX_ROLE": "team", "XDG_STATE_HOME": filepath.Join(w.home, "state"), "PATH": hookPath}
+			req := NewRequest(payload, "", app.Env{WorkDir: w.project, Home: w.home, Getenv: func(k string) string { return vars[k] }})
+			if got := decision(t, Local(context.Background(), req)); got != "deny" {
+				t.Fatalf("the hook in its own process: %q, want deny", got)
+			}
+			resp, ok := Call(socket, req)
+			if !ok {
+				t.Fatal("the daemon did not answer")
+			}
+			if got := decision(t, resp); got != "deny" {
+				t.Errorf("the daemon started with another PATH: %q, want deny (stderr %q)", got, resp.Stderr)
+			}
+		})
 	}
 }
