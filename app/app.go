@@ -277,11 +277,13 @@ func (h *Harness) protectedPaths() []string {
 		paths = append(paths, filepath.Join(h.Root, ".claude", "settings.json"), filepath.Join(h.Root, ".claude", "settings.local.json"))
 	}
 	paths = append(paths, Binaries(h.Params.Exe)...)
-	pathList := getenv("PATH")
-	if pathList == "" { // the hook daemon's requests carry no PATH: its own is the hook's
-		pathList = os.Getenv("PATH")
+	// The hook daemon's requests carry the hook's PATH (an agent may have
+	// started the daemon with a PATH of its own); its own PATH is looked
+	// at too, which can only add a path, never take the hook's away.
+	paths = append(paths, Binaries(onPath(h.Params.Exe, getenv("PATH")))...)
+	if own := os.Getenv("PATH"); own != getenv("PATH") {
+		paths = append(paths, Binaries(onPath(h.Params.Exe, own))...)
 	}
-	paths = append(paths, Binaries(onPath(h.Params.Exe, pathList))...)
 	paths = append(paths, h.Config.ProtectPaths...)
 	var out []string
 	for _, p := range paths {

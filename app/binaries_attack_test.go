@@ -34,8 +34,9 @@ func TestAttackBinaryLinkOnPath(t *testing.T) {
 	}
 }
 
-// The hook daemon's requests carry no PATH: the harness is looked for on
-// the daemon's own, which is the hook's that started it.
+// A load looks for the harness on the process's own PATH too, when its
+// environment names none or another (the hook daemon's requests carry the
+// hook's): that can only add a path to protect.
 func TestBinaryLinkOnTheProcessPath(t *testing.T) {
 	home, exe, bin := linkedHarness(t)
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))

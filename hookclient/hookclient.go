@@ -77,9 +77,18 @@ type Request struct {
 const ProjectDirVar = "CLAUDE_PROJECT_DIR"
 
 // EnvVars are the environment variables a request carries besides
-// ProjectDirVar: those that change what a load means (app.EnvVars, which
-// a test holds equal).
+// ProjectDirVar and PathVar: those that change what a load means
+// (app.EnvVars, which a test holds equal).
 var EnvVars = []string{"HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "LEAN_CTX_ROLE"}
+
+// PathVar is the hook's PATH, which a request carries too: a load
+// protects the harness the PATH finds when it is a link to the harness
+// binary (~/.local/bin/harness) and the small hook binary beside it, and
+// the daemon must look for it on the hook's PATH, not on its own, which
+// is that of whoever started it (an agent with a shell can start the
+// harness binary as the daemon, with a PATH of its choosing). An
+// installed hook's command line does not pin it (hook.PinnedVars).
+const PathVar = "PATH"
 
 // Env is what a hook process knows of its surroundings: its working
 // directory, the user's home directory and its environment (the fields of
@@ -100,7 +109,7 @@ func (e Env) getenv(k string) string {
 // NewRequest is the request of a hook call of payload, made in env.
 func NewRequest(payload []byte, project string, env Env) Request {
 	req := Request{Payload: payload, Project: project, WorkDir: env.WorkDir, Env: map[string]string{}}
-	for _, k := range append(slices.Clone(EnvVars), ProjectDirVar) {
+	for _, k := range append(slices.Clone(EnvVars), ProjectDirVar, PathVar) {
 		if env.Getenv != nil {
 			req.Env[k] = env.Getenv(k)
 		}

@@ -264,15 +264,15 @@ func TestDelegate(t *testing.T) {
 	}
 }
 
-// A request carries the variables a load reads and the project's, the
-// home directory when $HOME is unset; the socket is in the state
+// A request carries the variables a load reads, the project's and the
+// hook's PATH, the home directory when $HOME is unset; the socket is in the state
 // directory.
 func TestRequestAndSocket(t *testing.T) {
 	t.Parallel()
 	vars := map[string]string{"XDG_STATE_HOME": "/state", "LEAN_CTX_ROLE": "coder", "CLAUDE_PROJECT_DIR": "/p", "PATH": "/bin"}
 	env := Env{WorkDir: "/w", Home: "/home/u", Getenv: func(k string) string { return vars[k] }}
 	req := NewRequest([]byte(pre), "proj", env)
-	want := map[string]string{"HOME": "/home/u", "XDG_DATA_HOME": "", "XDG_STATE_HOME": "/state", "LEAN_CTX_ROLE": "coder", "CLAUDE_PROJECT_DIR": "/p"}
+	want := map[string]string{"HOME": "/home/u", "XDG_DATA_HOME": "", "XDG_STATE_HOME": "/state", "LEAN_CTX_ROLE": "coder", "CLAUDE_PROJECT_DIR": "/p", "PATH": "/bin"}
 	if fmt.Sprint(req.Env) != fmt.Sprint(want) || req.Project != "proj" || req.WorkDir != "/w" {
 		t.Errorf("request %+v", req)
 	}
