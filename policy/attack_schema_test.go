@@ -1,0 +1,104 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/contract"
+)
+
+// cycleChild names the schema a child process of TestAttackSchemaCycle
+// evaluates.
+const cycleChild = "HARNESS_TEST_SCHEMA_CYCLE"
+
+// A project's policy, which the agent writes, calls json.match_schema with
+// a schema whose references come back to where they started without
+// looking further into the document ({"$ref": "#"}, two definitions that
+// refer to each other, a schema that refers to itself in an allOf, a not,
+// an if or a dependency). OPA's validator follows them without end: the
+// stack grows to Go's limit (a gigabyte, past the heap's bound, which does
+// not count it) and the process dies of a stack overflow, which nothing
+// recovers. The gateway then stops governing every session, the hook
+// daemon every project's calls in flight, and a hook answering in its own
+// process exits as the runtime chooses rather than as the hook protocol
+// wants. Each must be a deny, in a process that lives on.
+func TestAttackSchemaCycle(t *testing.T) {
+	cases := map[string]string{
+		"itself":              `{"$ref": "#"}`,
+		"two definitions":     `{"$ref": "#/definitions/a", "definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}}}`,
+		"itself in an allOf":  `{"allOf": [{"type": "object"}, {"$ref": "#"}]}`,
+		"itself in a not":     `{"definitions": {"a": {"not": {"$ref": "#/definitions/a"}}}, "$ref": "#/definitions/a"}`,
+		"itself in an if":     `{"if": {"$ref": "#"}}`,
+		"itself in anyOf":     `{"anyOf": [{"$ref": "#/anyOf/1"}, {"$ref": "#/anyOf/0"}]}`,
+		"a dependency":        `{"dependencies": {"path": {"$ref": "#"}}}`,
+		"through an escaped":  `{"definitions": {"a/b": {"allOf": [{"$ref": "#/definitions/a~1b"}]}}, "$ref": "#/definitions/a~1b"}`,
+		"through an encoded":  `{"definitions": {"a b": {"allOf": [{"$ref": "#/definitions/a%20b"}]}}, "$ref": "#/definitions/a%20b"}`,
+		"a subschema's own #": `{"definitions": {"a": {"$id": "https://example.com/a.json", "oneOf": [{"$ref": "#"}]}}, "$ref": "#/definitions/a"}`,
+	}
+	if name := os.Getenv(cycleChild); name != "" {
+		// The child: a small stack, so that the overflow, if it comes,
+		// costs little.
+		debug.SetMaxStack(64 << 20)
+		d := decideSchema(t, cases[name], time.Minute)
+		fmt.Printf("decision=%s\n", d.Decision)
+		return
+	}
+	t.Parallel()
+	for name := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestAttackSchemaCycle$", "-test.count=1")
+			cmd.Env = append(os.Environ(), cycleChild+"="+name)
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "decision=deny") {
+				first, _, _ := strings.Cut(string(out), "\n\n")
+				t.Errorf("the process evaluating the schema: %v, %q", err, first)
+			}
+		})
+	}
+}
+
+// A schema whose references fan out without a cycle ({"allOf": [{"$ref":
+// x}, {"$ref": x}]} nested forty deep) makes the validator check one
+// value 2^40 times, inside one call of the built-in, where the deadline is
+// not looked at: the decision does not end, and the process spins.
+func TestAttackSchemaFanOut(t *testing.T) {
+	t.Parallel()
+	var defs []string
+	for i := range 40 {
+		defs = append(defs, fmt.Sprintf(`"d%d": {"allOf": [{"$ref": "#/definitions/d%d"}, {"$ref": "#/definitions/d%d"}]}`, i, i+1, i+1))
+	}
+	defs = append(defs, `"d40": {"type": "object"}`)
+	schema := `{"$ref": "#/definitions/d0", "definitions": {` + strings.Join(defs, ", ") + `}}`
+	done := make(chan contract.Decision, 1)
+	go func() { done <- decideSchema(t, schema, 200*time.Millisecond) }()
+	select {
+	case d := <-done:
+		if d.Decision != contract.Deny {
+			t.Errorf("decision %s, want deny", d.Decision)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("the decision did not end in 5 s, with a deadline of 200 ms")
+	}
+}
+
+// decideSchema decides a call under a project's policy that matches the
+// arguments against schema.
+func decideSchema(t *testing.T, schema string, timeout time.Duration) contract.Decision {
+	src := "package harness.custom.schema\n\ndeny contains sprintf(\"%v\", [r]) if { r := json.match_schema(input.arguments, " + schema + ") }\n"
+	e, err := customEngine(t, compiler.Module{Name: "policies/project/schema.rego", Source: []byte(src)})
+	if err != nil {
+		t.Error(err)
+		return contract.Decision{}
+	}
+	e.SetBounds(Bounds{Timeout: timeout})
+	d, _ := e.Decide(context.Background(), contract.Input{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "README.md"}})
+	return d
+}
