@@ -90,7 +90,8 @@ func TestAttackSchemaFanOut(t *testing.T) {
 }
 
 // decideSchema decides a call under a project's policy that matches the
-// arguments against schema.
+// arguments against schema, by topdown and then by the plan if it can run
+// the policy: a deny if both deny, else the first decision that does not.
 func decideSchema(t *testing.T, schema string, timeout time.Duration) contract.Decision {
 	src := "package harness.custom.schema\n\ndeny contains sprintf(\"%v\", [r]) if { r := json.match_schema(input.arguments, " + schema + ") }\n"
 	e, err := customEngine(t, compiler.Module{Name: "policies/project/schema.rego", Source: []byte(src)})
@@ -99,6 +100,15 @@ func decideSchema(t *testing.T, schema string, timeout time.Duration) contract.D
 		return contract.Decision{}
 	}
 	e.SetBounds(Bounds{Timeout: timeout})
-	d, _ := e.Decide(context.Background(), contract.Input{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "README.md"}})
+	e.SetCaching(false)
+	in := contract.Input{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "README.md"}}
+	d, _ := e.Decide(context.Background(), in)
+	if d.Decision != contract.Deny {
+		return d
+	}
+	if p, err := e.cur.Load().waitPlan(Query); err != nil || p == nil {
+		return d // the plan cannot run the policy: topdown decides every call
+	}
+	d, _ = e.Decide(context.Background(), in)
 	return d
 }

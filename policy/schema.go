@@ -3,6 +3,8 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -70,7 +72,190 @@ func localRefsOnly(schema ast.Value) error {
 	default:
 		return nil
 	}
-	return refsIn(doc)
+	if err := refsIn(doc); err != nil {
+		return err
+	}
+	return boundedRefs(doc)
+}
+
+// maxSchemaExpansions bounds how many schemas the validator may apply to
+// one value of the document, following references and the keywords that
+// apply a schema to the same value (allOf, anyOf, oneOf, not, if, then,
+// else, dependencies): a schema past it is refused.
+const maxSchemaExpansions = 1000
+
+// sameValue are the keywords whose schemas apply to the value the schema
+// applies to, rather than to a part of it: an array of schemas, or one.
+var sameValue = map[string]bool{"allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true, "then": true, "else": true}
+
+// boundedRefs refuses a schema whose references the validator would follow
+// without end, or past maxSchemaExpansions times, for one value of the
+// document. OPA's validator follows a reference that comes back to where
+// it started without looking further into the document ({"$ref": "#"},
+// two definitions that refer to each other) until the stack overflows,
+// which kills the process; and one that fans out (an allOf of two
+// references to the next definition, forty deep) checks a value 2^40
+// times within one call of the built-in, where no deadline is looked at.
+// A reference is resolved from the schema's root, so a schema below the
+// root with an $id of its own (which would make its # itself) is refused
+// when the schema has references, and so is a reference that is not a
+// JSON pointer into the schema.
+func boundedRefs(doc any) error {
+	root, ok := doc.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var refs []string
+	subID := false
+	var walk func(v any, ptr string, top bool) error
+	walk = func(v any, ptr string, top bool) error {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if _, ok := e.(string); ok {
+					switch {
+					case k == "$ref":
+						refs = append(refs, ptr)
+					case (k == "$id" || k == "id") && !top:
+						subID = true
+					}
+				}
+				if err := walk(e, ptr+"/"+escapePointer(k), false); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for i, e := range v {
+				if err := walk(e, fmt.Sprintf("%s/%d", ptr, i), false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	walk(root, "", true)
+	if len(refs) == 0 {
+		return nil
+	}
+	if subID {
+		return fmt.Errorf("a schema below the root with an $id of its own: a policy's schema with references may have an $id at its root only")
+	}
+	// expansions[ptr] is how many schemas apply to a value the schema at
+	// ptr applies to (itself included); -1 while it is being counted.
+	expansions := map[string]int{}
+	var count func(ptr string, v any) (int, error)
+	count = func(ptr string, v any) (int, error) {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return 0, nil
+		}
+		switch n, seen := expansions[ptr]; {
+		case seen && n < 0:
+			return 0, fmt.Errorf("reference cycle at %q: the schema applies itself to the same value without end", strict.Clip("#"+ptr))
+		case seen:
+			return n, nil
+		}
+		expansions[ptr] = -1
+		total := 1
+		add := func(p string, sub any) error {
+			n, err := count(p, sub)
+			if err != nil {
+				return err
+			}
+			if total += n; total > maxSchemaExpansions {
+				return fmt.Errorf("references at %q apply more than %d schemas to one value", strict.Clip("#"+ptr), maxSchemaExpansions)
+			}
+			return nil
+		}
+		for k, e := range obj {
+			var err error
+			switch {
+			case k == "$ref":
+				s, _ := e.(string)
+				target, p, ok := resolvePointer(root, s)
+				if !ok {
+					return 0, fmt.Errorf("reference %q: not a JSON pointer into the schema", strict.Clip(s))
+				}
+				err = add(p, target)
+			case k == "dependencies":
+				deps, _ := e.(map[string]any)
+				for name, d := range deps {
+					if err = add(ptr+"/dependencies/"+escapePointer(name), d); err != nil {
+						break
+					}
+				}
+			case sameValue[k]:
+				if list, ok := e.([]any); ok {
+					for i, sub := range list {
+						if err = add(fmt.Sprintf("%s/%s/%d", ptr, k, i), sub); err != nil {
+							break
+						}
+					}
+				} else {
+					err = add(ptr+"/"+k, e)
+				}
+			}
+			if err != nil {
+				return 0, err
+			}
+		}
+		expansions[ptr] = total
+		return total, nil
+	}
+	for _, r := range refs {
+		v, _, _ := resolvePointer(root, "#"+r)
+		if _, err := count(r, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolvePointer resolves a reference within the schema (#, #/a/b, with
+// ~0, ~1 and percent escapes), returning the schema it names and its
+// pointer written as boundedRefs writes pointers.
+func resolvePointer(root map[string]any, ref string) (any, string, bool) {
+	frag, ok := strings.CutPrefix(ref, "#")
+	if !ok {
+		return nil, "", false
+	}
+	if unescaped, err := url.PathUnescape(frag); err == nil {
+		frag = unescaped
+	} else {
+		return nil, "", false
+	}
+	if frag == "" {
+		return root, "", true
+	}
+	if !strings.HasPrefix(frag, "/") {
+		return nil, "", false
+	}
+	var v any = root
+	ptr := ""
+	for _, tok := range strings.Split(frag[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := v.(type) {
+		case map[string]any:
+			if v, ok = c[tok]; !ok {
+				return nil, "", false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) || strconv.Itoa(i) != tok {
+				return nil, "", false
+			}
+			v = c[i]
+		default:
+			return nil, "", false
+		}
+		ptr += "/" + escapePointer(tok)
+	}
+	return v, ptr, true
+}
+
+// escapePointer escapes a key as a JSON pointer's token.
+func escapePointer(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 // refsIn walks a decoded schema for a "$ref" key whose value is a string

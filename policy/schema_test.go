@@ -120,6 +120,17 @@ func TestSchemaReferences(t *testing.T) {
 		{`{"$ref": "file:///etc/passwd"}`, false},
 		{`{"$ref": "s.json#/x"}`, false},
 		{`{"allOf": [{"$ref": "https://example.com/s.json"}]}`, false},
+		// A schema that refers to itself further into the document (a
+		// tree), or to one definition twice, is fine; one whose references
+		// come back to the same value, or fan out past the bound, is not.
+		{`{"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}}`, true},
+		{`{"allOf": [{"$ref": "#/definitions/a"}, {"$ref": "#/definitions/a"}], "definitions": {"a": {"type": "object"}}}`, true},
+		{`{"$id": "https://example.com/s.json", "$ref": "#/definitions/a", "definitions": {"a": {"properties": {"id": {"type": "string"}}}}}`, true},
+		{`{"$ref": "#"}`, false},
+		{`{"oneOf": [{"$ref": "#/definitions/a"}], "definitions": {"a": {"$ref": "#"}}}`, false},
+		{`{"$ref": "#foo"}`, false},
+		{`{"$ref": "#/definitions/missing"}`, false},
+		{`{"$ref": "#/definitions/a", "definitions": {"a": {"$id": "https://example.com/a.json"}}}`, false},
 	} {
 		var obj any
 		if err := json.Unmarshal([]byte(tt.schema), &obj); err != nil {
