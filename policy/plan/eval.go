@@ -143,7 +143,7 @@ func (e *evaluation) release() {
 	// A relation's values are not kept: they are the elements of the
 	// array the built-in's call gave, which the plan may have kept.
 	*e = evaluation{memo: e.memo[:0], args: e.args[:0], items: e.items[:0], stack: e.stack[:0], results: e.results[:0],
-		cache: e.cache, yield_: e.yield_}
+		cache: e.cache, yield_: e.yield_, scanners: e.scanners}
 	evaluations.Put(e)
 }
 
@@ -223,6 +223,10 @@ type evaluation struct {
 	all      []*ast.Term
 	relation bool
 	relTerms int
+	// scanners are the states of the scans in progress, depth of them
+	// (see scan): kept with the evaluation.
+	scanners []*scanner
+	depth    int
 }
 
 type memoEntry struct {
@@ -519,49 +523,79 @@ func (e *evaluation) upsert(doc *ast.Term, path []int32, v *ast.Term) *ast.Term 
 // a scalar has none. As in OPA's Wasm target, the body is left for the
 // next member by an undefined statement or break 0, and break 1 leaves
 // the scan. stop says the block holding s is left too, with outcome r.
+//
+// A scan's state is a scanner of the evaluation's own, one a level of
+// scans in progress, kept with it: the callbacks an object's or set's
+// iteration takes are made once for each scanner, not once a scan (which
+// cost a decision some thirty allocations).
 func (e *evaluation) scan(s *stmt, L []*ast.Term) (r int, stop bool) {
 	src := L[s.a]
 	if src == nil {
 		return 0, false
 	}
-	each := func(k, v *ast.Term) bool {
-		L[s.b], L[s.c] = k, v
-		switch r = e.block(s.body, L); {
-		case r == ctlReturn || r == ctlError:
-			stop = true
-			return true
-		case r == 1:
-			r = ctlEnd
-			return true
-		case r >= 2:
-			r, stop = r-2, true
-			return true
-		}
-		return false
+	if e.depth == len(e.scanners) {
+		e.scanners = append(e.scanners, newScanner(e))
 	}
+	sc := e.scanners[e.depth]
+	e.depth++
+	sc.s, sc.L, sc.r, sc.stop = s, L, 0, false
 	switch x := src.Value.(type) {
 	case *ast.Array:
 		for i := range x.Len() {
-			if each(ast.InternedTerm(i), x.Elem(i)) {
+			if sc.each(ast.InternedTerm(i), x.Elem(i)) {
 				break
 			}
 		}
 	case ast.Object:
-		done := false
-		x.Foreach(func(k, v *ast.Term) {
-			if !done {
-				done = each(k, v)
-			}
-		})
+		x.Until(sc.pair)
 	case ast.Set:
-		done := false
-		x.Foreach(func(m *ast.Term) {
-			if !done {
-				done = each(m, m)
-			}
-		})
+		x.Until(sc.member)
 	}
+	r, stop = sc.r, sc.stop
+	sc.s, sc.L = nil, nil
+	e.depth--
 	return r, stop
+}
+
+// scanner is the state of one scan in progress (see scan).
+type scanner struct {
+	e    *evaluation
+	s    *stmt
+	L    []*ast.Term
+	r    int
+	stop bool
+	// pair and member are each, as an object's and a set's iterations
+	// take it: method values made once, with the scanner.
+	pair   func(k, v *ast.Term) bool
+	member func(m *ast.Term) bool
+}
+
+func newScanner(e *evaluation) *scanner {
+	sc := &scanner{e: e}
+	sc.pair = sc.each
+	sc.member = func(m *ast.Term) bool { return sc.each(m, m) }
+	return sc
+}
+
+// each runs the scan's body for key k and value v, and reports whether
+// the scan ends there.
+func (sc *scanner) each(k, v *ast.Term) bool {
+	s, L := sc.s, sc.L
+	L[s.b], L[s.c] = k, v
+	switch r := sc.e.block(s.body, L); {
+	case r == ctlReturn || r == ctlError:
+		sc.r, sc.stop = r, true
+		return true
+	case r == 1:
+		sc.r = ctlEnd
+		return true
+	case r >= 2:
+		sc.r, sc.stop = r-2, true
+		return true
+	default:
+		sc.r = r
+	}
+	return false
 }
 
 // Bounds on the values kept across evaluations (see keepable): a
