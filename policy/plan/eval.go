@@ -428,6 +428,9 @@ func (e *evaluation) block(b *block, L []*ast.Term) int {
 			if !ok || k == nil || v == nil {
 				return e.fail(fmt.Errorf("%s: insert into %v", where(s), L[s.b]))
 			}
+			if e.prog.shared[obj] {
+				return e.fail(fmt.Errorf("%s: %w", where(s), errShared))
+			}
 			if s.kind == kObjectInsertOnce {
 				if cur := obj.Get(k); cur != nil {
 					if cur != v && ast.Compare(cur.Value, v.Value) != 0 {

@@ -280,20 +280,22 @@ func build(p *ir.Policy) (*Program, error) {
 
 // shareConstants makes each literal of constants that a function
 // (blocks) makes, and never changes, one value made once, where the plan
-// makes it anew each time: an empty array ([]), an empty set (set()), or
-// an array or set of constants (["a", "b"], {"a", 1}). Its making becomes
-// an assignment of the shared value. A literal is shared when the local it
-// is made in is never appended or added to in the function, other than by
-// the adds of the members of the set literals made in it, each right
-// after its literal (the bodies of a function may make their literals in
-// one local). Should a statement still change a shared value (another
-// local given it first), it fails the evaluation (see kArrayAppend,
-// kSetAdd), whose caller then asks topdown.
+// makes it anew each time: an empty array ([]), set (set()) or object
+// ({}), or an array, set or object of constants (["a", "b"], {"a", 1},
+// {"a": 0}). Its making becomes an assignment of the shared value. A
+// literal is shared when the local it is made in is never appended, added
+// or inserted to in the function, other than by the adds of the members
+// of the set literals made in it, each right after its literal (the
+// bodies of a function may make their literals in one local). Should a
+// statement still change a shared value (another local given it first),
+// it fails the evaluation (see kArrayAppend, kSetAdd, kObjectInsert),
+// whose caller then asks topdown.
 func (b *builder) shareConstants(blocks []*block) {
-	changed := map[int32]int{} // adds and appends, by the local they change
+	changed := map[int32]int{} // adds, appends and inserts, by the local they change
 	for _, bl := range blocks {
 		forEach(bl, func(s *stmt) {
-			if s.kind == kSetAdd || s.kind == kArrayAppend {
+			switch s.kind {
+			case kSetAdd, kArrayAppend, kObjectInsert, kObjectInsertOnce:
 				changed[s.b]++
 			}
 		})
@@ -321,6 +323,18 @@ func (b *builder) shareConstants(blocks []*block) {
 			case kMakeArrayItems:
 				if items, ok := b.constants(s.args); ok && changed[s.b] == 0 {
 					v = ast.NewArray(items...)
+				}
+			case kMakeObject:
+				if changed[s.b] == 0 {
+					v = ast.NewObject()
+				}
+			case kMakeObjectItems:
+				if items, ok := b.constants(s.args); ok && changed[s.b] == 0 {
+					pairs := make([][2]*ast.Term, len(items)/2)
+					for j := range pairs {
+						pairs[j] = [2]*ast.Term{items[2*j], items[2*j+1]}
+					}
+					v = ast.NewObject(pairs...)
 				}
 			case kMakeSet:
 				if changed[s.b] != 0 {
@@ -538,6 +552,9 @@ type builder struct {
 	numbers map[int]int32
 	// literals are the operands of the shared constants, by value.
 	literals map[string]int32
+	// integers are the operands of the whole numbers made so far (see
+	// integer), by value.
+	integers map[int64]int32
 }
 
 func (b *builder) local(l ir.Local) int32 {
@@ -564,6 +581,22 @@ func (b *builder) operand(o ir.Operand) (int32, error) {
 	return 0, fmt.Errorf("%w: operand %T", ErrUnsupported, o.Value)
 }
 
+// integer is the operand of the constant whole number n: one for all the
+// numbers n the plan makes (MakeNumberInt), the term such a statement
+// gives.
+func (b *builder) integer(n int64) int32 {
+	if c, ok := b.integers[n]; ok {
+		return c
+	}
+	if b.integers == nil {
+		b.integers = map[int64]int32{}
+	}
+	b.prog.consts = append(b.prog.consts, ast.InternedTerm(int(n)))
+	c := -int32(len(b.prog.consts))
+	b.integers[n] = c
+	return c
+}
+
 // number is the operand of the number the string constant i spells.
 func (b *builder) number(i int) int32 {
 	if c, ok := b.numbers[i]; ok {
@@ -585,7 +618,7 @@ func (b *builder) block(in *ir.Block) (*block, error) {
 		out.stmts = append(out.stmts, rs)
 	}
 	b.fuseObjects(out.stmts)
-	forwardConstants(out.stmts)
+	b.forwardConstants(out.stmts)
 	fuseArrays(out.stmts)
 	sizeObjects(out.stmts)
 	return out, nil
@@ -688,25 +721,47 @@ func madeAtOnce(stmts []stmt, i int, members []int, made stmt) {
 }
 
 // forwardConstants gives an append or add of a local that holds a
-// constant the constant itself, where the local was given it by an
-// assignment that no statement between could have undone (the plan
-// assigns a number to a local before it appends it): an array or set of
-// constants is then seen to be one (see shareConstants).
-func forwardConstants(stmts []stmt) {
+// constant, and a member of an object made at once (fuseObjects) whose
+// value is such a local, the constant itself, where the local was given
+// it by an assignment that no statement between could have undone (the
+// plan assigns a number to a local before it appends or inserts it): an
+// array, set or object of constants is then seen to be one (see
+// shareConstants). A whole number the plan makes (MakeNumberInt) is such
+// a constant too.
+func (b *builder) forwardConstants(stmts []stmt) {
 	for j := range stmts {
 		s := &stmts[j]
-		if (s.kind != kArrayAppend && s.kind != kSetAdd) || s.a < 0 {
-			continue
-		}
-		for k := j - 1; k >= 0 && total(stmts[k].kind); k-- {
-			if writes(&stmts[k]) == s.a {
-				if stmts[k].kind == kAssignVar && stmts[k].a < 0 {
-					s.a = stmts[k].a
-				}
-				break
+		switch s.kind {
+		case kArrayAppend, kSetAdd:
+			s.a = b.forward(stmts, j, s.a)
+		case kMakeObjectItems:
+			for i := 1; i < len(s.args); i += 2 {
+				s.args[i] = b.forward(stmts, j, s.args[i])
 			}
 		}
 	}
+}
+
+// forward is the constant local o holds when statement j reads it, given
+// by a statement of stmts before j that no statement between could have
+// undone; else o.
+func (b *builder) forward(stmts []stmt, j int, o int32) int32 {
+	if o < 0 {
+		return o
+	}
+	for k := j - 1; k >= 0 && total(stmts[k].kind); k-- {
+		if writes(&stmts[k]) != o {
+			continue
+		}
+		switch w := &stmts[k]; {
+		case w.kind == kAssignVar && w.a < 0:
+			return w.a
+		case w.kind == kMakeNumberInt:
+			return b.integer(w.n)
+		}
+		break
+	}
+	return o
 }
 
 // fuseArrays makes each array literal of a block at once, with all its

@@ -117,14 +117,14 @@ func usesShortcut(b *block) bool {
 	return found
 }
 
-// The literals of constants a plan never changes (empty sets and arrays,
-// sets and arrays of constants) are values made once and shared by every
-// evaluation; those it changes are made each time. A change to a shared
-// value fails the evaluation instead.
+// The literals of constants a plan never changes (empty sets, arrays and
+// objects, sets, arrays and objects of constants) are values made once
+// and shared by every evaluation; those it changes are made each time. A
+// change to a shared value fails the evaluation instead.
 func TestConstantsAreShared(t *testing.T) {
 	for _, tt := range []struct {
 		name, src    string
-		shared, made int // literals shared; arrays and sets still made
+		shared, made int // literals shared; arrays, sets and objects still made
 	}{
 		{"empty sets, one added to", "package t\ns contains 1 if input.a\nx if { s != set(); input.b != set() }", 2, 1},
 		{"a set of constants", `package t
@@ -136,6 +136,11 @@ x if input.a in {"p", input.b}`, 0, 1},
 x := sprintf("%s %d", ["a", 1]) if input.a`, 1, 0},
 		{"an array of constants and a local", `package t
 x := sprintf("%s %d", ["a", input.n]) if input.a`, 0, 1},
+		{"empty objects, one inserted into", "package t\no[k] := 1 if some k in input.l\nx if { o != {}; object.get(input, \"b\", {}) != {} }", 3, 1},
+		{"an object of constants", `package t
+x := object.union({"a": 0, "b": "c"}, input.o)`, 1, 0},
+		{"an object of constants and a local", `package t
+x := object.union({"a": 0, "b": input.c}, input.o)`, 0, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, p, err := fixture(t, tt.src, "data.t.x")
@@ -145,7 +150,8 @@ x := sprintf("%s %d", ["a", input.n]) if input.a`, 0, 1},
 			made, shared := 0, 0
 			count := func(s *stmt) {
 				switch {
-				case s.kind == kMakeSet || s.kind == kMakeArray || s.kind == kMakeArrayItems:
+				case s.kind == kMakeSet || s.kind == kMakeArray || s.kind == kMakeArrayItems ||
+					s.kind == kMakeObject || s.kind == kMakeObjectItems:
 					made++
 				case s.kind == kAssignVar && s.a < 0 && p.shared[p.consts[-1-s.a].Value]:
 					shared++
@@ -167,13 +173,16 @@ x := sprintf("%s %d", ["a", input.n]) if input.a`, 0, 1},
 
 	// A plan that changes a local given a shared value (none OPA plans)
 	// fails, and leaves the value as it was.
-	for _, v := range []ast.Value{ast.NewSet(), ast.NewArray(ast.StringTerm("a"))} {
+	for _, v := range []ast.Value{ast.NewSet(), ast.NewArray(ast.StringTerm("a")), ast.NewObject()} {
 		bad := &Program{consts: []*ast.Term{ast.NewTerm(v), ast.IntNumberTerm(1)}, shared: map[ast.Value]bool{v: true}, locals: 3}
-		change := kSetAdd
-		if _, ok := v.(*ast.Array); ok {
-			change = kArrayAppend
+		change := stmt{kind: kSetAdd, a: -2, b: 2}
+		switch v.(type) {
+		case *ast.Array:
+			change.kind = kArrayAppend
+		case ast.Object:
+			change = stmt{kind: kObjectInsert, a: -2, c: -2, b: 2}
 		}
-		bad.blocks = []*block{{stmts: []stmt{{kind: kAssignVar, a: -1, b: 2}, {kind: change, a: -2, b: 2}}}}
+		bad.blocks = []*block{{stmts: []stmt{{kind: kAssignVar, a: -1, b: 2}, change}}}
 		if _, err := bad.Eval(context.Background(), ast.NewObject(), Options{}); !errors.Is(err, errShared) {
 			t.Fatalf("a change to the shared %v: %v, want %v", v, err, errShared)
 		}
