@@ -1,0 +1,58 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestAttackErrorTextUnchargedPerCall: the upstream's words an error of
+// the connection quotes (an HTTP error's body, a handshake's failure,
+// quoted by every call while the upstream is down) were cut to 256 bytes
+// a call and never charged, so that an agent calling again and again
+// read as much of them as it liked: 40 calls of an agent of 100 tokens
+// read 1,200 tokens of them (200 copies of the words), and none was charged. What of them reaches the agent is
+// charged, and what its budget cannot take is withheld.
+func TestAttackErrorTextUnchargedPerCall(t *testing.T) {
+	t.Parallel()
+	tools := upstreamOK(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"prompts":{},"completions":{},"resources":{}},"serverInfo":{"name":"x","version":"1"}}`)
+	toolList := upstreamOK(`{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
+	promptList := upstreamOK(`{"prompts":[{"name":"p","arguments":[{"name":"a"}]}]}`)
+	resourceList := upstreamOK(`{"resources":[{"uri":"file:///r","name":"r"}]}`)
+	failing := reply{http.StatusInternalServerError, attackWords}
+	base := func(method string, r reply) map[string]reply {
+		m := map[string]reply{"initialize": tools, "tools/list": toolList, "prompts/list": promptList, "resources/list": resourceList}
+		m[method] = r
+		return m
+	}
+	for _, tt := range []struct {
+		name    string
+		replies map[string]reply
+		do      func(*agent) *message
+	}{
+		{"a call's HTTP error body", base("tools/call", failing),
+			agentCall("tools/call", map[string]any{"name": "t", "arguments": map[string]any{}})},
+		{"calls while the handshake fails", map[string]reply{"initialize": failing},
+			agentCall("tools/call", map[string]any{"name": "t", "arguments": map[string]any{}})},
+		{"a read's HTTP error body", base("resources/read", failing),
+			agentCall("resources/read", map[string]any{"uri": "file:///r"})},
+		{"a completion's HTTP error body", base("completion/complete", failing),
+			agentCall("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": "p"}, "argument": map[string]string{"name": "a", "value": ""}})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBench(t, smallRole(100))
+			a := stdioAgent(t, b.gateway(t, PrefixNever, scriptedUpstream(t, "x", tt.replies)), Identity{Agent: "a", Session: "s", StartRole: "small"})
+			a.initialize(nil)
+			copies := 0
+			for range 40 {
+				copies += strings.Count(string(mustJSON(tt.do(a))), "secret words of the upstream")
+			}
+			reached := int64(copies) * tokens(t, "secret words of the upstream ")
+			charged := b.counters(t, "a", "s").Tokens
+			if reached > charged || charged > 100 {
+				t.Errorf("40 requests read %d copies of the upstream's words (%d tokens); %d tokens were charged (limit 100)", copies, reached, charged)
+			}
+		})
+	}
+}
