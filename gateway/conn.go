@@ -372,10 +372,12 @@ func (c *httpConn) call(ctx context.Context, method string, params json.RawMessa
 		if ctx.Err() == nil {
 			c.once.Do(func() { close(c.lost) })
 		}
+		// What the transport says of an answer that was no JSON-RPC
+		// message (an HTTP error's status and body) quotes the upstream.
 		if neverArrived(err) {
-			return nil, notSent{fmt.Errorf("%w: %v", errConnLost, err)}
+			return nil, notSent{fmt.Errorf("%w: %w", errConnLost, quotedError{err})}
 		}
-		return nil, fmt.Errorf("%w: %v", errConnLost, err)
+		return nil, fmt.Errorf("%w: %w", errConnLost, quotedError{err})
 	}
 	m := &message{JSONRPC: "2.0", ID: mustJSON(id), Result: resp.Result}
 	if resp.Error != nil {

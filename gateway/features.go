@@ -233,7 +233,7 @@ func (s *session) forward(ctx context.Context, u *upstream, tool, method string,
 	s.goingTo(ctx, u)
 	resp, err := u.call(ctx, method, params)
 	if err != nil {
-		return nil, &rpcError{Code: codeInternal, Message: s.errorText(tool, err)}
+		return nil, &rpcError{Code: codeInternal, Message: s.errorText(ctx, tool, err)}
 	}
 	if resp.Error != nil {
 		return nil, s.chargeError(ctx, tool, "", resp.Error)

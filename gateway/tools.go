@@ -546,9 +546,9 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 			}
 		}
 		if errors.Is(err, ErrUpstreamDown) {
-			return c.fail(codeInternal, fmt.Sprintf("[harness] %s: %s. The gateway is restarting it; try again shortly.", charged, s.errorText(c.tool, err)), nil)
+			return c.fail(codeInternal, fmt.Sprintf("[harness] %s: %s. The gateway is restarting it; try again shortly.", charged, s.errorText(ctx, c.tool, err)), nil)
 		}
-		return nil, &rpcError{Code: codeInternal, Message: s.errorText(c.tool, err)}
+		return nil, &rpcError{Code: codeInternal, Message: s.errorText(ctx, c.tool, err)}
 	}
 	if resp.Error != nil {
 		return nil, s.chargeError(ctx, c.tool, string(c.arguments), resp.Error)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/agentharness/harness/govern"
 )
 
 // UpstreamConfig is one MCP server behind the gateway: a command run over
@@ -140,7 +142,7 @@ func (u *upstream) connect(ctx context.Context) error {
 	})
 	resp, err := c.call(ictx, "initialize", params)
 	if err == nil && resp.Error != nil {
-		err = resp.Error
+		err = quotedError{resp.Error}
 	}
 	var init struct {
 		ProtocolVersion string                     `json:"protocolVersion"`
@@ -220,7 +222,7 @@ func listAll(ctx context.Context, c conn, method, key string) ([]json.RawMessage
 			return nil, err
 		}
 		if resp.Error != nil {
-			return nil, resp.Error
+			return nil, quotedError{resp.Error}
 		}
 		var page map[string]json.RawMessage
 		if err := json.Unmarshal(resp.Result, &page); err != nil {
@@ -350,23 +352,62 @@ var ErrUpstreamDown = errors.New("upstream is down")
 // maxErrorText bounds the text of an upstream's error that the agent is
 // told. Such an error may quote the upstream's own words (the body of an
 // HTTP error, the message of a handshake that failed, which every call
-// quotes while the upstream is down), and the gateway charges none of it:
-// only so much reaches the agent. The gateway's log has up to
+// quotes while the upstream is down): only so much reaches the agent, and
+// that is charged (see errorText). The gateway's log has up to
 // maxLoggedError of a text it cut.
 const (
 	maxErrorText   = 256
 	maxLoggedError = 4 << 10
 )
 
+// quotedError marks an error that quotes what an upstream said (the
+// body of an HTTP error, the message of a JSON-RPC error it answered the
+// handshake or a list with): its text, told the agent, is charged.
+type quotedError struct{ err error }
+
+func (e quotedError) Error() string { return e.err.Error() }
+func (e quotedError) Unwrap() error { return e.err }
+
+// quotesUpstream reports whether err's text may hold an upstream's words.
+func quotesUpstream(err error) bool {
+	var w quotedError
+	return errors.As(err, &w)
+}
+
 // errorText is err's text as the agent is told it, about tool: at most
-// maxErrorText bytes; a text cut is logged, up to maxLoggedError.
-func (s *session) errorText(tool string, err error) string {
+// maxErrorText bytes. When it quotes the upstream (see quotedError) it
+// is charged, whole, to the session's context as text before it goes, as
+// any words of an upstream are (a few bytes uncharged each time would be
+// as many as the agent asks for), and what the budget cannot take is
+// withheld. A text cut is logged, up to maxLoggedError.
+func (s *session) errorText(ctx context.Context, tool string, err error) string {
 	text := err.Error()
-	if len(text) <= maxErrorText {
+	cut := len(text) > maxErrorText
+	if cut {
+		s.g.o.Logf("the error of %s, cut for the agent: %s", tool, clip(text, maxLoggedError))
+		text = clip(text, maxErrorText)
+	}
+	if !quotesUpstream(err) {
+		if cut {
+			text += " [harness] (cut)"
+		}
 		return text
 	}
-	s.g.o.Logf("the error of %s, cut for the agent: %s", tool, clip(text, maxLoggedError))
-	return clip(text, maxErrorText) + " [harness] (cut)"
+	st, serr := s.g.o.Governor.Settle(context.WithoutCancel(ctx), govern.Output{Session: s.id.key(), Role: s.id.StartRole, Tool: tool,
+		Parts: []govern.Part{{Text: text}}})
+	switch {
+	case serr != nil:
+		s.g.o.Logf("charging the error text of %s: %v", tool, serr)
+		return "[harness] (its text withheld: it could not be charged)"
+	case st.Withheld > 0:
+		return st.Parts[0].Text + " [harness] (the rest of its text withheld: the session's budget is spent)"
+	case cut:
+		text += " [harness] (cut)"
+	}
+	if st.OutputTokens > 0 {
+		text += fmt.Sprintf(" [harness] (%d tokens charged for these words)", st.OutputTokens)
+	}
+	return text
 }
 
 // call makes a request of the upstream. An upstream that is not up is an
@@ -396,16 +437,16 @@ func (u *upstream) request(ctx context.Context, method string, params json.RawMe
 		if down == nil {
 			down = errors.New("not started")
 		}
-		return nil, notSent{fmt.Errorf("%w: %s: %v", ErrUpstreamDown, u.cfg.Name, down)}
+		return nil, notSent{fmt.Errorf("%w: %s: %w", ErrUpstreamDown, u.cfg.Name, down)}
 	}
 	m, err := c.call(ctx, method, params)
 	if errors.Is(err, errConnLost) && ctx.Err() == nil {
 		u.markDown(err)
 		var ns notSent
 		if errors.As(err, &ns) {
-			return nil, notSent{fmt.Errorf("%w: %s: %v", ErrUpstreamDown, u.cfg.Name, err)}
+			return nil, notSent{fmt.Errorf("%w: %s: %w", ErrUpstreamDown, u.cfg.Name, err)}
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrUpstreamDown, u.cfg.Name, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrUpstreamDown, u.cfg.Name, err)
 	}
 	return m, err
 }

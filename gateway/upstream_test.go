@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -201,7 +202,16 @@ func TestDownUpstreamCannotSayWhatWasCharged(t *testing.T) {
 	if !isError || !strings.HasPrefix(text, "[harness] the call was not sent, and nothing was charged: upstream is down: ") || !strings.Contains(text, lie) {
 		t.Errorf("a call while down: %v %q", isError, text)
 	}
-	if after := f.usage(t, key(id)); after != before {
-		t.Errorf("a call not sent was charged: %+v, before %+v", after, before)
+	// The upstream's words it quotes are charged, as the text says, and
+	// nothing else: no shell slot, no arguments.
+	var words int64
+	if i := strings.LastIndex(text, "[harness] ("); i < 0 {
+		t.Errorf("the text does not say what its quote was charged: %q", text)
+	} else if _, err := fmt.Sscanf(text[i:], "[harness] (%d tokens charged for these words)", &words); err != nil {
+		t.Errorf("the text does not say what its quote was charged: %q", text)
+	}
+	after := f.usage(t, key(id))
+	if after.Tokens-before.Tokens != words || after.Shell != before.Shell {
+		t.Errorf("a call not sent was charged: %+v, before %+v; its quote of the upstream %d tokens", after, before, words)
 	}
 }
