@@ -56,3 +56,35 @@ func TestAttackErrorTextUnchargedPerCall(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackListsUncharged: what an upstream lists (a tool's description
+// and schema, a resource's or a prompt's name and description) reaches
+// the agent's context, and none of it was charged: a tool described in
+// 10,000 tokens reached an agent of 100. What is listed is charged as
+// any text an upstream sends, once a session for the same item; an item
+// the budget cannot take is not listed.
+func TestAttackListsUncharged(t *testing.T) {
+	t.Parallel()
+	init := upstreamOK(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"x","version":"1"}}`)
+	lists := map[string]reply{
+		"initialize":               init,
+		"tools/list":               upstreamOK(`{"tools":[{"name":"t","description":` + quotedWords + `,"inputSchema":{"type":"object"}}]}`),
+		"resources/list":           upstreamOK(`{"resources":[{"uri":"file:///r","name":"r","description":` + quotedWords + `}]}`),
+		"resources/templates/list": upstreamOK(`{"resourceTemplates":[{"uriTemplate":"file:///{x}","name":"x","description":` + quotedWords + `}]}`),
+		"prompts/list":             upstreamOK(`{"prompts":[{"name":"p","description":` + quotedWords + `}]}`),
+	}
+	for _, method := range []string{"tools/list", "resources/list", "resources/templates/list", "prompts/list"} {
+		t.Run(method, func(t *testing.T) {
+			t.Parallel()
+			b := newBench(t, smallRole(100))
+			a := stdioAgent(t, b.gateway(t, PrefixNever, scriptedUpstream(t, "x", lists)), Identity{Agent: "a", Session: "s", StartRole: "small"})
+			a.initialize(nil)
+			got := string(a.call(method, map[string]any{}))
+			copies := strings.Count(got, "secret words of the upstream")
+			reached := int64(copies) * tokens(t, "secret words of the upstream ")
+			if charged := b.counters(t, "a", "s").Tokens; reached > charged {
+				t.Errorf("%s: %d tokens of the upstream's words reached the agent, %d were charged (limit 100)", method, reached, charged)
+			}
+		})
+	}
+}
