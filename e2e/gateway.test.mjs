@@ -161,11 +161,14 @@ role = "small"
     assert.equal(sw.isError, true);
     assert.match(textOf(sw), /role 'coder' is beyond 'reviewer', the most privileged role this agent may hold/);
 
+    // What the reviewer spent: the tools it was given by tools/list.
+    const spent = textOf(await call(reviewer, "ctx_session", { action: "budget" }));
+    assert.match(spent, /^Budget\[reviewer\]: tokens [1-9]\d*\/150000/);
     const small = await connect("small-token-0123456789abc");
     for (let i = 0; i < 8; i++) await call(small, "ctx_read", { bytes: 600 });
     assert.match(textOf(await call(small, "ctx_session", { action: "budget" })), /^Budget\[small\].*→ EXHAUSTED$/);
     // The reviewer's session is untouched by the other agent's spending.
-    assert.match(textOf(await call(reviewer, "ctx_session", { action: "budget" })), /^Budget\[reviewer\]: tokens 0\/150000/);
+    assert.equal(textOf(await call(reviewer, "ctx_session", { action: "budget" })), spent);
 
     await assert.rejects(connect("not-a-token-000000000000"), /401|Unauthorized|token/i);
     await reviewer.close();

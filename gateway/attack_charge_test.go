@@ -88,3 +88,22 @@ func TestAttackListsUncharged(t *testing.T) {
 		})
 	}
 }
+
+// A list is charged once a session for the items it lists as they were:
+// listed again, unchanged, they cost nothing more; a changed item costs
+// it again.
+func TestListedItemsChargedOnce(t *testing.T) {
+	t.Parallel()
+	b := newBench(t, nil)
+	a := stdioAgent(t, b.gateway(t, PrefixNever, fixtureUpstream(t, "lean")), Identity{Agent: "a", Session: "s", StartRole: "coder"})
+	a.initialize(nil)
+	a.call("tools/list", map[string]any{})
+	first := b.counters(t, "a", "s").Tokens
+	if first == 0 {
+		t.Fatal("the tools listed were not charged")
+	}
+	a.call("tools/list", map[string]any{})
+	if again := b.counters(t, "a", "s").Tokens; again != first {
+		t.Errorf("the same tools listed again were charged again: %d tokens, then %d", first, again)
+	}
+}

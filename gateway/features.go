@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -108,18 +109,85 @@ func (s *session) listed(ctx context.Context, method, key, policyPrefix string, 
 	return out
 }
 
+// listResult is a list's result: its items under key, charged (see
+// chargeListed), with a note when some were withheld.
+func (s *session) listResult(ctx context.Context, method, key string, items []json.RawMessage) json.RawMessage {
+	items, note := s.chargeListed(ctx, method, items)
+	fields := map[string]json.RawMessage{key: mustJSON(items)}
+	if note != "" {
+		addNote(fields, note)
+	}
+	return mustJSON(fields)
+}
+
+// maxListCharged bounds the listed items a session remembers it was
+// charged for: past it, an item is charged each time it is listed.
+const maxListCharged = 4096
+
+// chargeListed charges the items of a list the agent is given (what an
+// upstream says of its tools, resources, templates and prompts reaches
+// the agent's context, as any text of the upstream's), each as its JSON,
+// once a session: an item listed again as it was is in the agent's
+// context already. It returns the items that may go: one the budget
+// cannot take whole is not listed, and note says so ("" when all go).
+func (s *session) chargeListed(ctx context.Context, method string, items []json.RawMessage) ([]json.RawMessage, string) {
+	sums := make([][sha256.Size]byte, len(items))
+	var fresh []int
+	var parts []govern.Part
+	s.mu.Lock()
+	for i, it := range items {
+		sums[i] = sha256.Sum256(it)
+		if !s.listCharged[sums[i]] {
+			fresh = append(fresh, i)
+			parts = append(parts, govern.Part{Text: string(it), Whole: true})
+		}
+	}
+	s.mu.Unlock()
+	if len(fresh) == 0 {
+		return items, ""
+	}
+	withheld := map[int]bool{}
+	st, err := s.g.o.Governor.Settle(ctx, govern.Output{Session: s.id.key(), Role: s.id.StartRole, Tool: method, Parts: parts})
+	s.mu.Lock()
+	for j, i := range fresh {
+		switch {
+		case err != nil || st.Parts[j].Cut || st.Parts[j].Dropped:
+			withheld[i] = true
+		case len(s.listCharged) < maxListCharged:
+			s.listCharged[sums[i]] = true
+		}
+	}
+	s.mu.Unlock()
+	if len(withheld) == 0 {
+		return items, ""
+	}
+	kept := make([]json.RawMessage, 0, len(items)-len(withheld))
+	for i, it := range items {
+		if !withheld[i] {
+			kept = append(kept, it)
+		}
+	}
+	why := "they could not be charged: "
+	if err != nil {
+		why += err.Error()
+	} else {
+		why = s.withheldWhy(ctx, st)
+	}
+	return kept, fmt.Sprintf("%d of the items listed withheld: %s", len(withheld), why)
+}
+
 func (s *session) listResources(ctx context.Context) (json.RawMessage, *rpcError) {
-	return mustJSON(map[string]any{"resources": s.listed(ctx, "resources/list", "uri", ResourcePrefix, s.g.exposeURI)}), nil
+	return s.listResult(ctx, "resources/list", "resources", s.listed(ctx, "resources/list", "uri", ResourcePrefix, s.g.exposeURI)), nil
 }
 
 // listTemplates lists the templates whose URI template, as text, the
 // role's patterns allow as a resource name.
 func (s *session) listTemplates(ctx context.Context) (json.RawMessage, *rpcError) {
-	return mustJSON(map[string]any{"resourceTemplates": s.listed(ctx, "resources/templates/list", "uriTemplate", ResourcePrefix, s.g.exposeURI)}), nil
+	return s.listResult(ctx, "resources/templates/list", "resourceTemplates", s.listed(ctx, "resources/templates/list", "uriTemplate", ResourcePrefix, s.g.exposeURI)), nil
 }
 
 func (s *session) listPrompts(ctx context.Context) (json.RawMessage, *rpcError) {
-	return mustJSON(map[string]any{"prompts": s.listed(ctx, "prompts/list", "name", PromptPrefix, s.g.exposeName)}), nil
+	return s.listResult(ctx, "prompts/list", "prompts", s.listed(ctx, "prompts/list", "name", PromptPrefix, s.g.exposeName)), nil
 }
 
 // uriParams reads the uri (and _meta) of a request's params.

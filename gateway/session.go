@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,7 +51,10 @@ type session struct {
 	nextRelay int64
 	closed    bool
 	lastSeen  time.Time
-	users     int // the connections using it (the gateway's lock)
+	// listCharged are the listed items charged to the session, by their
+	// SHA-256 as the agent was given them (see chargeListed).
+	listCharged map[[sha256.Size]byte]bool
+	users       int // the connections using it (the gateway's lock)
 }
 
 // clientState is what the agent's client said at initialize.
@@ -72,7 +76,8 @@ type inflight struct {
 
 func newSession(g *Gateway, id Identity, out peer) *session {
 	return &session{g: g, id: id, out: out, done: make(chan struct{}), hungUp: make(chan struct{}), ready: make(chan struct{}),
-		inflight: map[string]*inflight{}, relays: map[string]chan *message{}, lastSeen: time.Now()}
+		inflight: map[string]*inflight{}, relays: map[string]chan *message{}, lastSeen: time.Now(),
+		listCharged: map[[sha256.Size]byte]bool{}}
 }
 
 func (s *session) setPeer(out peer) {

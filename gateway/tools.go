@@ -169,13 +169,19 @@ func (s *session) listTools(ctx context.Context) (json.RawMessage, *rpcError) {
 	if err != nil {
 		s.g.o.Logf("tools/list: %v", err) // fail closed: ctx_session only
 	}
-	tools := []json.RawMessage{sessionToolJSON}
+	var tools []json.RawMessage
 	for _, name := range order {
 		if shown[name] {
 			tools = append(tools, rename(routes[name].raw, "name", name))
 		}
 	}
-	return mustJSON(map[string]any{"tools": tools}), nil
+	// The upstreams' tools are charged; ctx_session is the harness's own.
+	tools, note := s.chargeListed(ctx, "tools/list", tools)
+	fields := map[string]json.RawMessage{"tools": mustJSON(append([]json.RawMessage{sessionToolJSON}, tools...))}
+	if note != "" {
+		addNote(fields, note)
+	}
+	return mustJSON(fields), nil
 }
 
 // textResult is a tool result of one text.

@@ -32,6 +32,9 @@ type Part struct {
 	// beside its text), counted with it: such a part reaches the agent
 	// whole or not at all, like a binary one.
 	Beside int64
+	// Whole is a text that reaches the agent whole or not at all (an item
+	// of a list: part of one is no item).
+	Whole bool
 }
 
 // Output is the output of a call to settle.
@@ -255,7 +258,7 @@ func (g *Governor) keep(parts []Part, counts []int64, grant int64) ([]Kept, erro
 		case counts[i] <= left:
 			out[i] = Kept{Text: p.Text, Tokens: counts[i]}
 			left -= counts[i]
-		case p.Binary || p.Beside > 0:
+		case p.Binary || p.Beside > 0 || p.Whole:
 			out[i] = Kept{Dropped: true}
 		default:
 			text, n, err := g.tokens.Prefix(p.Text, left)

@@ -625,7 +625,7 @@ func connect(url, token string, tr *http.Transport) (*client.Client, error) {
 
 // load makes calls of the mix until ctx ends.
 func load(ctx context.Context, t *testing.T, c *client.Client, seed uint64) *clientRun {
-	cr := &clientRun{}
+	cr := &clientRun{charged: listingCharge(t, c)}
 	r := rand.New(rand.NewPCG(seed, 9))
 	for i := 0; ctx.Err() == nil; i++ {
 		k := mix(r, i)
@@ -705,6 +705,34 @@ func resolve(t *testing.T, c *client.Client, cr *clientRun, o *outcome) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// listingCharge is what the session was charged before the load: the
+// tools of connect's listing, as the agent was given them (a listing
+// again of the same tools costs nothing more), read from the session's
+// budget.
+func listingCharge(t *testing.T, c *client.Client) usage {
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "ctx_session", map[string]any{"action": "budget"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.CallTool(ctx, req)
+	if err != nil || res.IsError || len(res.Content) == 0 {
+		t.Errorf("the session's budget after its listing: %v", err)
+		return usage{}
+	}
+	line, _ := res.Content[0].(mcp.TextContent)
+	m := statusCounts.FindStringSubmatch(line.Text)
+	if m == nil {
+		t.Errorf("the session's budget after its listing: %q", line.Text)
+		return usage{}
+	}
+	tokens, _ := strconv.ParseInt(m[1], 10, 64)
+	cost, err := prices.Cost("", 0, tokens)
+	if err != nil {
+		t.Errorf("cost: %v", err)
+	}
+	return usage{tokens: tokens, cost: cost}
 }
 
 // lockSQLite locks the ledger's file from another process for hold; it
