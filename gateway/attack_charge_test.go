@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
@@ -105,5 +106,54 @@ func TestListedItemsChargedOnce(t *testing.T) {
 	a.call("tools/list", map[string]any{})
 	if again := b.counters(t, "a", "s").Tokens; again != first {
 		t.Errorf("the same tools listed again were charged again: %d tokens, then %d", first, again)
+	}
+}
+
+// TestAttackBlobBelowItsText: a blob (binary data that is no image or
+// audio) was charged 256 tokens a KiB, "as base64 text would count"; but
+// a client that shows it shows its base64, whose o200k tokens are about
+// 940 a KiB: a blob of 40 KiB was charged 10,240 tokens and brought
+// 36,920 into a context of 20,000. A blob is charged as the tokens of its
+// base64 text.
+func TestAttackBlobBelowItsText(t *testing.T) {
+	t.Parallel()
+	raw := make([]byte, 40<<10)
+	for i := range raw {
+		raw[i] = byte(i*7919 + i/13*31 + i*i)
+	}
+	// (scriptedUpstream puts the request's id for each "ID")
+	blob := strings.ReplaceAll(base64.StdEncoding.EncodeToString(raw), "ID", "Id")
+	resource := `{"uri":"file:///b","mimeType":"application/octet-stream","blob":"` + blob + `"}`
+	init := upstreamOK(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"x","version":"1"}}`)
+	replies := map[string]reply{
+		"initialize":     init,
+		"tools/list":     upstreamOK(`{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`),
+		"resources/list": upstreamOK(`{"resources":[{"uri":"file:///b","name":"b"}]}`),
+		"prompts/list":   upstreamOK(`{"prompts":[{"name":"p"}]}`),
+		"tools/call":     upstreamOK(`{"content":[{"type":"resource","resource":` + resource + `}]}`),
+		"resources/read": upstreamOK(`{"contents":[` + resource + `]}`),
+		"prompts/get":    upstreamOK(`{"messages":[{"role":"user","content":{"type":"resource","resource":` + resource + `}}]}`),
+	}
+	want := tokens(t, blob)
+	for _, tt := range []struct {
+		name string
+		do   func(*agent) *message
+	}{
+		{"a tool result's embedded resource", agentCall("tools/call", map[string]any{"name": "t", "arguments": map[string]any{}})},
+		{"a resource read", agentCall("resources/read", map[string]any{"uri": "file:///b"})},
+		{"a prompt's message", agentCall("prompts/get", map[string]any{"name": "p"})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBench(t, smallRole(20000))
+			a := stdioAgent(t, b.gateway(t, PrefixNever, scriptedUpstream(t, "x", replies)), Identity{Agent: "a", Session: "s", StartRole: "small"})
+			a.initialize(nil)
+			before := b.counters(t, "a", "s").Tokens // what was listed
+			got := string(mustJSON(tt.do(a)))
+			charged := b.counters(t, "a", "s").Tokens - before
+			if strings.Contains(got, blob) && charged < want {
+				t.Errorf("a blob whose base64 is %d tokens reached the agent, charged %d (limit 20,000)", want, charged)
+			}
+		})
 	}
 }
