@@ -15,7 +15,8 @@ import (
 // What reaches the agent, and what it costs: text by its o200k_base
 // tokens (tool results' text, structured content as its JSON, embedded
 // and linked resources, error messages, prompts' messages, log messages);
-// images by their size; audio and binary data by their bytes.
+// images by their size; audio by its bytes; other binary data as its
+// base64 text.
 
 // ChargeOptions estimate the tokens of what is not text.
 type ChargeOptions struct {
@@ -24,9 +25,10 @@ type ChargeOptions struct {
 	// MaxImageTokens (1,600: a client scales a larger image down to about
 	// that). An image whose size cannot be read costs MaxImageTokens.
 	ImagePixelsPerToken, MaxImageTokens int64
-	// AudioTokensPerKB and BlobTokensPerKB are the tokens of a KiB of
-	// audio (32: about a second of speech in a model's audio tokens) and
-	// of other binary data (256: as base64 text would count).
+	// AudioTokensPerKB is the tokens of a KiB of audio (32: about a
+	// second of speech in a model's audio tokens); BlobTokensPerKB the
+	// least a KiB of other binary data costs (256), which is charged as
+	// the o200k tokens of its base64 text (see resourcePart).
 	AudioTokensPerKB, BlobTokensPerKB int64
 }
 
@@ -283,8 +285,9 @@ func (o ChargeOptions) part(b block) govern.Part {
 }
 
 // resourcePart is what a resource's contents bring: its text, or its
-// binary data by its bytes (an image by its size), or both when it has
-// both (a client reads the text, and may read the blob).
+// binary data (an image by its size, audio by its bytes, any other blob as
+// its base64 text), or both when it has both (a client reads the text,
+// and may read the blob).
 func (o ChargeOptions) resourcePart(r resourceBlock) govern.Part {
 	if r.Blob == "" {
 		return govern.Part{Text: r.Text}
@@ -296,7 +299,16 @@ func (o ChargeOptions) resourcePart(r resourceBlock) govern.Part {
 	case strings.HasPrefix(r.MimeType, "audio/"):
 		blob = perKB(decodedLen(r.Blob), o.AudioTokensPerKB)
 	default:
-		blob = perKB(decodedLen(r.Blob), o.BlobTokensPerKB)
+		// A client has nothing to make of other binary data but to show
+		// it, as its base64 text (or save it): its o200k tokens, at least
+		// the estimate by its bytes (base64 of random bytes is about 940
+		// tokens a KiB; 256 a KiB let 3.6 times its charge through).
+		// Whole or not at all, with the text beside it.
+		text := r.Blob
+		if r.HasText {
+			text = r.Text + "\n" + r.Blob
+		}
+		return govern.Part{Text: text, Whole: true, Tokens: perKB(decodedLen(r.Blob), o.BlobTokensPerKB)}
 	}
 	if r.HasText {
 		return govern.Part{Text: r.Text, Beside: max(blob, 1)}

@@ -33,7 +33,8 @@ type Part struct {
 	// whole or not at all, like a binary one.
 	Beside int64
 	// Whole is a text that reaches the agent whole or not at all (an item
-	// of a list: part of one is no item).
+	// of a list: part of one is no item; a blob's base64), counted as at
+	// least Tokens.
 	Whole bool
 }
 
@@ -150,6 +151,9 @@ func (g *Governor) Settle(ctx context.Context, out Output) (Settlement, error) {
 		} else if counts[i], err = g.tokens.Count(p.Text); err != nil {
 			return Settlement{}, err
 		} else {
+			if p.Whole {
+				counts[i] = max(counts[i], p.Tokens)
+			}
 			counts[i] += max(p.Beside, 0)
 		}
 		total += counts[i]
