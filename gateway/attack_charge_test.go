@@ -157,3 +157,31 @@ func TestAttackBlobBelowItsText(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackNotificationMethodUncharged: a notification's params are
+// charged, but its method (up to 128 bytes) was not, nor was anything of
+// a notification without params: an upstream sending 200 of them, each
+// a method of words and no params, brought the agent 3,600 tokens
+// of its words, none charged. A method that is no MCP notification's is
+// charged as text.
+func TestAttackNotificationMethodUncharged(t *testing.T) {
+	t.Parallel()
+	b, a := budgetAgent(t)
+	method := "notifications/" + strings.Repeat("upstream secret words ", 5)
+	var notes []any
+	for range 200 {
+		notes = append(notes, map[string]any{"jsonrpc": "2.0", "method": method})
+	}
+	a.tool("raw", map[string]any{"notify": notes, "result": map[string]any{"content": []any{}}})
+	// The upstream sent them before its result, and the gateway passes an
+	// upstream's messages on in order: they are all here.
+	var reached int64
+	for len(a.notes) > 0 {
+		if m := <-a.notes; m.Method == method {
+			reached += tokens(t, m.Method)
+		}
+	}
+	if charged := b.counters(t, "a", "s").Tokens; reached > charged {
+		t.Errorf("notifications' methods of %d tokens reached the agent, %d were charged (limit 100)", reached, charged)
+	}
+}
