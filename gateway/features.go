@@ -498,6 +498,16 @@ func (s *session) mayCost(ctx context.Context) string {
 // MCP's are a few dozen bytes.
 const maxNotificationMethod = 128
 
+// mcpNotifications are the notifications MCP has a server send, whose
+// methods are the protocol's words, not the upstream's: the method of any
+// other is charged as text.
+var mcpNotifications = map[string]bool{
+	"notifications/message": true, "notifications/progress": true, "notifications/cancelled": true,
+	"notifications/resources/updated": true, "notifications/resources/list_changed": true,
+	"notifications/tools/list_changed": true, "notifications/prompts/list_changed": true,
+	"notifications/elicitation/complete": true, "notifications/tasks/status": true,
+}
+
 // chargeNotification charges what an upstream's notification brings the
 // agent and returns it as it may reach the agent: whole, cut, or not at
 // all (nil). Everything its params hold is charged as text: a log
@@ -512,8 +522,18 @@ func (s *session) chargeNotification(method string, params json.RawMessage) json
 		s.g.o.Logf("a notification from an upstream whose method is %d bytes long: not passed on", len(method))
 		return nil
 	}
-	if len(bytes.TrimSpace(params)) == 0 {
-		return json.RawMessage{} // no params: nothing to charge
+	// The method of a notification that is no MCP notification is words
+	// of the upstream's choosing: charged as text, first.
+	named := ""
+	if !mcpNotifications[method] {
+		named = method
+	}
+	none := len(bytes.TrimSpace(params)) == 0
+	if none {
+		if named == "" {
+			return json.RawMessage{} // no params: nothing to charge
+		}
+		params = json.RawMessage(`{}`)
 	}
 	p, n, err := objectMembersN(params)
 	if err != nil || p == nil {
@@ -534,6 +554,9 @@ func (s *session) chargeNotification(method string, params json.RawMessage) json
 		key, p = "", map[string]json.RawMessage{"params": params}
 	}
 	rest, _ := unreadMembers(nil, p, func(k string, _ json.RawMessage) bool { return k == key })
+	if named != "" {
+		rest = append([]byte(named+"\n"), rest...)
+	}
 	parts := []govern.Part{{Text: string(rest)}}
 	raw, main := p[key]
 	if main {
@@ -548,6 +571,8 @@ func (s *session) chargeNotification(method string, params json.RawMessage) json
 	case err != nil:
 		s.g.o.Logf("charging %s: %v (not passed on)", method, err)
 		return nil
+	case st.Withheld == 0 && none:
+		return json.RawMessage{} // it came without params
 	case st.Withheld == 0:
 		return params
 	case st.Parts[0].Cut || st.Parts[0].Dropped:
