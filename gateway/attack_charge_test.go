@@ -185,3 +185,45 @@ func TestAttackNotificationMethodUncharged(t *testing.T) {
 		t.Errorf("notifications' methods of %d tokens reached the agent, %d were charged (limit 100)", reached, charged)
 	}
 }
+
+// TestAttackImageThatIsNone: data that no decoder reads as an image (a
+// text, or bytes, under an image's type) cost 1,600 tokens, the most an
+// image costs, whatever its length; no model sees it as an image, and a
+// client that shows it shows its base64 text: 40 KiB of it, as an image
+// block or an image resource, brought 36,920 tokens into a context of
+// 20,000. It is charged as that text (at least 1,600).
+func TestAttackImageThatIsNone(t *testing.T) {
+	t.Parallel()
+	raw := make([]byte, 40<<10)
+	for i := range raw {
+		raw[i] = byte(i*7919 + i/13*31 + i*i)
+	}
+	data := strings.ReplaceAll(base64.StdEncoding.EncodeToString(raw), "ID", "Id")
+	init := upstreamOK(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"resources":{}},"serverInfo":{"name":"x","version":"1"}}`)
+	replies := map[string]reply{
+		"initialize":     init,
+		"tools/list":     upstreamOK(`{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`),
+		"resources/list": upstreamOK(`{"resources":[{"uri":"file:///i","name":"i"}]}`),
+		"tools/call":     upstreamOK(`{"content":[{"type":"image","mimeType":"image/png","data":"` + data + `"}]}`),
+		"resources/read": upstreamOK(`{"contents":[{"uri":"file:///i","mimeType":"image/png","blob":"` + data + `"}]}`),
+	}
+	want := tokens(t, data)
+	for _, tt := range []struct {
+		name string
+		do   func(*agent) *message
+	}{
+		{"an image block", agentCall("tools/call", map[string]any{"name": "t", "arguments": map[string]any{}})},
+		{"an image resource", agentCall("resources/read", map[string]any{"uri": "file:///i"})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBench(t, smallRole(20000))
+			a := stdioAgent(t, b.gateway(t, PrefixNever, scriptedUpstream(t, "x", replies)), Identity{Agent: "a", Session: "s", StartRole: "small"})
+			a.initialize(nil)
+			got := string(mustJSON(tt.do(a)))
+			if charged := b.counters(t, "a", "s").Tokens; strings.Contains(got, data) && charged < want {
+				t.Errorf("%d tokens of base64 under an image's type reached the agent, charged %d (limit 20,000)", want, charged)
+			}
+		})
+	}
+}
