@@ -259,9 +259,10 @@ func decodedLen(s string) int64 { return media.DecodedLen(s) }
 
 func perKB(bytes, tokens int64) int64 { return media.PerKB(bytes, tokens) }
 
-// imageTokens estimates the tokens of a base64 image.
-func (o ChargeOptions) imageTokens(data string) int64 {
-	return media.ImageTokens(data, o.ImagePixelsPerToken, o.MaxImageTokens)
+// pixelTokens are the tokens of an image of w×h pixels (as
+// media.ImageTokens counts them).
+func (o ChargeOptions) pixelTokens(w, h int64) int64 {
+	return min(max((w*h+o.ImagePixelsPerToken-1)/o.ImagePixelsPerToken, 1), o.MaxImageTokens)
 }
 
 // part is what one content block brings into the agent's context.
@@ -270,7 +271,13 @@ func (o ChargeOptions) part(b block) govern.Part {
 	case "text":
 		return govern.Part{Text: b.Text}
 	case "image":
-		return govern.Part{Binary: true, Tokens: o.imageTokens(b.Data)}
+		if w, h, ok := media.ImageSize(b.Data); ok {
+			return govern.Part{Binary: true, Tokens: o.pixelTokens(w, h)}
+		}
+		// Data whose size no decoder reads is no image to any model, and
+		// text to a client that shows it: its base64 text, at least the
+		// most an image costs.
+		return govern.Part{Text: b.Data, Whole: true, Tokens: o.MaxImageTokens}
 	case "audio":
 		return govern.Part{Binary: true, Tokens: perKB(decodedLen(b.Data), o.AudioTokensPerKB)}
 	case "resource":
@@ -293,22 +300,32 @@ func (o ChargeOptions) resourcePart(r resourceBlock) govern.Part {
 		return govern.Part{Text: r.Text}
 	}
 	var blob int64
+	w, h, image := int64(0), int64(0), false
+	if strings.HasPrefix(r.MimeType, "image/") {
+		w, h, image = media.ImageSize(r.Blob)
+	}
 	switch {
-	case strings.HasPrefix(r.MimeType, "image/"):
-		blob = o.imageTokens(r.Blob)
+	case image:
+		blob = o.pixelTokens(w, h)
 	case strings.HasPrefix(r.MimeType, "audio/"):
 		blob = perKB(decodedLen(r.Blob), o.AudioTokensPerKB)
 	default:
-		// A client has nothing to make of other binary data but to show
-		// it, as its base64 text (or save it): its o200k tokens, at least
-		// the estimate by its bytes (base64 of random bytes is about 940
-		// tokens a KiB; 256 a KiB let 3.6 times its charge through).
-		// Whole or not at all, with the text beside it.
+		// A client has nothing to make of other binary data (an image
+		// whose size no decoder reads among it) but to show it, as its
+		// base64 text (or save it): its o200k tokens, at least the
+		// estimate by its bytes (base64 of random bytes is about 940
+		// tokens a KiB; 256 a KiB let 3.6 times its charge through), and
+		// under an image's type the most an image costs. Whole or not at
+		// all, with the text beside it.
 		text := r.Blob
 		if r.HasText {
 			text = r.Text + "\n" + r.Blob
 		}
-		return govern.Part{Text: text, Whole: true, Tokens: perKB(decodedLen(r.Blob), o.BlobTokensPerKB)}
+		least := perKB(decodedLen(r.Blob), o.BlobTokensPerKB)
+		if strings.HasPrefix(r.MimeType, "image/") {
+			least = max(least, o.MaxImageTokens)
+		}
+		return govern.Part{Text: text, Whole: true, Tokens: least}
 	}
 	if r.HasText {
 		return govern.Part{Text: r.Text, Beside: max(blob, 1)}
