@@ -118,6 +118,23 @@ func TestSettleKeepsATextWithItsBlobWhole(t *testing.T) {
 	}
 }
 
+// A whole text (a listed item, a blob's base64) is counted as its tokens
+// and at least its Tokens, and is kept whole or dropped, never cut.
+func TestSettleKeepsAWholeTextWhole(t *testing.T) {
+	t.Parallel()
+	g := settleGovernor(t, budget.NewMemory())
+	ctx := context.Background()
+	k := budget.Key{Session: "whole"}
+	st, err := g.Settle(ctx, Output{Session: k, Parts: []Part{{Text: "a b", Whole: true}, {Text: "a b", Whole: true, Tokens: 7}}})
+	if err != nil || st.Parts[0].Dropped || st.Parts[0].Tokens != 2 || st.Parts[1].Tokens != 7 || st.OutputTokens != 9 {
+		t.Fatalf("within the budget: %+v, %v", st, err)
+	}
+	st, err = g.Settle(ctx, Output{Session: k, Parts: []Part{{Text: strings.Repeat("word ", 1000000), Whole: true}}})
+	if err != nil || !st.Parts[0].Dropped || st.Parts[0].Cut || st.OutputTokens != 0 {
+		t.Errorf("past the budget: %+v, %v", st.Charge, err)
+	}
+}
+
 // An allowance worked out ahead is used only for the counters it was
 // worked out on: when another charge came first, the charge works out
 // what is left again and cuts to it (the headroom of the counters the
