@@ -70,7 +70,12 @@ type stdioConn struct {
 	cancel   context.CancelFunc
 	serving  map[string]context.CancelFunc // the upstream's requests under way, by id
 	incoming chan *message                 // responses and notifications, in order
-	exited   chan struct{}
+	// queued counts the messages sent to incoming and not yet handed on
+	// by deliver (under mu): a response read while none is hands itself
+	// to its caller at once, with nothing before it left to reach the
+	// agent, one goroutine hand-off fewer on the path of every result.
+	queued int
+	exited chan struct{}
 }
 
 // maxLine bounds one message from an upstream (a result of 64 MiB).
@@ -127,6 +132,15 @@ func (c *stdioConn) read(stdout io.Reader) {
 			// In the order they came: a call's log and progress messages
 			// reach the agent before its result. An agent that does not
 			// keep up holds up its own upstream, and nothing is lost.
+			if m.isResponse() {
+				if c.respond(m) {
+					continue
+				}
+			} else {
+				c.mu.Lock()
+				c.queued++
+				c.mu.Unlock()
+			}
 			select {
 			case c.incoming <- m:
 			case <-c.lost:
@@ -174,6 +188,26 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
+// respond hands the response m to its caller at once when every message
+// read before it was handed on (nothing is queued for deliver), and
+// reports whether it did; otherwise it counts m as queued, for the
+// reader to send to deliver, which hands it on after what came before.
+func (c *stdioConn) respond(m *message) bool {
+	c.mu.Lock()
+	if c.queued > 0 {
+		c.queued++
+		c.mu.Unlock()
+		return false
+	}
+	ch := c.pending[idKey(m.ID)]
+	delete(c.pending, idKey(m.ID))
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- m // buffered for its one response
+	}
+	return true
+}
+
 // deliver hands the upstream's responses and notifications on, in their
 // order.
 func (c *stdioConn) deliver() {
@@ -191,6 +225,9 @@ func (c *stdioConn) deliver() {
 			} else if c.h.notification != nil {
 				c.h.notification(m.Method, m.Params)
 			}
+			c.mu.Lock()
+			c.queued--
+			c.mu.Unlock()
 		case <-c.lost:
 			return
 		}
