@@ -494,7 +494,7 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	}
 	k := s.id.key()
 	call := govern.Call{Session: k, Tool: c.tool, Upstream: c.up.cfg.Name, UpstreamTool: c.upstreamName,
-		Arguments: args, Role: s.id.StartRole, Reserve: true, Background: true, Client: s.clientName()}
+		Arguments: args, Role: s.id.StartRole, Reserve: true, Background: true, Prefetch: true, Client: s.clientName()}
 	o, err := g.Decide(ctx, call)
 	if err != nil {
 		return c.fail(codeInternal, fmt.Sprintf("[harness] the %s was not made: the harness could not decide it (%v)", c.what(), err), nil)
@@ -520,9 +520,10 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		return c.fail(CodeDenied, refusalText(d, c.verb), &d)
 	}
 	s.goingTo(ctx, c.up)
-	// What the session may still spend is worked out while the call runs:
-	// the charge of its result need not wait for the policy.
-	headroom := g.Prefetch(ctx, k, o.Counters)
+	// What the session may still spend is worked out while the call runs
+	// (Call.Prefetch): the charge of its result need not wait for the
+	// policy.
+	headroom := o.Headroom
 	resp, err := c.up.call(ctx, c.method, c.params)
 	if err != nil {
 		// What the agent is told says first what was charged, so that it

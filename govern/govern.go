@@ -255,6 +255,11 @@ type Call struct {
 	// A declined call's slot stays spent: counting one call too many is
 	// the side to err on.
 	ReserveOnAsk bool
+	// Prefetch, with Background, works out the allowance of an allowed
+	// call's session at the counters it was decided on (as Prefetch
+	// does, for Settle), on the goroutine that writes the decision's log
+	// entry and before it: Outcome.Headroom.
+	Prefetch bool
 	// Approved says who approved the call, "" for nobody: a person asked
 	// for the approval an ask waits for (the gateway, by an elicitation of
 	// the agent's client). It lets a call decided ask run, and nothing
@@ -291,6 +296,9 @@ type Outcome struct {
 	Period budget.Period
 	// DecisionID names the decision in the decision log and events.
 	DecisionID string
+	// Headroom is the session's allowance at Counters, worked out while
+	// the caller goes on (Call.Prefetch), for Settle; nil for none.
+	Headroom *Headroom
 
 	written chan struct{} // closed once a Background decision is logged
 }
@@ -547,8 +555,19 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 		if call.Background {
 			done := make(chan struct{})
 			o.written = done
+			var h *Headroom
+			if call.Prefetch && o.Allowed {
+				h = newHeadroom(r, call.Session, o.Counters, period)
+				o.Headroom = h
+			}
+			// One goroutine for both, the allowance first (a charge
+			// waits for it): each hand-off to another goroutine wakes a
+			// thread of the runtime.
 			reuse.Go(func() {
 				defer close(done)
+				if h != nil {
+					h.work(ctx)
+				}
 				record()
 			})
 		} else {

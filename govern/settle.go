@@ -77,6 +77,7 @@ type Headroom struct {
 	counters budget.Counters
 	period   budget.Period
 	done     chan struct{}
+	in       contract.Input // of the allowance
 	al       policy.Allowance
 	err      error
 }
@@ -85,14 +86,21 @@ type Headroom struct {
 // to be given to Settle (Output.Headroom).
 func (g *Governor) Prefetch(ctx context.Context, k budget.Key, c budget.Counters) *Headroom {
 	r := g.rules.Load()
-	h := &Headroom{rules: r, counters: c, period: g.period(r, k.Agent), done: make(chan struct{})}
-	in := statusInput(k, c, h.period)
-	ctx = context.WithoutCancel(ctx)
-	reuse.Go(func() {
-		defer close(h.done)
-		h.al, h.err = r.Engine.Allowance(ctx, in)
-	})
+	h := newHeadroom(r, k, c, g.period(r, k.Agent))
+	reuse.Go(func() { h.work(ctx) })
 	return h
+}
+
+// newHeadroom is the headroom of session k at counters c in period, under
+// the rules r, for work to work out.
+func newHeadroom(r *Rules, k budget.Key, c budget.Counters, period budget.Period) *Headroom {
+	return &Headroom{rules: r, counters: c, period: period, done: make(chan struct{}), in: statusInput(k, c, period)}
+}
+
+// work works out h's allowance.
+func (h *Headroom) work(ctx context.Context) {
+	defer close(h.done)
+	h.al, h.err = h.rules.Engine.Allowance(context.WithoutCancel(ctx), h.in)
 }
 
 // allowance is h's allowance if it was worked out for the counters cur,

@@ -176,3 +176,44 @@ func TestHeadroomOnlyForItsCounters(t *testing.T) {
 		})
 	}
 }
+
+// A decision asked to prefetch (Call.Prefetch, with Background) carries the
+// headroom of an allowed call at the counters it was decided on, what the
+// policy's allowance says there; a refused call, or one not asked, none.
+func TestDecisionPrefetchesItsHeadroom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := settleGovernor(t, budget.NewMemory())
+	k := budget.Key{Agent: "a", Session: "s"}
+	if _, err := g.Settle(ctx, Output{Session: k, Tool: "ctx_read", Parts: []Part{{Text: strings.Repeat("word ", 300)}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		call     Call
+		allowed  bool
+		headroom bool
+	}{
+		{"allowed, prefetched", Call{Session: k, Tool: "ctx_read", Background: true, Prefetch: true}, true, true},
+		{"allowed, not asked", Call{Session: k, Tool: "ctx_read", Background: true}, true, false},
+		{"refused", Call{Session: k, Tool: "ctx_read", Arguments: "not an object", Background: true, Prefetch: true}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := g.Decide(ctx, tc.call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Wait()
+			if o.Allowed != tc.allowed || (o.Headroom != nil) != tc.headroom {
+				t.Fatalf("headroom %v, want %v (allowed %v)", o.Headroom != nil, tc.headroom, o.Allowed)
+			}
+			if o.Headroom == nil {
+				return
+			}
+			al, ok := o.Headroom.allowance(g.rules.Load(), o.Counters, o.Period)
+			if !ok || al.Tokens == nil || *al.Tokens != 2000-o.Counters.Tokens || o.Counters.Tokens == 0 {
+				t.Errorf("headroom at %d tokens: %+v %v", o.Counters.Tokens, al, ok)
+			}
+		})
+	}
+}
