@@ -93,6 +93,11 @@ func TestAttackSchemaFanOut(t *testing.T) {
 // arguments against schema, by topdown and then by the plan if it can run
 // the policy: a deny if both deny, else the first decision that does not.
 func decideSchema(t *testing.T, schema string, timeout time.Duration) contract.Decision {
+	return decideSchemaOf(t, schema, map[string]any{"path": "README.md"}, timeout)
+}
+
+// decideSchemaOf is decideSchema for a call with the arguments args.
+func decideSchemaOf(t *testing.T, schema string, args map[string]any, timeout time.Duration) contract.Decision {
 	src := "package harness.custom.schema\n\ndeny contains sprintf(\"%v\", [r]) if { r := json.match_schema(input.arguments, " + schema + ") }\n"
 	e, err := customEngine(t, compiler.Module{Name: "policies/project/schema.rego", Source: []byte(src)})
 	if err != nil {
@@ -101,7 +106,7 @@ func decideSchema(t *testing.T, schema string, timeout time.Duration) contract.D
 	}
 	e.SetBounds(Bounds{Timeout: timeout})
 	e.SetCaching(false)
-	in := contract.Input{Role: "coder", Tool: "ctx_read", Arguments: map[string]any{"path": "README.md"}}
+	in := contract.Input{Role: "coder", Tool: "ctx_read", Arguments: args}
 	d, _ := e.Decide(context.Background(), in)
 	if d.Decision != contract.Deny {
 		return d
@@ -111,4 +116,68 @@ func decideSchema(t *testing.T, schema string, timeout time.Duration) contract.D
 	}
 	d, _ = e.Decide(context.Background(), in)
 	return d
+}
+
+// The bound of 1000 schemas applies to one value, but a schema may apply
+// its 1000 to a value's children, each of which applies 1000 again to its
+// own: the checks multiply at each level of the document, whose depth the
+// agent chooses (its tool's arguments). 499 references to a definition
+// that applies the root to the property "a" pass the bound (999 schemas a
+// value), and on arguments five levels deep check the innermost 499^5
+// (3*10^13) times within one call of the built-in; two references a level
+// through a chain of forty definitions, 2^40. A schema that compares a
+// value (const, enum) marshals it each time: 999 consts on an argument of
+// 4 MB marshal 4 GB. Each must be a deny within the deadline.
+func TestAttackSchemaDepthFanOut(t *testing.T) {
+	t.Parallel()
+	chain := func(key string, depth int, leaf any) map[string]any {
+		v := leaf
+		for range depth {
+			v = map[string]any{key: v}
+		}
+		return v.(map[string]any)
+	}
+	array := func(depth int) map[string]any {
+		var v any = []any{1}
+		for range depth {
+			v = []any{v}
+		}
+		return map[string]any{"a": v}
+	}
+	fan := func(apply string) string {
+		return `{"allOf": [` + strings.TrimSuffix(strings.Repeat(`{"$ref": "#/definitions/d"}, `, 499), ", ") + `], "definitions": {"d": ` + apply + `}}`
+	}
+	var defs []string
+	for i := range 40 {
+		defs = append(defs, fmt.Sprintf(`"d%d": {"allOf": [{"properties": {"a": {"$ref": "#/definitions/d%d"}}}, {"properties": {"a": {"$ref": "#/definitions/d%d"}}}]}`, i, i+1, i+1))
+	}
+	defs = append(defs, `"d40": {"type": "object"}`)
+	cases := []struct {
+		name   string
+		schema string
+		args   map[string]any
+	}{
+		{"properties", fan(`{"properties": {"a": {"$ref": "#"}}}`), chain("a", 6, 1)},
+		{"additionalProperties", fan(`{"additionalProperties": {"$ref": "#"}}`), chain("a", 6, 1)},
+		{"patternProperties", fan(`{"patternProperties": {"^a$": {"$ref": "#"}}}`), chain("a", 6, 1)},
+		{"items", fan(`{"properties": {"a": {"$ref": "#/definitions/e"}}}, "e": {"allOf": [` + strings.TrimSuffix(strings.Repeat(`{"items": {"$ref": "#/definitions/e"}}, `, 499), ", ") + `]}`), array(6)},
+		{"contains", fan(`{"properties": {"a": {"$ref": "#/definitions/e"}}}, "e": {"allOf": [` + strings.TrimSuffix(strings.Repeat(`{"contains": {"$ref": "#/definitions/e"}}, `, 499), ", ") + `]}`), array(6)},
+		{"a chain of definitions", `{"$ref": "#/definitions/d0", "definitions": {` + strings.Join(defs, ", ") + `}}`, chain("a", 41, 1)},
+		{"const on a large value", `{"allOf": [` + strings.TrimSuffix(strings.Repeat(`{"const": 0}, `, 999), ", ") + `]}`, map[string]any{"path": strings.Repeat("a", 4<<20)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			done := make(chan contract.Decision, 1)
+			go func() { done <- decideSchemaOf(t, c.schema, c.args, 200*time.Millisecond) }()
+			select {
+			case d := <-done:
+				if d.Decision != contract.Deny {
+					t.Errorf("decision %s, want deny", d.Decision)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("the decision did not end in 10 s, with a deadline of 200 ms")
+			}
+		})
+	}
 }
