@@ -45,6 +45,13 @@ func init() {
 					return err
 				}
 			}
+			if !b.verify && len(operands) >= 2 {
+				// match_schema has the document too: the work of the
+				// whole check is bounded, not only each value's share.
+				if err := boundedWork(operands[1].Value, operands[0].Value); err != nil {
+					return err
+				}
+			}
 			return opa(bctx, operands, iter)
 		})
 	}
@@ -54,28 +61,38 @@ func init() {
 // built-ins take it) that is not a fragment. A schema the built-ins would
 // refuse anyway (not JSON, not an object) is left to them.
 func localRefsOnly(schema ast.Value) error {
-	var doc any
-	switch v := schema.(type) {
-	case ast.String:
-		// OPA checks the string with json.Valid first: the value it then
-		// decodes is the one decoded here.
-		d := json.NewDecoder(strings.NewReader(string(v)))
-		d.UseNumber()
-		if d.Decode(&doc) != nil {
-			return nil
-		}
-	case ast.Object, *ast.Array:
-		var err error
-		if doc, err = ast.JSON(v); err != nil {
-			return nil
-		}
-	default:
+	doc, ok := decodeOperand(schema)
+	if !ok {
 		return nil
 	}
 	if err := refsIn(doc); err != nil {
 		return err
 	}
 	return boundedRefs(doc)
+}
+
+// decodeOperand decodes a schema or a document as the built-ins take it
+// (a JSON string, an object or an array); false for one they refuse.
+func decodeOperand(v ast.Value) (any, bool) {
+	var doc any
+	switch v := v.(type) {
+	case ast.String:
+		// OPA checks the string with json.Valid first: the value it then
+		// decodes is the one decoded here.
+		d := json.NewDecoder(strings.NewReader(string(v)))
+		d.UseNumber()
+		if d.Decode(&doc) != nil {
+			return nil, false
+		}
+	case ast.Object, *ast.Array:
+		var err error
+		if doc, err = ast.JSON(v); err != nil {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	return doc, true
 }
 
 // maxSchemaExpansions bounds how many schemas the validator may apply to

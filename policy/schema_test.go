@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
@@ -140,6 +141,30 @@ func TestSchemaReferences(t *testing.T) {
 			if err := localRefsOnly(v); (err == nil) != tt.ok {
 				t.Errorf("%s (%T): %v, want ok %v", tt.schema, v, err, tt.ok)
 			}
+		}
+	}
+}
+
+// A schema of a tree ("items": {"$ref": "#"}) matches documents of
+// reasonable size, deep or wide: the bound of the whole check's work is
+// far past them.
+func TestSchemaTreeOfReasonableSize(t *testing.T) {
+	t.Parallel()
+	schema := ast.MustParseTerm(`{"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "pattern": "^[a-z]+$"}, "children": {"type": "array", "items": {"$ref": "#"}}}}`)
+	wide := make([]any, 10000)
+	for i := range wide {
+		wide[i] = map[string]any{"name": "leaf", "children": []any{}}
+	}
+	deep := map[string]any{"name": "leaf"}
+	for range 500 {
+		deep = map[string]any{"name": "node", "children": []any{deep, map[string]any{"name": "leaf"}}}
+	}
+	match := topdown.GetBuiltin(ast.JSONMatchSchema.Name)
+	for name, doc := range map[string]any{"wide": map[string]any{"name": "root", "children": wide}, "deep": deep} {
+		var out *ast.Term
+		err := match(topdown.BuiltinContext{}, []*ast.Term{ast.NewTerm(ast.MustInterfaceToValue(doc)), schema}, func(t *ast.Term) error { out = t; return nil })
+		if err != nil || out == nil || !out.Value.(*ast.Array).Elem(0).Equal(ast.BooleanTerm(true)) {
+			t.Errorf("%s: %v, %v; want a match", name, err, out)
 		}
 	}
 }
