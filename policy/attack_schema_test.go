@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/contract"
 )
@@ -164,6 +166,10 @@ func TestAttackSchemaDepthFanOut(t *testing.T) {
 		{"contains", fan(`{"properties": {"a": {"$ref": "#/definitions/e"}}}, "e": {"allOf": [` + strings.TrimSuffix(strings.Repeat(`{"contains": {"$ref": "#/definitions/e"}}, `, 499), ", ") + `]}`), array(6)},
 		{"a chain of definitions", `{"$ref": "#/definitions/d0", "definitions": {` + strings.Join(defs, ", ") + `}}`, chain("a", 41, 1)},
 		{"const on a large value", `{"allOf": [` + strings.TrimSuffix(strings.Repeat(`{"const": 0}, `, 999), ", ") + `]}`, map[string]any{"path": strings.Repeat("a", 4<<20)}},
+		// A short pattern's program is long ({1000}), and the validator
+		// matches it in steps of a byte and an instruction: 30,000
+		// instructions on 100 KB.
+		{"a pattern's program", `{"properties": {"path": {"pattern": "` + longProgram + `"}}}`, map[string]any{"path": strings.Repeat("é", 50000)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -179,5 +185,26 @@ func TestAttackSchemaDepthFanOut(t *testing.T) {
 				t.Errorf("the decision did not end in 10 s, with a deadline of 200 ms")
 			}
 		})
+	}
+}
+
+// longProgram is a pattern of 100 bytes whose program has 30,000
+// instructions.
+var longProgram = `(?:` + strings.Repeat(`\\pL`, 30) + `){1000}`
+
+// The validator compiles a pattern of patternProperties again for each
+// key of each object it applies to: a pattern of 44 bytes whose program
+// takes 0.6 ms to compile, on arguments of 4,000 keys, is 2.5 s of
+// compiling within one call of the built-in, where the work was counted
+// as 180,000 units of 200,000 (the pattern's bytes a key).
+func TestAttackSchemaPatternCompiledPerKey(t *testing.T) {
+	t.Parallel()
+	schema := `{"patternProperties": {"(?:[\\pL\\pN\\pM\\pS\\pP][\\pL\\pN\\pM\\pS\\pP]){1000}": {}}}`
+	args := map[string]any{}
+	for i := range 4000 {
+		args[fmt.Sprint("k", i)] = i
+	}
+	if err := boundedWork(ast.MustParseTerm(schema).Value, ast.MustInterfaceToValue(args)); err == nil {
+		t.Errorf("a pattern compiled for each of 4,000 keys is within the bound")
 	}
 }
