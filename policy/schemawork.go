@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"reflect"
+	"regexp/syntax"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -14,6 +15,13 @@ import (
 // each key). Two hundred thousand take the validator about 0.2 s (a tree of 40,000
 // objects, each checked against the schema of a tree).
 const maxSchemaWork = 200_000
+
+// A unit of work is about a microsecond of the validator's: a regular
+// expression's instruction takes a fifth of that to compile, and a step of
+// its match (an instruction on a byte) a two-hundredth. Counted as an
+// instruction compiled a unit, and stepsPerUnit steps a unit, a pattern is
+// never counted at less than it costs.
+const stepsPerUnit = 64
 
 // maxSchemaDepth bounds how deeply the validator's applications nest (a
 // schema within a schema, a value within a value), each a frame of its
@@ -43,7 +51,7 @@ func boundedWork(schemaOp, docOp ast.Value) error {
 	if !ok {
 		return nil
 	}
-	w := &schemaWork{root: root, memo: map[workKey]int{}}
+	w := &schemaWork{root: root, memo: map[workKey]int{}, programs: map[string]int{}}
 	_, err := w.apply(root, w.node(doc), 0)
 	return err
 }
@@ -67,6 +75,56 @@ type schemaWork struct {
 	root  map[string]any
 	memo  map[workKey]int // a pair's work; -1 while it is being counted
 	total int             // the units of the pairs counted so far
+	// programs are the sizes of the patterns met (see program).
+	programs map[string]int
+}
+
+// program is about how many instructions the program of the pattern p
+// has, as Go's regexp compiles it (a repetition {n} repeats what it
+// repeats n times): a short pattern may have a long program. A pattern
+// that does not parse costs its parsing.
+func (w *schemaWork) program(p string) int {
+	if n, ok := w.programs[p]; ok {
+		return n
+	}
+	n := len(p) + 1
+	if re, err := syntax.Parse(p, syntax.Perl); err == nil {
+		n = max(n, programSize(re))
+	}
+	w.programs[p] = n
+	return n
+}
+
+// programSize counts the instructions of re's program, saturating past
+// the bound of a match's work.
+func programSize(re *syntax.Regexp) int {
+	n := 1
+	for _, s := range re.Sub {
+		n += programSize(s)
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		n += len(re.Rune)
+	case syntax.OpRepeat:
+		times := max(re.Min, re.Max)
+		if re.Max < 0 {
+			times = re.Min + 1
+		}
+		n *= max(times, 1)
+	}
+	return min(n, maxSchemaWork+1)
+}
+
+// matching is the work of matching (and, once, compiling) the pattern p
+// against a text of n bytes.
+func (w *schemaWork) matching(p string, n int) (int, error) {
+	_, seen := w.programs[p]
+	size := w.program(p)
+	units := 1 + (n+1)*size/stepsPerUnit
+	if !seen {
+		units += size
+	}
+	return w.add(units)
 }
 
 func (w *schemaWork) node(v any) *vnode { return &vnode{v: v, size: -1} }
@@ -195,17 +253,36 @@ func (w *schemaWork) apply(s any, n *vnode, depth int) (int, error) {
 			}
 		}
 	}
+	if text, ok := n.v.(string); ok {
+		if p, ok := obj["pattern"].(string); ok {
+			if _, err := w.matching(p, len(text)); err != nil {
+				return 0, err
+			}
+		}
+		if f, _ := obj["format"].(string); f == "regex" {
+			// The text is compiled as a pattern.
+			if _, err := w.add(w.program(text)); err != nil {
+				return 0, err
+			}
+		}
+	}
 	switch v := n.v.(type) {
 	case map[string]any:
 		deps, _ := obj["dependencies"].(map[string]any)
 		props, _ := obj["properties"].(map[string]any)
 		pats, _ := obj["patternProperties"].(map[string]any)
-		perKey := len(props) + len(pats)
-		for p := range pats {
-			perKey += len(p)
-		}
-		if _, err := w.add(len(v) * perKey); err != nil {
+		if _, err := w.add(len(v) * len(props)); err != nil {
 			return 0, err
+		}
+		// Each pattern is compiled again for each key it is matched
+		// against.
+		for p := range pats {
+			size := w.program(p)
+			for k := range v {
+				if _, err := w.add(1 + size + (len(k)+1)*size/stepsPerUnit); err != nil {
+					return 0, err
+				}
+			}
 		}
 		additional := obj["additionalProperties"]
 		names := obj["propertyNames"]
