@@ -97,10 +97,14 @@ func (w *schemaWork) program(p string) int {
 
 // programSize counts the instructions of re's program, saturating past
 // the bound of a match's work.
-func programSize(re *syntax.Regexp) int {
+func programSize(re *syntax.Regexp) int { return programSizeOf(re, maxSchemaWork+1) }
+
+// programSizeOf counts the instructions of re's program, saturating at
+// most.
+func programSizeOf(re *syntax.Regexp, most int) int {
 	n := 1
 	for _, s := range re.Sub {
-		n += programSize(s)
+		n += programSizeOf(s, most)
 	}
 	switch re.Op {
 	case syntax.OpLiteral:
@@ -112,7 +116,7 @@ func programSize(re *syntax.Regexp) int {
 		}
 		n *= max(times, 1)
 	}
-	return min(n, maxSchemaWork+1)
+	return min(n, most)
 }
 
 // matching is the work of matching (and, once, compiling) the pattern p

@@ -223,6 +223,7 @@ func build(p *ir.Policy) (*Program, error) {
 		b.prog.consts = append(b.prog.consts, ast.StringTerm(s.Value))
 	}
 	b.strings = p.Static.Strings
+	b.files = p.Static.Files
 	b.prog.consts = append(b.prog.consts, ast.BooleanTerm(false), ast.BooleanTerm(true))
 	for _, d := range p.Static.BuiltinFuncs {
 		decl, ok := ast.BuiltinMap[d.Name]
@@ -544,6 +545,7 @@ func (b *builder) share(v ast.Value) int32 {
 type builder struct {
 	prog     *Program
 	strings  []*ir.StringConst
+	files    []*ir.StringConst // the modules' files, for a built-in's location
 	funcs    map[string]*function
 	builtins map[string]*builtin
 	max      int
@@ -907,7 +909,13 @@ func (b *builder) stmt(s ir.Stmt) (stmt, error) {
 			}
 		} else if bi, ok := b.builtins[s.Func]; ok {
 			out.kind, out.bi = kCallBuiltin, bi
+			// The built-in is told its call's file, as topdown tells it
+			// (a built-in may bound the harness's own calls otherwise
+			// than a custom policy's).
 			out.at = &ast.Location{Row: s.Location.Row, Col: s.Location.Col}
+			if f := s.Location.File; f >= 0 && f < len(b.files) {
+				out.at.File = b.files[f].Value
+			}
 			b.prog.maxArgs = max(b.prog.maxArgs, len(s.Args))
 		} else {
 			return out, fmt.Errorf("%w: call of %s", ErrUnsupported, s.Func)
