@@ -198,6 +198,7 @@ func prepareAll(ctx context.Context, doc *compiler.Document, custom []compiler.M
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	registerPatterns(doc)
 	l, err := prepare(ctx, doc, append(Modules(), policies...))
 	if err != nil {
 		return nil, err

@@ -8,6 +8,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/topdown"
+
+	"github.com/agentharness/harness/compiler"
 )
 
 // maxRegexSteps bounds the work of one call of a built-in that matches a
@@ -18,10 +20,14 @@ import (
 // call of the built-in, where no deadline is looked at: a pattern of 100
 // bytes on an argument of 200 KB was 15 s. Past the bound (about a second
 // at worst) the call fails, and its decision with it (a deny); a pattern
-// of 150 instructions may still match a text of 2.5 MB. The bound is a
-// custom policy's: the harness's own patterns are short programs of
-// literals (its suspect expression matches every string of a call's
-// arguments, a file's content of many MB among them).
+// of 150 instructions may still match a text of 2.5 MB. The harness's own
+// rules match the self-protection's expressions (programs of literals,
+// a few hundred instructions) against every string of a call's arguments,
+// a file's content of many MB among them: those calls are left unbounded,
+// the expressions of a document the engine was given in the harness's
+// own modules, not a pattern a custom policy gives one of the harness's
+// functions (data.harness.matches). Its other patterns are short, and
+// bounded like a custom policy's.
 const maxRegexSteps = 400_000_000
 
 // The built-ins that match a pattern against a text, by the operands of
@@ -41,10 +47,10 @@ func init() {
 	for _, b := range regexBuiltins {
 		opa := topdown.GetBuiltin(b.decl.Name)
 		topdown.RegisterBuiltinFunc(b.decl.Name, func(bctx topdown.BuiltinContext, operands []*ast.Term, iter func(*ast.Term) error) error {
-			if len(operands) > b.pattern && len(operands) > b.text && !ownCall(bctx) {
+			if len(operands) > b.pattern && len(operands) > b.text {
 				p, ok1 := operands[b.pattern].Value.(ast.String)
 				s, ok2 := operands[b.text].Value.(ast.String)
-				if ok1 && ok2 {
+				if ok1 && ok2 && !(harnessPattern(string(p)) && ownCall(bctx)) {
 					if steps := regexProgram(string(p)) * (len(s) + 1); steps > maxRegexSteps || steps < 0 {
 						return fmt.Errorf("a pattern whose program has %d instructions, on a text of %d bytes: more than %d steps", regexProgram(string(p)), len(s), maxRegexSteps)
 					}
@@ -75,6 +81,35 @@ var (
 	ownOnce sync.Once
 	own     map[string]bool
 )
+
+// harnessPatterns are the self-protection's expressions of the documents
+// engines were given (see registerPatterns), up to maxRegexPrograms of
+// them: past it, a new one is bounded like any pattern.
+var (
+	harnessPatterns    sync.Map // string -> bool
+	harnessPatternsLen atomic.Int64
+)
+
+// registerPatterns notes the self-protection's expressions of doc.
+func registerPatterns(doc *compiler.Document) {
+	if doc == nil {
+		return
+	}
+	p := doc.Config.Protect
+	for _, re := range append(append([]string{p.Suspect.Regex}, p.Locations...), p.Commands...) {
+		if harnessPatternsLen.Load() >= maxRegexPrograms {
+			return
+		}
+		if _, loaded := harnessPatterns.LoadOrStore(re, true); !loaded {
+			harnessPatternsLen.Add(1)
+		}
+	}
+}
+
+func harnessPattern(p string) bool {
+	_, ok := harnessPatterns.Load(p)
+	return ok
+}
 
 // regexPrograms are the program sizes of the patterns met, up to
 // maxRegexPrograms of them (past it, a size is worked out each time).
