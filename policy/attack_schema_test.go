@@ -208,3 +208,21 @@ func TestAttackSchemaPatternCompiledPerKey(t *testing.T) {
 		t.Errorf("a pattern compiled for each of 4,000 keys is within the bound")
 	}
 }
+
+// OPA's loader compiles every pattern of a schema when it compiles the
+// schema (json.verify_schema, json.match_schema), whether or not a value
+// is ever matched against it: 100 patterns of 1.2 KB, each a program of
+// 300,000 instructions, are 5 s of compiling inside one call of the
+// built-in. Such a schema must be invalid.
+func TestAttackSchemaPatternsCompiled(t *testing.T) {
+	t.Parallel()
+	long := `(?:` + strings.Repeat(`[^a]`, 300) + `){1000}`
+	var props []string
+	for i := range 100 {
+		props = append(props, fmt.Sprintf(`"p%d": {"type": "string", "pattern": %q}`, i, long))
+	}
+	schema := `{"properties": {` + strings.Join(props, ", ") + `}}`
+	if err := localRefsOnly(ast.String(schema)); err == nil {
+		t.Errorf("a schema of 100 patterns of 300,000 instructions each is valid")
+	}
+}
