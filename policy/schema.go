@@ -68,6 +68,9 @@ func localRefsOnly(schema ast.Value) error {
 	if err := refsIn(doc); err != nil {
 		return err
 	}
+	if err := boundedPatterns(doc); err != nil {
+		return err
+	}
 	return boundedRefs(doc)
 }
 

@@ -354,3 +354,42 @@ func (w *schemaWork) add(c int) (int, error) {
 	}
 	return c, nil
 }
+
+// boundedPatterns refuses a schema whose patterns (pattern, the keys of
+// patternProperties) have programs of more than maxSchemaWork
+// instructions in all: OPA's loader compiles each when it compiles the
+// schema, matched or not, inside one call of the built-in.
+func boundedPatterns(schema any) error {
+	w := &schemaWork{programs: map[string]int{}}
+	total := 0
+	var walk func(v any) error
+	walk = func(v any) error {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if p, ok := e.(string); ok && k == "pattern" {
+					total += w.program(p)
+				}
+				if pats, ok := e.(map[string]any); ok && k == "patternProperties" {
+					for p := range pats {
+						total += w.program(p)
+					}
+				}
+				if total > maxSchemaWork {
+					return fmt.Errorf("the schema's patterns have programs of more than %d instructions in all", maxSchemaWork)
+				}
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for _, e := range v {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(schema)
+}
