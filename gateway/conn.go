@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -163,29 +164,40 @@ func (c *stdioConn) read(stdout io.Reader) {
 	}
 }
 
-// readLine reads one line of at most maxLine bytes, without its newline.
+// readLine reads one line of at most maxLine bytes, without its newline,
+// into a buffer of its own. A line longer than r's buffer (a result of
+// 100 KB) is gathered in a buffer that doubles as it fills: one
+// allocation up to twice r's buffer, where growing it by each piece read
+// took one a piece, each copying again what came before.
 func readLine(r *bufio.Reader) ([]byte, error) {
+	chunk, err := r.ReadSlice('\n')
 	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
-		switch {
-		case err == bufio.ErrBufferFull:
-			if len(line) > maxLine {
+	if err == bufio.ErrBufferFull {
+		line = make([]byte, 0, 2*len(chunk))
+		for err == bufio.ErrBufferFull {
+			if len(line)+len(chunk) > maxLine { // refused before the buffer grows past it
 				return nil, fmt.Errorf("a message of more than %d bytes", maxLine)
 			}
-			continue
-		case err != nil && len(line) == 0:
-			return nil, err
-		}
-		if n := len(line); n > 0 && line[n-1] == '\n' {
-			line = line[:n-1]
-			if n := len(line); n > 0 && line[n-1] == '\r' {
-				line = line[:n-1]
+			if cap(line)-len(line) < len(chunk) {
+				line = slices.Grow(line, max(len(chunk), cap(line)))
 			}
+			line = append(line, chunk...)
+			chunk, err = r.ReadSlice('\n')
 		}
-		return line, nil
+	} else if err != nil && len(chunk) == 0 {
+		return nil, err
 	}
+	line = append(line, chunk...)
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+	}
+	if len(line) > maxLine {
+		return nil, fmt.Errorf("a message of more than %d bytes", maxLine)
+	}
+	return line, nil
 }
 
 // respond hands the response m to its caller at once when every message

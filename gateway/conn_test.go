@@ -1,8 +1,13 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -93,5 +98,72 @@ func TestResponseAfterItsNotifications(t *testing.T) {
 				t.Errorf("the response came after %d notifications handed on, want %d", a.notes, want)
 			}
 		})
+	}
+}
+
+// readLine gives each line whole, in a buffer of its own, without its
+// line break (LF or CRLF). A line longer than the reader's buffer (a
+// result of 100 KB, read through 64 KiB) is gathered in a buffer that
+// doubles as it fills: one allocation up to twice the reader's buffer,
+// not one each time it fills, each copying what came before.
+func TestReadLine(t *testing.T) {
+	const size = 64 << 10 // the reader's buffer, as the gateway's
+	text := func(n int) string { return strings.Repeat("0123456789abcdef", n/16+1)[:n] }
+	for _, tc := range []struct {
+		name   string
+		input  string
+		want   []string
+		allocs float64 // at most, reading the first line
+	}{
+		{name: "short", input: "{}\n", want: []string{"{}"}, allocs: 1},
+		{name: "CRLF", input: "{}\r\n[]", want: []string{"{}", "[]"}, allocs: 1},
+		{name: "the buffer's size", input: text(size-1) + "\n", want: []string{text(size - 1)}, allocs: 1},
+		{name: "a byte past the buffer", input: text(size) + "\n", want: []string{text(size)}, allocs: 1},
+		{name: "100 KB", input: text(100<<10) + "\n{}\n", want: []string{text(100 << 10), "{}"}, allocs: 1},
+		{name: "100 KB, the last line", input: text(100 << 10), want: []string{text(100 << 10)}, allocs: 1},
+		{name: "five buffers", input: text(5*size) + "\n", want: []string{text(5 * size)}, allocs: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := bufio.NewReaderSize(strings.NewReader(tc.input), size)
+			var got []string
+			for {
+				line, err := readLine(r)
+				if err != nil {
+					if !errors.Is(err, io.EOF) {
+						t.Fatal(err)
+					}
+					break
+				}
+				got = append(got, string(line))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %d lines (%d bytes first), want %d (%d bytes first)", len(got), len(first(got)), len(tc.want), len(first(tc.want)))
+			}
+			src := strings.NewReader(tc.input)
+			r = bufio.NewReaderSize(src, size)
+			allocs := testing.AllocsPerRun(20, func() {
+				src.Reset(tc.input)
+				r.Reset(src)
+				readLine(r)
+			})
+			if allocs > tc.allocs {
+				t.Errorf("%v allocations to read a line of %d bytes, want at most %v", allocs, len(tc.want[0]), tc.allocs)
+			}
+		})
+	}
+}
+
+func first(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[0]
+}
+
+// A line past maxLine is refused, not gathered whole.
+func TestReadLineBound(t *testing.T) {
+	r := bufio.NewReaderSize(strings.NewReader(strings.Repeat("x", maxLine+1)+"\n"), 64<<10)
+	if line, err := readLine(r); err == nil {
+		t.Fatalf("read a line of %d bytes, more than maxLine (%d)", len(line), maxLine)
 	}
 }
