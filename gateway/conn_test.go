@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -166,4 +167,37 @@ func TestReadLineBound(t *testing.T) {
 	if line, err := readLine(r); err == nil {
 		t.Fatalf("read a line of %d bytes, more than maxLine (%d)", len(line), maxLine)
 	}
+}
+
+// FuzzReadLine holds readLine to a reference: the input split at each
+// LF, a CR before it dropped, no line after a final LF; read through
+// buffers of 16 bytes and up, so that lines span several of them.
+func FuzzReadLine(f *testing.F) {
+	f.Add([]byte("{}\n[]\r\n"), uint8(0))
+	f.Add([]byte(strings.Repeat("0123456789", 10)+"\r\n\n\rx"), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, size uint8) {
+		var want []string
+		for rest := string(data); rest != ""; {
+			line, after, found := strings.Cut(rest, "\n")
+			if found {
+				line = strings.TrimSuffix(line, "\r")
+			}
+			want, rest = append(want, line), after
+		}
+		r := bufio.NewReaderSize(bytes.NewReader(data), 16+int(size))
+		var got []string
+		for {
+			line, err := readLine(r)
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Fatal(err)
+				}
+				break
+			}
+			got = append(got, string(line))
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	})
 }
