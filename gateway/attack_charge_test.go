@@ -117,12 +117,7 @@ func TestListedItemsChargedOnce(t *testing.T) {
 // base64 text.
 func TestAttackBlobBelowItsText(t *testing.T) {
 	t.Parallel()
-	raw := make([]byte, 40<<10)
-	for i := range raw {
-		raw[i] = byte(i*7919 + i/13*31 + i*i)
-	}
-	// (scriptedUpstream puts the request's id for each "ID")
-	blob := strings.ReplaceAll(base64.StdEncoding.EncodeToString(raw), "ID", "Id")
+	blob := noiseBase64(40 << 10)
 	resource := `{"uri":"file:///b","mimeType":"application/octet-stream","blob":"` + blob + `"}`
 	init := upstreamOK(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"x","version":"1"}}`)
 	replies := map[string]reply{
@@ -194,11 +189,7 @@ func TestAttackNotificationMethodUncharged(t *testing.T) {
 // 20,000. It is charged as that text (at least 1,600).
 func TestAttackImageThatIsNone(t *testing.T) {
 	t.Parallel()
-	raw := make([]byte, 40<<10)
-	for i := range raw {
-		raw[i] = byte(i*7919 + i/13*31 + i*i)
-	}
-	data := strings.ReplaceAll(base64.StdEncoding.EncodeToString(raw), "ID", "Id")
+	data := noiseBase64(40 << 10)
 	init := upstreamOK(`{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"resources":{}},"serverInfo":{"name":"x","version":"1"}}`)
 	replies := map[string]reply{
 		"initialize":     init,
@@ -226,4 +217,15 @@ func TestAttackImageThatIsNone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// noiseBase64 is the base64 of n bytes that look random (about 940 o200k
+// tokens a KiB), with no "ID" in it, which scriptedUpstream replaces with
+// the request's id.
+func noiseBase64(n int) string {
+	raw := make([]byte, n)
+	for i := range raw {
+		raw[i] = byte(i*7919 + i/13*31 + i*i)
+	}
+	return strings.ReplaceAll(base64.StdEncoding.EncodeToString(raw), "ID", "Id")
 }

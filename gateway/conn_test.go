@@ -125,23 +125,12 @@ func TestReadLine(t *testing.T) {
 		{name: "five buffers", input: text(5*size) + "\n", want: []string{text(5 * size)}, allocs: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := bufio.NewReaderSize(strings.NewReader(tc.input), size)
-			var got []string
-			for {
-				line, err := readLine(r)
-				if err != nil {
-					if !errors.Is(err, io.EOF) {
-						t.Fatal(err)
-					}
-					break
-				}
-				got = append(got, string(line))
-			}
+			got := readLines(t, bufio.NewReaderSize(strings.NewReader(tc.input), size))
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("got %d lines (%d bytes first), want %d (%d bytes first)", len(got), len(first(got)), len(tc.want), len(first(tc.want)))
 			}
 			src := strings.NewReader(tc.input)
-			r = bufio.NewReaderSize(src, size)
+			r := bufio.NewReaderSize(src, size)
 			allocs := testing.AllocsPerRun(20, func() {
 				src.Reset(tc.input)
 				r.Reset(src)
@@ -151,6 +140,22 @@ func TestReadLine(t *testing.T) {
 				t.Errorf("%v allocations to read a line of %d bytes, want at most %v", allocs, len(tc.want[0]), tc.allocs)
 			}
 		})
+	}
+}
+
+// readLines reads r's lines with readLine to its end.
+func readLines(t *testing.T, r *bufio.Reader) []string {
+	t.Helper()
+	var got []string
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			return got
+		}
+		got = append(got, string(line))
 	}
 }
 
@@ -184,18 +189,7 @@ func FuzzReadLine(f *testing.F) {
 			}
 			want, rest = append(want, line), after
 		}
-		r := bufio.NewReaderSize(bytes.NewReader(data), 16+int(size))
-		var got []string
-		for {
-			line, err := readLine(r)
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					t.Fatal(err)
-				}
-				break
-			}
-			got = append(got, string(line))
-		}
+		got := readLines(t, bufio.NewReaderSize(bytes.NewReader(data), 16+int(size)))
 		if !slices.Equal(got, want) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
