@@ -28,16 +28,21 @@ import (
 // process in the middle adds. The paths are called in turn, one call
 // each, so that the load of this shared machine weighs on them alike. Run
 // it with -benchtime 2000x (make bench-gateway) for at least 2,000 calls
-// each.
+// each. With HARNESS_BENCH_BASELINE set to another build of harness (of
+// an earlier commit, say), a fifth path, "baseline", is that build set up
+// as "gateway" is, with a ledger of its own: the two builds are compared
+// in one run, in turn, under the same load (baseline-added-p50-µs beside
+// added-p50-µs).
 func BenchmarkGatewayLatency(b *testing.B) {
 	t := &testing.T{}
 	harnessBin, upstreamBin := buildBinaries(t)
 	if t.Failed() {
 		b.Fatal("building the binaries failed")
 	}
-	home, project, lean := b.TempDir(), b.TempDir(), b.TempDir()
+	home, project, lean, baseHome := b.TempDir(), b.TempDir(), b.TempDir(), b.TempDir()
+	baseline := os.Getenv("HARNESS_BENCH_BASELINE")
 	writeFileB(b, filepath.Join(lean, ".lean-ctx", "harness.toml"), "[log]\nevents = \"off\"\ndecisions = \"off\"\n")
-	for _, h := range []string{home, lean} { // a user's role: a project's beyond the ceiling decides nothing
+	for _, h := range []string{home, lean, baseHome} { // a user's role: a project's beyond the ceiling decides nothing
 		writeFileB(b, filepath.Join(h, ".lean-ctx", "roles", "bench.toml"),
 			"[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 1000000000000\nmax_cost_usd = 1000000.0\n")
 	}
@@ -51,6 +56,13 @@ func BenchmarkGatewayLatency(b *testing.B) {
 				c    *client.Client
 				lat  []time.Duration
 			}{{name: "direct"}, {name: "relay"}, {name: "gateway"}, {name: "lean"}}
+			if baseline != "" {
+				paths = append(paths, struct {
+					name string
+					c    *client.Client
+					lat  []time.Duration
+				}{name: "baseline"})
+			}
 			for i := range paths {
 				var c *client.Client
 				var err error
@@ -59,6 +71,9 @@ func BenchmarkGatewayLatency(b *testing.B) {
 					c, err = client.NewStdioMCPClient(upstreamBin, nil)
 				case "relay":
 					c, err = client.NewStdioMCPClient(binaries.relay, nil, upstreamBin)
+				case "baseline": // as gateway, with the other build, its own ledger
+					c, err = client.NewStdioMCPClient(baseline, []string{"HOME=" + baseHome},
+						"serve", "--project", project, "--role", "bench", "--session", "bench-"+size.name, "--", upstreamBin)
 				case "lean":
 					c, err = client.NewStdioMCPClient(harnessBin, []string{"HOME=" + lean},
 						"serve", "--project", project, "--role", "bench", "--ledger", "memory:", "--session", "bench-"+size.name, "--", upstreamBin)
@@ -103,7 +118,7 @@ func BenchmarkGatewayLatency(b *testing.B) {
 					call(p.c)
 				}
 			}
-			gwPid := childPid(b, "serve", "bench-"+size.name, "--ledger=") // not the lean one
+			gwPid := childPid(b, harnessBin, "serve", "bench-"+size.name, "--ledger=") // not the lean one, nor the baseline
 			cpu0 := procCPU(b, gwPid)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -124,6 +139,9 @@ func BenchmarkGatewayLatency(b *testing.B) {
 			b.ReportMetric(float64((p50["gateway"] - p50["direct"]).Microseconds()), "added-p50-µs")
 			b.ReportMetric(float64((p50["lean"] - p50["direct"]).Microseconds()), "lean-added-p50-µs")
 			b.ReportMetric(float64((p50["relay"] - p50["direct"]).Microseconds()), "relay-added-p50-µs")
+			if baseline != "" {
+				b.ReportMetric(float64((p50["baseline"] - p50["direct"]).Microseconds()), "baseline-added-p50-µs")
+			}
 		})
 	}
 }
