@@ -72,3 +72,25 @@ func BenchmarkArguments(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStdioCall is one small tool call through ServeStdio, in this
+// process, to the fixture upstream (a process of its own), with the
+// memory ledger and no logs: with -cpuprofile, where the gateway's own
+// work on a call goes, and its allocations a call. Its time includes the
+// upstream's; BenchmarkGatewayLatency in cmd/harness measures what the
+// gateway adds, against the same call made straight.
+func BenchmarkStdioCall(b *testing.B) {
+	f := newFixture(b, nil)
+	c := f.stdio(b, agentSession("bench"))
+	c.initialize(nil)
+	args := tool("ctx_read", map[string]any{"bytes": 20})
+	for range 100 { // warm up
+		c.call("tools/call", args)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if text, isErr := toolText(b, c.call("tools/call", args)); isErr || len(text) != 20 {
+			b.Fatalf("got %q (error %v)", text, isErr)
+		}
+	}
+}
