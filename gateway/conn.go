@@ -33,6 +33,26 @@ type conn interface {
 	close() error
 }
 
+// sentKey carries what to do once a request is on its way (whenSent).
+type sentKey struct{}
+
+// whenSent is ctx with f to be called once a call made with it is on its
+// way to the upstream (or, if it may wait to be written, before): the
+// gateway starts then what it does meanwhile (the decision's log entry,
+// the allowance), so as not to wake a goroutine before the request goes.
+// A conn calls f at most once; the caller makes sure it runs in the end
+// (Outcome.Wait does).
+func whenSent(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, sentKey{}, f)
+}
+
+// sent calls the function of whenSent of ctx, if any.
+func sent(ctx context.Context) {
+	if f, ok := ctx.Value(sentKey{}).(func()); ok {
+		f()
+	}
+}
+
 // connHandlers hear what an upstream sends of its own.
 type connHandlers struct {
 	// notification is called in the order the upstream sent them.
@@ -311,9 +331,20 @@ func (c *stdioConn) call(ctx context.Context, method string, params json.RawMess
 	c.next++
 	id := c.next
 	key := fmt.Sprint(id)
+	// With requests of others under way, the upstream may not have read
+	// all that was written to it, and this write may wait: what was to
+	// start once it is sent starts now, not held back by the upstream.
+	waiting := len(c.pending) > 0
 	c.pending[key] = ch
 	c.mu.Unlock()
-	if err := c.write(requestMessage(id, method, params)); err != nil {
+	if waiting {
+		sent(ctx)
+	}
+	err := c.write(requestMessage(id, method, params))
+	if !waiting {
+		sent(ctx)
+	}
+	if err != nil {
 		c.mu.Lock()
 		delete(c.pending, key)
 		c.mu.Unlock()
@@ -411,6 +442,7 @@ func dialHTTP(ctx context.Context, cfg UpstreamConfig, h connHandlers) (*httpCon
 func (c *httpConn) done() <-chan struct{} { return c.lost }
 
 func (c *httpConn) call(ctx context.Context, method string, params json.RawMessage) (*message, error) {
+	sent(ctx) // a request over HTTP may wait to be written (see whenSent)
 	c.mu.Lock()
 	c.next++
 	id := c.next

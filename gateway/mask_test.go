@@ -60,3 +60,43 @@ func TestMaskedEmptyKeyIsErased(t *testing.T) {
 		t.Errorf("the decision log:\n%s", log)
 	}
 }
+
+// A call's decision is logged while its upstream works on it, not held
+// back to its answer: the gateway starts writing the entry once the
+// request is on its way (govern.Call.Later), and an upstream that never
+// answers leaves the entry written all the same.
+func TestDecisionLoggedWhileTheUpstreamWorks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	set, err := roles.Load(roles.Dirs{Project: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetBounds(policy.Bounds{Timeout: time.Minute})
+	logPath := filepath.Join(dir, "decisions.jsonl")
+	dl, err := events.OpenDecisionLog(logPath, events.DecisionLogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov := govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: budget.NewMemory(), Decisions: dl,
+		OnError: func(err error) { t.Errorf("reported: %v", err) }})
+	t.Cleanup(func() { gov.Wait(); dl.Close() }) // the last: after the session's end
+	f := newFixture(t, func(o *Options) { o.Governor = gov })
+	c := f.stdio(t, agentSession("under-way"))
+	c.initialize(nil)
+	id, _ := c.start("tools/call", tool("ctx_shell", map[string]string{"command": "hang"}))
+	t.Cleanup(func() { // before the client hangs up, which waits for its calls
+		c.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": "done"})
+	})
+	waitFor(t, "the decision in the log", func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), `"ctx_shell"`)
+	})
+	if f.g.inflightCount(true) != 1 {
+		t.Errorf("%d calls under way upstream, want the one", f.g.inflightCount(true))
+	}
+}

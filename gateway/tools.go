@@ -494,13 +494,16 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	}
 	k := s.id.key()
 	call := govern.Call{Session: k, Tool: c.tool, Upstream: c.up.cfg.Name, UpstreamTool: c.upstreamName,
-		Arguments: args, Role: s.id.StartRole, Reserve: true, Background: true, Prefetch: true, Client: s.clientName()}
+		Arguments: args, Role: s.id.StartRole, Reserve: true, Background: true, Later: true, Prefetch: true, Client: s.clientName()}
 	o, err := g.Decide(ctx, call)
 	if err != nil {
 		return c.fail(codeInternal, fmt.Sprintf("[harness] the %s was not made: the harness could not decide it (%v)", c.what(), err), nil)
 	}
 	defer o.Wait() // the decision's log entry and events are written before the answer goes back
 	d := o.Decision
+	if !o.Allowed {
+		o.Start() // no request goes (yet): the refusal, or the question, is logged now
+	}
 	if !o.Allowed && d.Decision == contract.Ask {
 		// A person approves the call, or it does not run.
 		approved, why := s.askApproval(ctx, c, args, d)
@@ -515,6 +518,9 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 		}
 		defer o.Wait()
 		d = o.Decision
+		if !o.Allowed {
+			o.Start()
+		}
 	}
 	if !o.Allowed {
 		return c.fail(CodeDenied, refusalText(d, c.verb), &d)
@@ -524,7 +530,9 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	// (Call.Prefetch): the charge of its result need not wait for the
 	// policy.
 	headroom := o.Headroom
-	resp, err := c.up.call(ctx, c.method, c.params)
+	// The decision's log entry and the allowance are worked out while
+	// the upstream works: started once the request is sent (Call.Later).
+	resp, err := c.up.call(whenSent(ctx, o.Start), c.method, c.params)
 	if err != nil {
 		// What the agent is told says first what was charged, so that it
 		// (and whoever reconciles its bill) need not guess; the

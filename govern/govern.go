@@ -270,6 +270,11 @@ type Call struct {
 	// Outcome.Wait waits for them. Without it they are written before
 	// Decide returns.
 	Background bool
+	// Later, with Background, starts that work only at Outcome.Start
+	// (or at Outcome.Wait, or when Settle needs the Headroom, if either
+	// comes first): a caller that sends the call on first (the gateway,
+	// to its upstream) wakes no goroutine before it has.
+	Later bool
 }
 
 // Outcome is what came of a call.
@@ -301,10 +306,21 @@ type Outcome struct {
 	Headroom *Headroom
 
 	written chan struct{} // closed once a Background decision is logged
+	start   func()        // starts the Background work, once (Call.Later)
+}
+
+// Start starts the work of a decision made with Call.Later: its log entry
+// and events, and its Headroom. Only the first call of Start, Wait or the
+// Headroom's use starts it.
+func (o Outcome) Start() {
+	if o.start != nil {
+		o.start()
+	}
 }
 
 // Wait returns once the decision's log entry and events are written.
 func (o Outcome) Wait() {
+	o.Start()
 	if o.written != nil {
 		<-o.written
 	}
@@ -563,13 +579,23 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 			// One goroutine for both, the allowance first (a charge
 			// waits for it): each hand-off to another goroutine wakes a
 			// thread of the runtime.
-			reuse.Go(func() {
-				defer close(done)
+			work := func() {
+				reuse.Go(func() {
+					defer close(done)
+					if h != nil {
+						h.work(ctx)
+					}
+					record()
+				})
+			}
+			if call.Later {
+				o.start = sync.OnceFunc(work)
 				if h != nil {
-					h.work(ctx)
+					h.start = o.start
 				}
-				record()
-			})
+			} else {
+				work()
+			}
 		} else {
 			record()
 		}

@@ -80,6 +80,7 @@ type Headroom struct {
 	in       contract.Input // of the allowance
 	al       policy.Allowance
 	err      error
+	start    func() // starts the work, if it waits to be started (Call.Later)
 }
 
 // Prefetch starts working out the allowance of session k at counters c,
@@ -108,6 +109,9 @@ func (h *Headroom) work(ctx context.Context) {
 func (h *Headroom) allowance(r *Rules, cur budget.Counters, period budget.Period) (policy.Allowance, bool) {
 	if h == nil || h.rules != r || h.counters != cur || h.period != period {
 		return policy.Allowance{}, false
+	}
+	if h.start != nil {
+		h.start()
 	}
 	<-h.done
 	return h.al, h.err == nil

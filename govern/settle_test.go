@@ -217,3 +217,42 @@ func TestDecisionPrefetchesItsHeadroom(t *testing.T) {
 		})
 	}
 }
+
+// A decision made with Call.Later does nothing in the background until it
+// is started, by Start, by Wait, or by Settle's use of its headroom,
+// whichever comes first; it is never started twice.
+func TestLaterWorkWaitsToBeStarted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := settleGovernor(t, budget.NewMemory())
+	k := budget.Key{Agent: "a", Session: "later"}
+	for _, tc := range []struct {
+		name  string
+		start func(Outcome)
+	}{
+		{"Start", func(o Outcome) { o.Start(); o.Start() }},
+		{"Wait", func(o Outcome) {}},
+		{"the headroom", func(o Outcome) {
+			if _, ok := o.Headroom.allowance(g.rules.Load(), o.Counters, o.Period); !ok {
+				t.Error("no allowance from the headroom")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := g.Decide(ctx, Call{Session: k, Tool: "ctx_read", Background: true, Later: true, Prefetch: true})
+			if err != nil || !o.Allowed || o.Headroom == nil {
+				t.Fatalf("%+v %v", o, err)
+			}
+			select {
+			case <-o.written:
+				t.Fatal("the decision was logged before it was started")
+			case <-o.Headroom.done:
+				t.Fatal("the allowance was worked out before it was started")
+			default:
+			}
+			tc.start(o)
+			o.Wait()
+			<-o.Headroom.done
+		})
+	}
+}
