@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -116,5 +117,29 @@ func TestAttackResolvedIntoHarnessFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// What edits keeps of a tool's name is what the expression says of it,
+// for the names it keeps and for those past maxEdited alike, asked once
+// or again: an agent that sends many names makes no tool look like
+// another.
+func TestEditsKeepsTheExpressionsAnswer(t *testing.T) {
+	e := testEngine(t)
+	l := e.cur.Load()
+	var names []string
+	for i := range maxEdited + 50 {
+		names = append(names, fmt.Sprintf("tool_%d", i))
+	}
+	names = append(names, "ctx_edit", "Write", "ctx_read", "EDIT_file", "mcp__fs__write_file")
+	for round := range 2 {
+		for _, name := range names {
+			if got, want := l.edits(name), l.edit.MatchString(strings.ToLower(name)); got != want {
+				t.Fatalf("round %d: edits(%q) = %v, the expression says %v", round, name, got, want)
+			}
+		}
+	}
+	if !l.edits("ctx_edit") || l.edits("ctx_read") {
+		t.Error("ctx_edit must edit, ctx_read not")
 	}
 }

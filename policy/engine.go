@@ -67,6 +67,10 @@ type loaded struct {
 	// edit is the edit tools' expression (EditPaths); nil when it does
 	// not compile.
 	edit *regexp.Regexp
+	// edited memoises edits: what edit says of a tool's name (bool), for
+	// up to maxEdited names, the first asked of.
+	edited     sync.Map
+	editedSize atomic.Int64
 	// values holds the patterns the policy compiled (see maxCompiled).
 	values cache.InterQueryValueCache
 	mu     sync.Mutex

@@ -73,9 +73,27 @@ func sortedKeys(m map[string]any) []string {
 // edits reports whether a tool of that name edits files: its lower-cased
 // name matches the edit tools' expression. An expression that does not
 // compile takes every tool for one (the resolution is only extra work).
+//
+// Every call asks, of its tool's name and of its upstream's name for it,
+// and matching took a few microseconds of a decision's 10–20: the answers
+// for the first maxEdited names are kept (a set of tools is small; names
+// past them, whoever sends them, are matched each time).
 func (l *loaded) edits(tool string) bool {
-	return l.edit == nil || l.edit.MatchString(strings.ToLower(tool))
+	if l.edit == nil {
+		return true
+	}
+	if e, ok := l.edited.Load(tool); ok {
+		return e.(bool)
+	}
+	e := l.edit.MatchString(strings.ToLower(tool))
+	if l.editedSize.Add(1) <= maxEdited {
+		l.edited.Store(tool, e)
+	}
+	return e
 }
+
+// maxEdited is how many tools' names edits keeps its answer for.
+const maxEdited = 4096
 
 // editRegexp compiles the edit tools' expression of doc, nil when it does
 // not compile.
