@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/agentharness/harness/internal/jsonstr"
 )
 
 // message is one JSON-RPC 2.0 message, its parts kept as they came: the
@@ -162,15 +164,23 @@ func notificationMessage(method string, params any) []byte {
 	return b
 }
 
-// requestMessage is a request of method with params, of id n.
+// requestMessage is a request of method with params, of id n, as
+// encoding/json marshals it (params compacted: a line break between its
+// tokens would end the line); nil if params is not JSON.
 func requestMessage(n int64, method string, params json.RawMessage) []byte {
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params,omitempty"`
-	}{"2.0", json.RawMessage(strconv.FormatInt(n, 10)), method, params})
-	return b
+	b := make([]byte, 0, len(method)+len(params)+64)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, n, 10)
+	b = append(b, `,"method":`...)
+	b = jsonstr.Append(b, method)
+	if len(params) > 0 {
+		var err error
+		b = append(b, `,"params":`...)
+		if b, err = appendRaw(b, params); err != nil {
+			return nil
+		}
+	}
+	return append(b, '}')
 }
 
 // asRaw is v as raw JSON: itself if it is raw already.
@@ -233,4 +243,101 @@ func spaceBreaks(b []byte) {
 			b[i] = ' '
 		}
 	}
+}
+
+// appendRaw appends the JSON value v as encoding/json marshals a
+// json.RawMessage: compacted, with <, >, &, U+2028 and U+2029 escaped.
+// Most values (an agent's arguments) hold none of those nor any white
+// space and are appended as they are, in one look at their bytes.
+func appendRaw(dst []byte, v json.RawMessage) ([]byte, error) {
+	plain := true
+	for i := 0; i < len(v) && plain; i++ {
+		switch v[i] {
+		case ' ', '\t', '\r', '\n', '<', '>', '&', 0xE2: // 0xE2 begins U+2028 and U+2029
+			plain = false
+		}
+	}
+	if plain && json.Valid(v) {
+		return append(dst, v...), nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, v); err != nil {
+		return dst, err
+	}
+	out := bytes.NewBuffer(dst)
+	json.HTMLEscape(out, compact.Bytes())
+	return out.Bytes(), nil
+}
+
+// toolCallParams is the params of a tools/call of the tool name with
+// arguments and _meta (raw JSON; either may be absent), as mustJSON makes
+// them of a map of the three: the members in the order of their keys,
+// each value as appendRaw writes it.
+func toolCallParams(name string, arguments, meta json.RawMessage) (json.RawMessage, error) {
+	b := make([]byte, 0, len(name)+len(arguments)+len(meta)+32)
+	b = append(b, '{')
+	var err error
+	if len(meta) > 0 {
+		b = append(b, `"_meta":`...)
+		if b, err = appendRaw(b, meta); err != nil {
+			return nil, err
+		}
+		b = append(b, ',')
+	}
+	if len(arguments) > 0 {
+		b = append(b, `"arguments":`...)
+		if b, err = appendRaw(b, arguments); err != nil {
+			return nil, err
+		}
+		b = append(b, ',')
+	}
+	b = append(b, `"name":`...)
+	b = jsonstr.Append(b, name)
+	return append(b, '}'), nil
+}
+
+// toolCall is the params of an agent's tools/call.
+type toolCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      json.RawMessage `json:"_meta"`
+}
+
+// toolCallMembers are toolCall's members by their JSON names.
+var toolCallMembers = []string{"name", "arguments", "_meta"}
+
+// readToolCall reads params as json.Unmarshal reads them into a toolCall,
+// in one pass over their members where they are out of the ordinary in
+// nothing (each member once, named exactly, the name a string); anything
+// else json.Unmarshal reads, with its errors. Arguments and _meta are
+// slices of params.
+func readToolCall(params json.RawMessage) (toolCall, error) {
+	var p toolCall
+	members, n, err := objectMembersN(params)
+	quick := err == nil && members != nil && n == len(members)
+	for key, v := range members {
+		if !quick {
+			break
+		}
+		switch key {
+		case "name":
+			if quick = len(v) > 0 && v[0] == '"'; quick {
+				p.Name = stringValue(v)
+			}
+		case "arguments":
+			p.Arguments = v
+		case "_meta":
+			p.Meta = v
+		default:
+			for _, name := range toolCallMembers {
+				quick = quick && !strings.EqualFold(key, name)
+			}
+		}
+	}
+	if quick {
+		return p, nil
+	}
+	p = toolCall{}
+	err = json.Unmarshal(params, &p)
+	return p, err
 }

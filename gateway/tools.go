@@ -294,12 +294,8 @@ func upstreamMeta(raw json.RawMessage) json.RawMessage {
 // decision's warnings on it. A result the harness does not change goes
 // back as the upstream wrote it.
 func (s *session) callTool(ctx context.Context, params json.RawMessage) (json.RawMessage, *rpcError) {
-	var p struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Meta      json.RawMessage `json:"_meta"`
-	}
-	if err := json.Unmarshal(params, &p); err != nil || p.Name == "" {
+	p, err := readToolCall(params)
+	if err != nil || p.Name == "" {
 		return nil, &rpcError{Code: codeInvalidParams, Message: "tools/call: want a tool name"}
 	}
 	if p.Name == SessionTool {
@@ -316,16 +312,13 @@ func (s *session) callTool(ctx context.Context, params json.RawMessage) (json.Ra
 			return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("unknown tool: %.64q; the tool listed is %.64q (names are exact)", p.Name, listed)}
 		}
 	}
-	out := map[string]any{"name": rt.name}
-	if len(p.Arguments) > 0 {
-		out["arguments"] = p.Arguments
-	}
-	if m := upstreamMeta(p.Meta); m != nil {
-		out["_meta"] = m
+	out, err := toolCallParams(rt.name, p.Arguments, upstreamMeta(p.Meta))
+	if err != nil {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "tools/call: " + err.Error()}
 	}
 	return s.governed(ctx, governedCall{
 		tool: p.Name, up: rt.up, upstreamName: rt.name, arguments: p.Arguments, names: rt.names,
-		method: "tools/call", params: mustJSON(out), verb: "called",
+		method: "tools/call", params: out, verb: "called",
 	})
 }
 
