@@ -205,6 +205,32 @@ func (s *session) can(capability string) bool {
 // for a notification or a response). Messages about the request go to
 // related, as they come.
 func (s *session) handle(ctx context.Context, m *message, related peer) []byte {
+	if r := s.respond(ctx, m, related); r != nil {
+		return r.message()
+	}
+	return nil
+}
+
+// response is the response to a request of the agent: its result (raw
+// JSON), or its error.
+type response struct {
+	id, result json.RawMessage
+	err        *rpcError
+}
+
+// message is the response as one message, in a buffer of its own with a
+// byte to spare (see resultMessage).
+func (r *response) message() []byte {
+	if r.err != nil {
+		return errorMessage(r.id, r.err)
+	}
+	return resultMessage(r.id, r.result)
+}
+
+// respond is handle, with the response in its parts: a stdio session
+// writes a result from where it is, rather than copied into a message
+// (lineWriter.sendResponse).
+func (s *session) respond(ctx context.Context, m *message, related peer) *response {
 	s.touch()
 	switch {
 	case m.isResponse():
@@ -241,9 +267,9 @@ func (s *session) handle(ctx context.Context, m *message, related peer) []byte {
 		return nil // a request the agent cancelled is not answered (MCP's cancellation)
 	}
 	if rerr != nil {
-		return errorMessage(m.ID, rerr)
+		return &response{id: m.ID, err: rerr}
 	}
-	return resultMessage(m.ID, result)
+	return &response{id: m.ID, result: result}
 }
 
 // request answers one request of the agent.

@@ -8,7 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/agentharness/harness/internal/reuse"
 )
@@ -21,6 +25,11 @@ type lineWriter struct {
 	w      io.Writer
 	err    error
 	failed func(error)
+	// raw is w's file descriptor when w has one (a file, a pipe, a
+	// socket), for writes of several buffers in one system call; looked
+	// up at the first (rawLooked).
+	raw       syscall.RawConn
+	rawLooked bool
 }
 
 func (l *lineWriter) send(msg []byte) error {
@@ -36,10 +45,92 @@ func (l *lineWriter) sendOwned(msg []byte) error {
 	return l.write(append(msg, '\n'))
 }
 
+// sendResponse writes the response r as sendOwned writes r.message(),
+// the same bytes, but where w has a file descriptor a result is written
+// from where it is, between the line's head (up to its id) and its end,
+// in one writev: a result of 100 KB is not copied into a message of its
+// own first. A result with a line break (which only white space between
+// its values can hold, made a space in a copy) is written as sendOwned
+// does, and so is an error.
+func (l *lineWriter) sendResponse(r *response) error {
+	if r.err != nil || bytes.IndexByte(r.result, '\n') >= 0 || bytes.IndexByte(r.result, '\r') >= 0 {
+		return l.sendOwned(r.message())
+	}
+	head := make([]byte, 0, len(r.id)+32)
+	head = append(head, `{"jsonrpc":"2.0","id":`...)
+	head = append(head, r.id...)
+	head = append(head, `,"result":`...)
+	spaceBreaks(head)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	if !l.rawLooked {
+		l.rawLooked = true
+		if c, ok := l.w.(syscall.Conn); ok {
+			l.raw, _ = c.SyscallConn()
+		}
+	}
+	bufs := [][]byte{head, r.result, []byte("}\n")}
+	if l.raw == nil {
+		return l.writeLocked(slices.Concat(bufs...))
+	}
+	if rest, err := writev(l.raw, bufs); err != nil {
+		// What is left is written as any line is, which fails as it
+		// would have (writing to a closed standard output, os.File
+		// raises SIGPIPE), and reports the error as it does.
+		return l.writeLocked(slices.Concat(rest...))
+	}
+	return nil
+}
+
+// writev writes bufs to the file descriptor of c, in as few writev
+// system calls as it takes, waiting (through the runtime's poller) for a
+// descriptor in non-blocking mode to take more. On an error it returns
+// what it did not write.
+func writev(c syscall.RawConn, bufs [][]byte) ([][]byte, error) {
+	var werr error
+	err := c.Write(func(fd uintptr) bool {
+		for len(bufs) > 0 {
+			n, err := unix.Writev(int(fd), bufs)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err == unix.EAGAIN:
+				return false // wait until it can be written
+			case err != nil:
+				werr = err
+				return true
+			case n <= 0:
+				werr = io.ErrShortWrite
+				return true
+			}
+			for len(bufs) > 0 && len(bufs[0]) <= n {
+				n -= len(bufs[0])
+				bufs = bufs[1:]
+			}
+			if len(bufs) > 0 {
+				bufs[0] = bufs[0][n:]
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	return bufs, err
+}
+
 // write writes a line.
 func (l *lineWriter) write(line []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.writeLocked(line)
+}
+
+// writeLocked is write, l.mu held.
+func (l *lineWriter) writeLocked(line []byte) error {
 	if l.err != nil {
 		return l.err
 	}
@@ -151,8 +242,8 @@ func (g *Gateway) dispatch(ctx context.Context, s *session, w *lineWriter, wg *s
 	wg.Add(1)
 	reuse.Go(func() { // a goroutine whose stack the policy grew already
 		defer wg.Done()
-		if resp := s.handle(ctx, m, w); resp != nil {
-			w.sendOwned(resp) // a response is made for this answer alone
+		if r := s.respond(ctx, m, w); r != nil {
+			w.sendResponse(r)
 		}
 	})
 }
