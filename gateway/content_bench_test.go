@@ -1,9 +1,18 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentharness/harness/budget"
+	"github.com/agentharness/harness/compiler"
+	"github.com/agentharness/harness/govern"
+	"github.com/agentharness/harness/policy"
+	"github.com/agentharness/harness/roles"
 )
 
 // BenchmarkReadToolResult reads a 100 KB text result for charging, as the
@@ -75,13 +84,28 @@ func BenchmarkArguments(b *testing.B) {
 
 // BenchmarkStdioCall is one small tool call through ServeStdio, in this
 // process, to the fixture upstream (a process of its own), with the
-// memory ledger and no logs: with -cpuprofile, where the gateway's own
-// work on a call goes, and its allocations a call. Its time includes the
-// upstream's; BenchmarkGatewayLatency in cmd/harness measures what the
-// gateway adds, against the same call made straight.
+// memory ledger and no logs, in a user's role whose budget the calls do
+// not use up: with -cpuprofile, where the gateway's own work on a call
+// goes, and its allocations a call. Its time includes the upstream's;
+// BenchmarkGatewayLatency in cmd/harness measures what the gateway adds,
+// against the same call made straight.
 func BenchmarkStdioCall(b *testing.B) {
-	f := newFixture(b, nil)
-	c := f.stdio(b, agentSession("bench"))
+	dir := b.TempDir()
+	roomy := "[role]\ninherits = \"coder\"\n[limits]\nmax_context_tokens = 1000000000000\nmax_cost_usd = 1000000.0\n"
+	if err := os.WriteFile(filepath.Join(dir, "roomy.toml"), []byte(roomy), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	set, err := roles.Load(roles.Dirs{User: []string{dir}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	gov := govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: budget.NewMemory()})
+	f := newFixture(b, func(o *Options) { o.Governor = gov })
+	c := f.stdio(b, Identity{Agent: "bench", Session: "bench", StartRole: "roomy"})
 	c.initialize(nil)
 	args := tool("ctx_read", map[string]any{"bytes": 20})
 	for range 100 { // warm up

@@ -59,6 +59,27 @@ func TestShortcutsAreOPAs(t *testing.T) {
 		{"div", "7", "2", false},
 		{"div", "0", `"5"`, false}, // a string: OPA's type error
 		{"div", `"0"`, "5", false},
+		{"minus", "1000000000000", "42", true}, // past the int32 window: OPA's big.Int
+		{"minus", "5", "7", true},
+		{"minus", "-9223372036854775808", "1", false}, // overflows
+		{"minus", "9223372036854775807", "-1", false},
+		{"minus", "0", "-9223372036854775808", false},
+		{"minus", "007", "1", false}, // not a JSON number: OPA answers
+		{"minus", "-0", "0", true},
+		{"minus", "5.0", "1", true}, // OPA reads 5.0 as the integer 5
+		{"minus", "1e3", "1", false},
+		{"minus", "0.5", "1", false},
+		{"minus", `"5"`, "1", false},
+		{"plus", "9223372036854775807", "1", false},
+		{"plus", "-9223372036854775808", "-1", false},
+		{"plus", "4000000000", "4000000000", true},
+		{"plus", "-3", "3", true},
+		{"mul", "3037000500", "3037000500", false}, // past int64
+		{"mul", "-9223372036854775808", "-1", false},
+		{"mul", "-1", "-9223372036854775808", false},
+		{"mul", "1000000", "5000", true},
+		{"mul", "0", "-9223372036854775808", true},
+		{"mul", "-7", "6", true},
 	} {
 		args := []*ast.Term{number(tt.x), number(tt.y)}
 		got := shortcuts[tt.name](args)
@@ -74,7 +95,8 @@ func TestShortcutsAreOPAs(t *testing.T) {
 
 // A shortcut's every answer is OPA's, to the spelling of its number.
 func FuzzShortcutsAreOPAs(f *testing.F) {
-	for _, s := range [][2]string{{"0", "5"}, {"-0", "5"}, {"0", "-5"}, {"0", "2147483647"}, {"0", "0"}, {"0.0", "3"}, {"1", "3"}} {
+	for _, s := range [][2]string{{"0", "5"}, {"-0", "5"}, {"0", "-5"}, {"0", "2147483647"}, {"0", "0"}, {"0.0", "3"}, {"1", "3"},
+		{"9223372036854775807", "1"}, {"-9223372036854775808", "-1"}, {"1000000000000", "123"}, {"3037000500", "3037000499"}} {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, x, y string) {
