@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,9 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentharness/harness/budget"
-	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/govern"
-	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
 
@@ -95,15 +92,7 @@ func BenchmarkStdioCall(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "roomy.toml"), []byte(roomy), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	set, err := roles.Load(roles.Dirs{User: []string{dir}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	gov := govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: budget.NewMemory()})
+	gov := govern.New(govern.Options{Rules: testRules(b, roles.Dirs{User: []string{dir}}), Store: budget.NewMemory()})
 	f := newFixture(b, func(o *Options) { o.Governor = gov })
 	c := f.stdio(b, Identity{Agent: "bench", Session: "bench", StartRole: "roomy"})
 	c.initialize(nil)

@@ -94,7 +94,30 @@ func newFixture(t testing.TB, mod func(*Options)) *fixture {
 			t.Fatal(err)
 		}
 	}
-	set, err := roles.Load(roles.Dirs{Project: []string{dir}})
+	store := budget.NewMemory()
+	f := &fixture{store: store, logs: &logSink{}}
+	bus := events.NewBus()
+	f.gov = govern.New(govern.Options{Rules: testRules(t, roles.Dirs{Project: []string{dir}}), Store: store, Sinks: []events.Sink{bus}})
+	o := Options{Governor: f.gov, Version: "test", Logf: f.logs.logf, Events: bus,
+		Upstreams: []UpstreamConfig{{Name: "fixture", Command: upstreamBin}}}
+	if mod != nil {
+		mod(&o)
+	}
+	var err error
+	f.g, err = New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.g.Close)
+	return f
+}
+
+// testRules are the rules of the built-in roles and those in dirs, the
+// policy's deadline a minute: a busy machine's decisions are not what
+// these tests test.
+func testRules(t testing.TB, dirs roles.Dirs) govern.Rules {
+	t.Helper()
+	set, err := roles.Load(dirs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,22 +125,8 @@ func newFixture(t testing.TB, mod func(*Options)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.SetBounds(policy.Bounds{Timeout: time.Minute}) // a busy machine's decisions are not what these test
-	store := budget.NewMemory()
-	f := &fixture{store: store, logs: &logSink{}}
-	bus := events.NewBus()
-	f.gov = govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: store, Sinks: []events.Sink{bus}})
-	o := Options{Governor: f.gov, Version: "test", Logf: f.logs.logf, Events: bus,
-		Upstreams: []UpstreamConfig{{Name: "fixture", Command: upstreamBin}}}
-	if mod != nil {
-		mod(&o)
-	}
-	f.g, err = New(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.g.Close)
-	return f
+	e.SetBounds(policy.Bounds{Timeout: time.Minute})
+	return govern.Rules{Engine: e, Roles: set}
 }
 
 // usage is a session's counters.

@@ -1,18 +1,14 @@
 package gateway
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentharness/harness/budget"
-	"github.com/agentharness/harness/compiler"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/govern"
-	"github.com/agentharness/harness/policy"
 	"github.com/agentharness/harness/roles"
 )
 
@@ -23,15 +19,6 @@ import (
 func TestMaskedEmptyKeyIsErased(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	set, err := roles.Load(roles.Dirs{Project: []string{dir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.SetBounds(policy.Bounds{Timeout: time.Minute})
 	mask, err := events.NewMask([]string{"/arguments/env/*"})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +29,7 @@ func TestMaskedEmptyKeyIsErased(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dl.Close()
-	gov := govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: budget.NewMemory(), Mask: mask, Decisions: dl,
+	gov := govern.New(govern.Options{Rules: testRules(t, roles.Dirs{Project: []string{dir}}), Store: budget.NewMemory(), Mask: mask, Decisions: dl,
 		OnError: func(err error) { t.Errorf("reported: %v", err) }})
 	f := newFixture(t, func(o *Options) { o.Governor = gov })
 	c := f.stdio(t, agentSession("mask"))
@@ -68,21 +55,12 @@ func TestMaskedEmptyKeyIsErased(t *testing.T) {
 func TestDecisionLoggedWhileTheUpstreamWorks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	set, err := roles.Load(roles.Dirs{Project: []string{dir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := policy.New(context.Background(), compiler.Compile(set, compiler.DefaultConfig()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.SetBounds(policy.Bounds{Timeout: time.Minute})
 	logPath := filepath.Join(dir, "decisions.jsonl")
 	dl, err := events.OpenDecisionLog(logPath, events.DecisionLogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gov := govern.New(govern.Options{Rules: govern.Rules{Engine: e, Roles: set}, Store: budget.NewMemory(), Decisions: dl,
+	gov := govern.New(govern.Options{Rules: testRules(t, roles.Dirs{Project: []string{dir}}), Store: budget.NewMemory(), Decisions: dl,
 		OnError: func(err error) { t.Errorf("reported: %v", err) }})
 	t.Cleanup(func() { gov.Wait(); dl.Close() }) // the last: after the session's end
 	f := newFixture(t, func(o *Options) { o.Governor = gov })

@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"explain":              {"contract", "policy", "roles"},
 	"transcript":           {"pricing"},
 	"govern":               {"budget", "compiler", "contract", "events", "internal/reuse", "policy", "pricing", "roles", "transcript"},
-	"gateway":              {"budget", "contract", "events", "explain", "govern", "internal/ijson", "internal/media", "internal/reuse"},
+	"gateway":              {"budget", "contract", "events", "explain", "govern", "internal/ijson", "internal/jsonstr", "internal/media", "internal/reuse"},
 	"hookclient":           {"internal/jsonstr"},
 	"hook":                 {"budget", "contract", "govern", "hookclient", "internal/ijson", "internal/media"},
 	"metrics":              {"contract", "events"},
