@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentharness/harness/contract"
 	"github.com/agentharness/harness/events"
 	"github.com/agentharness/harness/govern"
 )
@@ -401,7 +402,15 @@ func (s *session) fromUpstream(u *upstream, method string, params json.RawMessag
 		if json.Unmarshal(params, &p) == nil && p != nil {
 			var uri string
 			json.Unmarshal(p["uri"], &uri)
-			p["uri"] = mustJSON(s.g.exposeURI(u, uri))
+			exposed := s.g.exposeURI(u, uri)
+			// The URI of a resource the role may not read is not the
+			// agent's to see, nor how it changes (fail closed: an error
+			// shows nothing).
+			name := ResourcePrefix + exposed
+			if !s.visible(context.Background(), []contract.Tool{{Name: name, Upstream: u.cfg.Name, UpstreamTool: ResourcePrefix + uri}})[name] {
+				return
+			}
+			p["uri"] = mustJSON(exposed)
 			params = mustJSON(p)
 		}
 	}
