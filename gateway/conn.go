@@ -37,19 +37,21 @@ type conn interface {
 type sentKey struct{}
 
 // whenSent is ctx with f to be called once a call made with it is on its
-// way to the upstream (or, if it may wait to be written, before): the
-// gateway starts then what it does meanwhile (the decision's log entry,
-// the allowance), so as not to wake a goroutine before the request goes.
-// A conn calls f at most once; the caller makes sure it runs in the end
-// (Outcome.Wait does).
-func whenSent(ctx context.Context, f func()) context.Context {
+// way to the upstream (written true), or before it is written when the
+// write may wait (written false): the gateway does then what it does
+// meanwhile (the decision's log entry, the allowance), on the call's
+// goroutine once the request is written, which then has nothing else to
+// do until the response comes, and on a goroutine of its own before. A
+// conn calls f at most once; the caller makes sure the work is done in
+// the end (Outcome.Wait does).
+func whenSent(ctx context.Context, f func(written bool)) context.Context {
 	return context.WithValue(ctx, sentKey{}, f)
 }
 
 // sent calls the function of whenSent of ctx, if any.
-func sent(ctx context.Context) {
-	if f, ok := ctx.Value(sentKey{}).(func()); ok {
-		f()
+func sent(ctx context.Context, written bool) {
+	if f, ok := ctx.Value(sentKey{}).(func(bool)); ok {
+		f(written)
 	}
 }
 
@@ -338,11 +340,11 @@ func (c *stdioConn) call(ctx context.Context, method string, params json.RawMess
 	c.pending[key] = ch
 	c.mu.Unlock()
 	if waiting {
-		sent(ctx)
+		sent(ctx, false)
 	}
 	err := c.write(requestMessage(id, method, params))
 	if !waiting {
-		sent(ctx)
+		sent(ctx, true)
 	}
 	if err != nil {
 		c.mu.Lock()
@@ -442,7 +444,7 @@ func dialHTTP(ctx context.Context, cfg UpstreamConfig, h connHandlers) (*httpCon
 func (c *httpConn) done() <-chan struct{} { return c.lost }
 
 func (c *httpConn) call(ctx context.Context, method string, params json.RawMessage) (*message, error) {
-	sent(ctx) // a request over HTTP may wait to be written (see whenSent)
+	sent(ctx, false) // a request over HTTP may wait to be written (see whenSent)
 	c.mu.Lock()
 	c.next++
 	id := c.next

@@ -524,8 +524,15 @@ func (s *session) governed(ctx context.Context, c governedCall) (json.RawMessage
 	// policy.
 	headroom := o.Headroom
 	// The decision's log entry and the allowance are worked out while
-	// the upstream works: started once the request is sent (Call.Later).
-	resp, err := c.up.call(whenSent(ctx, o.Start), c.method, c.params)
+	// the upstream works: once the request is written, on this goroutine
+	// (Call.Later).
+	resp, err := c.up.call(whenSent(ctx, func(written bool) {
+		if written {
+			o.Run()
+		} else {
+			o.Start()
+		}
+	}), c.method, c.params)
 	if err != nil {
 		// What the agent is told says first what was charged, so that it
 		// (and whoever reconciles its bill) need not guess; the

@@ -306,15 +306,41 @@ type Outcome struct {
 	Headroom *Headroom
 
 	written chan struct{} // closed once a Background decision is logged
-	start   func()        // starts the Background work, once (Call.Later)
+	later   *later        // the Background work, until it is started (Call.Later)
 }
 
-// Start starts the work of a decision made with Call.Later: its log entry
-// and events, and its Headroom. Only the first call of Start, Wait or the
-// Headroom's use starts it.
+// later is the work of a decision made with Call.Later, done once.
+type later struct {
+	once sync.Once
+	work func()
+}
+
+// do does the work, on a goroutine of its own (async) or on the caller's.
+func (l *later) do(async bool) {
+	l.once.Do(func() {
+		if async {
+			reuse.Go(l.work)
+		} else {
+			l.work()
+		}
+	})
+}
+
+// Start starts the work of a decision made with Call.Later, its log entry
+// and events and its Headroom, on a goroutine of its own. Only the first
+// call of Start, Run, Wait or the Headroom's use does the work.
 func (o Outcome) Start() {
-	if o.start != nil {
-		o.start()
+	if o.later != nil {
+		o.later.do(true)
+	}
+}
+
+// Run is Start on the caller's goroutine, for a caller that has nothing
+// else to do meanwhile (the gateway, once its request is written and
+// until its response comes): no goroutine is woken for it.
+func (o Outcome) Run() {
+	if o.later != nil {
+		o.later.do(false)
 	}
 }
 
@@ -580,21 +606,19 @@ func (g *Governor) decide(ctx context.Context, call Call) (Outcome, error) {
 			// waits for it): each hand-off to another goroutine wakes a
 			// thread of the runtime.
 			work := func() {
-				reuse.Go(func() {
-					defer close(done)
-					if h != nil {
-						h.work(ctx)
-					}
-					record()
-				})
+				defer close(done)
+				if h != nil {
+					h.work(ctx)
+				}
+				record()
 			}
 			if call.Later {
-				o.start = sync.OnceFunc(work)
+				o.later = &later{work: work}
 				if h != nil {
-					h.start = o.start
+					h.start = o.Run // a charge that waits for the allowance works it out itself
 				}
 			} else {
-				work()
+				reuse.Go(work)
 			}
 		} else {
 			record()

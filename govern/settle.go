@@ -80,7 +80,7 @@ type Headroom struct {
 	in       contract.Input // of the allowance
 	al       policy.Allowance
 	err      error
-	start    func() // starts the work, if it waits to be started (Call.Later)
+	start    func() // does the work, if it waits to be started (Call.Later)
 }
 
 // Prefetch starts working out the allowance of session k at counters c,

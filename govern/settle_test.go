@@ -219,8 +219,9 @@ func TestDecisionPrefetchesItsHeadroom(t *testing.T) {
 }
 
 // A decision made with Call.Later does nothing in the background until it
-// is started, by Start, by Wait, or by Settle's use of its headroom,
-// whichever comes first; it is never started twice.
+// is started, by Start, by Run (on the caller's goroutine), by Wait, or by
+// Settle's use of its headroom, whichever comes first; it is never done
+// twice.
 func TestLaterWorkWaitsToBeStarted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -231,6 +232,16 @@ func TestLaterWorkWaitsToBeStarted(t *testing.T) {
 		start func(Outcome)
 	}{
 		{"Start", func(o Outcome) { o.Start(); o.Start() }},
+		{"Run, on this goroutine", func(o Outcome) {
+			o.Run()
+			select {
+			case <-o.written:
+			default:
+				t.Error("Run returned before the decision was logged")
+			}
+			o.Run()
+			o.Start()
+		}},
 		{"Wait", func(o Outcome) {}},
 		{"the headroom", func(o Outcome) {
 			if _, ok := o.Headroom.allowance(g.rules.Load(), o.Counters, o.Period); !ok {
