@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,16 +116,27 @@ func writerChild(spec string) {
 }
 
 // Several processes appending (and rotating) at once never interleave or
-// tear lines, and lose none while the rotation keeps them all.
+// tear lines, and lose none while the rotation keeps them all: with files
+// of 256 KiB every line takes the lock, with files of 2 MiB the first
+// MiB of each is written without it (rotationRoom).
 func TestConcurrentProcessesAppend(t *testing.T) {
 	t.Parallel()
+	for _, maxBytes := range []int{256 << 10, 2 << 20} {
+		t.Run(strconv.Itoa(maxBytes), func(t *testing.T) {
+			t.Parallel()
+			concurrentAppend(t, maxBytes)
+		})
+	}
+}
+
+func concurrentAppend(t *testing.T, maxBytes int) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	const writers, each = 4, 300
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|w%d|%d|%d|%d", childEnv, path, w, each, 256<<10, 100))
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|w%d|%d|%d|%d", childEnv, path, w, each, maxBytes, 100))
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Errorf("writer %d: %v\n%s", w, err, out)
 			}
@@ -161,6 +173,40 @@ func TestConcurrentProcessesAppend(t *testing.T) {
 	if len(seen) != writers*each {
 		t.Errorf("read %d lines, want %d", len(seen), writers*each)
 	}
+}
+
+// A line the file has room for is appended without the lock that
+// rotation takes: another process holding it does not hold the line up.
+func TestLineWithRoomTakesNoLock(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	w, err := OpenFile(path, Rotation{MaxBytes: 4 << 20, MaxFiles: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.OpenFile(path+".lock", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() { wrote <- w.WriteLine([]byte(`{"n":1}`)) }()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the line waited 30 s for the lock another process holds")
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != "{\"n\":1}\n" {
+		t.Errorf("the file: %q %v", got, err)
+	}
+	held.Close() // lets a writer that waits go, then it closes
+	w.Close()
 }
 
 func TestRotationKeepsMaxFiles(t *testing.T) {
