@@ -164,12 +164,16 @@ func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out
 	}
 	in, undo := pollable(in)
 	defer undo()
-	// The reader takes each message in hand itself, in order: a request
-	// goes to a goroutine of its own, a notification or a response is
-	// handled there and then. (A loop between reading and dispatching
-	// was one more goroutine woken, a few microseconds, every request.)
-	// open guards the dispatching: once serving ends, nothing more is
-	// handled, and no request joins wg while it is waited for.
+	// The reader takes each message in hand itself, in order: a
+	// notification or a response is handled there and then; a request
+	// the reader answers itself, once it has handed the reading on to
+	// another goroutine (one reader at a time). The request goes on at
+	// once, on the goroutine that read it; the next reader starts
+	// meanwhile. (A loop between reading and dispatching, then a
+	// goroutine for each request, was two goroutines woken a request,
+	// each a few microseconds before the request went on.) open guards
+	// the dispatching: once serving ends, nothing more is handled, and no
+	// request joins wg while it is waited for.
 	var (
 		wg   sync.WaitGroup
 		open sync.RWMutex
@@ -184,8 +188,9 @@ func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out
 		g.release(s)
 	}()
 	readErr := make(chan error, 1)
-	go func() {
-		r := bufio.NewReaderSize(in, 64<<10)
+	r := bufio.NewReaderSize(in, 64<<10)
+	var read func()
+	read = func() {
 		for {
 			line, err := readLine(r)
 			if err != nil {
@@ -197,10 +202,22 @@ func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out
 				open.RUnlock()
 				return
 			}
-			g.dispatch(ctx, s, w, &wg, line)
+			m := g.dispatch(ctx, s, w, line)
+			if m == nil {
+				open.RUnlock()
+				continue
+			}
+			wg.Add(1)
 			open.RUnlock()
+			reuse.Go(read) // a goroutine whose stack the policy grew already reads on
+			defer wg.Done()
+			if resp := s.respond(ctx, m, w); resp != nil {
+				w.sendResponse(resp)
+			}
+			return
 		}
-	}()
+	}
+	reuse.Go(read)
 	select {
 	case <-ctx.Done():
 		return context.Cause(ctx)
@@ -214,17 +231,17 @@ func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out
 	}
 }
 
-// dispatch takes one line of the client in hand: a request is answered on
-// a goroutine of its own (counted in wg), anything else is handled before
-// the next line is read.
-func (g *Gateway) dispatch(ctx context.Context, s *session, w *lineWriter, wg *sync.WaitGroup, line []byte) {
+// dispatch takes one line of the client in hand: anything but a request
+// is handled before the next line is read; a request is returned, for
+// the caller to answer.
+func (g *Gateway) dispatch(ctx context.Context, s *session, w *lineWriter, line []byte) *message {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return
+		return nil
 	}
 	if line[0] == '[' {
 		w.send(errorMessage(nil, &rpcError{Code: codeInvalidRequest, Message: "JSON-RPC batches are not supported: send one message a line"}))
-		return
+		return nil
 	}
 	m, err := parseMessage(line)
 	if err != nil {
@@ -233,17 +250,11 @@ func (g *Gateway) dispatch(ctx context.Context, s *session, w *lineWriter, wg *s
 			code = codeParse
 		}
 		w.send(errorMessage(nil, &rpcError{Code: code, Message: "not a JSON-RPC message: " + err.Error()}))
-		return
+		return nil
 	}
 	if !m.isRequest() {
 		s.handle(ctx, m, w)
-		return
+		return nil
 	}
-	wg.Add(1)
-	reuse.Go(func() { // a goroutine whose stack the policy grew already
-		defer wg.Done()
-		if r := s.respond(ctx, m, w); r != nil {
-			w.sendResponse(r)
-		}
-	})
+	return m
 }
