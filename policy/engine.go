@@ -67,10 +67,8 @@ type loaded struct {
 	// edit is the edit tools' expression (EditPaths); nil when it does
 	// not compile.
 	edit *regexp.Regexp
-	// edited memoises edits: what edit says of a tool's name (bool), for
-	// up to maxEdited names, the first asked of.
-	edited     sync.Map
-	editedSize atomic.Int64
+	// edited keeps what edit says of the tools' names (edits).
+	edited keptAnswers[bool]
 	// values holds the patterns the policy compiled (see maxCompiled).
 	values cache.InterQueryValueCache
 	mu     sync.Mutex
@@ -301,7 +299,8 @@ func prepare(ctx context.Context, doc *compiler.Document, modules []compiler.Mod
 		return nil, err
 	}
 	return &loaded{query: pq, doc: doc, bundle: b, compiler: c, store: store, others: map[string]*lazyQuery{},
-		cache: cacheFor(b.Modules), values: newValueCache(), edit: editRegexp(doc)}, nil
+		cache: cacheFor(b.Modules), values: newValueCache(), edit: editRegexp(doc),
+		edited: keptAnswers[bool]{max: maxEdited}}, nil
 }
 
 // planned returns the plan of entry point q, or nil while it is not ready

@@ -82,14 +82,7 @@ func (l *loaded) edits(tool string) bool {
 	if l.edit == nil {
 		return true
 	}
-	if e, ok := l.edited.Load(tool); ok {
-		return e.(bool)
-	}
-	e := l.edit.MatchString(strings.ToLower(tool))
-	if l.editedSize.Add(1) <= maxEdited {
-		l.edited.Store(tool, e)
-	}
-	return e
+	return l.edited.get(tool, func(tool string) bool { return l.edit.MatchString(strings.ToLower(tool)) })
 }
 
 // maxEdited is how many tools' names edits keeps its answer for.

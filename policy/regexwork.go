@@ -116,10 +116,7 @@ func harnessPattern(p string) bool {
 
 // regexPrograms are the program sizes of the patterns met, up to
 // maxRegexPrograms of them (past it, a size is worked out each time).
-var (
-	regexPrograms    sync.Map // string -> int
-	regexProgramsLen atomic.Int64
-)
+var regexPrograms = keptAnswers[int]{max: maxRegexPrograms}
 
 const maxRegexPrograms = 4096
 
@@ -127,17 +124,11 @@ const maxRegexPrograms = 4096
 // p has (see programSize); a pattern that does not parse, its length (the
 // built-in refuses it).
 func regexProgram(p string) int {
-	if n, ok := regexPrograms.Load(p); ok {
-		return n.(int)
-	}
-	n := len(p) + 1
-	if re, err := syntax.Parse(p, syntax.Perl); err == nil {
-		n = max(n, programSizeOf(re, maxRegexSteps+1))
-	}
-	if regexProgramsLen.Load() < maxRegexPrograms {
-		if _, loaded := regexPrograms.LoadOrStore(p, n); !loaded {
-			regexProgramsLen.Add(1)
+	return regexPrograms.get(p, func(p string) int {
+		n := len(p) + 1
+		if re, err := syntax.Parse(p, syntax.Perl); err == nil {
+			n = max(n, programSizeOf(re, maxRegexSteps+1))
 		}
-	}
-	return n
+		return n
+	})
 }
