@@ -119,6 +119,7 @@ func dialStdio(cfg UpstreamConfig, stderr io.Writer, h connHandlers) (*stdioConn
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	widen(stdout) // a result crosses it in one write (see pipeSize)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &stdioConn{cmd: cmd, stdin: stdin, h: h, pending: map[string]chan *message{}, lost: make(chan struct{}),
 		ctx: ctx, cancel: cancel, serving: map[string]context.CancelFunc{}, incoming: make(chan *message, 256), exited: make(chan struct{})}

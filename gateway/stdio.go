@@ -162,6 +162,8 @@ func (g *Gateway) ServeStdio(ctx context.Context, id Identity, in io.Reader, out
 		cancel(nil)
 		return err
 	}
+	widen(in) // results, and large arguments, cross them in one write (see pipeSize)
+	widen(out)
 	in, undo := pollable(in)
 	defer undo()
 	// The reader takes each message in hand itself, in order: a
