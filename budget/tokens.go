@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 
@@ -52,7 +53,14 @@ func (t *Tokenizer) Count(s string) (int64, error) {
 	if !utf8.ValidString(s) {
 		s = string([]rune(s))
 	}
-	parts := splitText(s, min(runtime.GOMAXPROCS(0), len(s)/parallelPart))
+	cores := min(runtime.GOMAXPROCS(0), len(s)/parallelPart)
+	if cores <= 1 {
+		return t.count(s), nil
+	}
+	if len(s) <= cores*t.limit() {
+		return t.shared(s, cores), nil
+	}
+	parts := splitText(s, cores)
 	if len(parts) == 1 {
 		return t.count(s), nil
 	}
@@ -70,16 +78,79 @@ func (t *Tokenizer) Count(s string) (int64, error) {
 	return n, nil
 }
 
+// shared counts text s on up to cores goroutines that share its chunks
+// (of about sharedChunk bytes, cut where pieces end): each takes the next
+// chunk left until none is. s is at most cores times the bound on what a
+// counting encodes, so that every piece of it is counted exactly, as in
+// parts of its own (see maxEncoded): the count is the text's, whichever
+// goroutine counts which chunk.
+//
+// Why chunks taken in turn rather than a part a core: a goroutine started
+// for another core runs once that core's thread is woken, which on these
+// shared virtual machines takes 50–100 µs, about what half of a 100 KB
+// text takes to count. With a part each, the caller counted its half and
+// then waited for the other, and a 100 KB text took as long as on one
+// core; with chunks, the caller counts until the other joins in, and
+// both count what is left.
+func (t *Tokenizer) shared(s string, cores int) int64 {
+	chunks := splitText(s, max(len(s)/sharedChunk, 1))
+	counts := make([]int64, len(chunks))
+	var next atomic.Int64
+	work := func() {
+		m := t.memos.get()
+		defer t.memos.put(m)
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(chunks) {
+				return
+			}
+			counts[i] = t.countIn(m, chunks[i], len(chunks[i]))
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(cores, len(chunks)) - 1 {
+		wg.Go(work)
+	}
+	// The goroutine just started is this core's next, which another
+	// core takes only after waiting for this one to run it (runnext, a
+	// sleep of some 50 µs here): it often did not start until this one
+	// had counted all. Yielding runs it here at once, and this goroutine
+	// goes where an idle core finds it first (the global queue).
+	runtime.Gosched()
+	work()
+	wg.Wait()
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+// sharedChunk is about the size of the chunks a text is shared out in
+// (see shared): some 20 µs of counting each.
+const sharedChunk = 8 << 10
+
+// limit is the bound on the bytes of pieces a counting byte-pair encodes
+// (see maxEncoded).
+func (t *Tokenizer) limit() int {
+	if t.encoded > 0 {
+		return t.encoded
+	}
+	return maxEncoded
+}
+
 // count counts the tokens of valid UTF-8 text s (the vocabulary loaded).
 // It byte-pair encodes at most maxEncoded bytes of pieces that are not
 // tokens whole; past that, such a piece counts a token a byte.
 func (t *Tokenizer) count(s string) int64 {
 	m := t.memos.get()
 	defer t.memos.put(m)
-	left := t.encoded
-	if left <= 0 {
-		left = maxEncoded
-	}
+	return t.countIn(m, s, t.limit())
+}
+
+// countIn is count with memo m, byte-pair encoding at most left bytes of
+// pieces that are not tokens whole.
+func (t *Tokenizer) countIn(m *pieceMemo, s string, left int) int64 {
 	encode := func(p string) (n int, exact bool) {
 		if _, ok := t.ranks[p]; ok {
 			return 1, true
@@ -148,8 +219,10 @@ const longPiece = 64
 // the text costs more, never less.
 const maxEncoded = 2 << 20
 
-// parallelPart is the least text a core counts on its own: a large text
-// is counted in parts, each on a core (goroutine).
+// parallelPart is the least text a core counts on its own: a text of
+// several times that is shared out among the cores in chunks (see
+// shared) or, past what their bounds on encoding cover, counted in parts,
+// a part a core (goroutine).
 const parallelPart = 16 << 10
 
 // splitText cuts s into at most n parts, each ending where a piece ends:

@@ -202,6 +202,10 @@ func TestPartsCountAsTheWhole(t *testing.T) {
 					t.Fatal("an empty part")
 				}
 			}
+			// Shared out in chunks among n goroutines.
+			if got, whole := tk.shared(s, n), tk.count(s); got != whole {
+				t.Fatalf("shared among %d: %d tokens, whole: %d", n, got, whole)
+			}
 		}
 	}
 	if len(splitText(texts[0], 2)) != 2 {
@@ -226,10 +230,79 @@ func FuzzPartsCountAsTheWhole(f *testing.F) {
 		for _, p := range splitText(s, int(n%8)+2) {
 			sum += tk.count(p)
 		}
-		if whole := tk.count(s); sum != whole {
+		whole := tk.count(s)
+		if sum != whole {
 			t.Fatalf("%q in parts: %d tokens, whole: %d", s, sum, whole)
 		}
+		if shared := tk.shared(s, int(n%4)+2); shared != whole {
+			t.Fatalf("%q shared: %d tokens, whole: %d", s, shared, whole)
+		}
 	})
+}
+
+// A text that cores times the bound on encoding covers is shared out in
+// chunks (Tokenizer.shared) and counted exactly, even where it is made of
+// nothing but pieces that are not tokens; past that, it is counted in a
+// part a core, each part within the bound.
+func TestSharedCountIsExact(t *testing.T) {
+	t.Parallel()
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Fatalf("GOMAXPROCS %d: this test needs two cores to share a text among", runtime.GOMAXPROCS(0))
+	}
+	rnd := rand.New(rand.NewPCG(11, 12))
+	var words []string
+	var b strings.Builder
+	for b.Len() < 3*parallelPart {
+		w := make([]byte, 20)
+		w[0] = ' '
+		for i := 1; i < len(w); i++ {
+			w[i] = byte('a' + rnd.IntN(26))
+		}
+		if b.Len() > 0 && rnd.IntN(8) == 0 {
+			w[0] = '\n' // places to cut
+		}
+		words = append(words, string(w))
+		b.Write(w)
+	}
+	text := b.String()
+	exact := NewTokenizer()
+	exact.Count("x")
+	want := int64(0)
+	for _, w := range words {
+		want += int64(exact.ranks.bpeCount(w))
+	}
+	if got, _ := exact.Count(text); got != want {
+		t.Fatalf("unbounded: %d, piece by piece %d", got, want)
+	}
+	cores := min(runtime.GOMAXPROCS(0), len(text)/parallelPart)
+	for _, tc := range []struct {
+		name    string
+		encoded int
+		exact   bool
+	}{
+		{"within the bound on every core", len(text)/cores + 1, true},
+		{"past the bound of the cores", len(text)/cores - 2000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tk := NewTokenizer()
+			tk.encoded = tc.encoded
+			for i := range 3 { // again with the memos of the first
+				got, err := tk.Count(text)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.exact && got != want {
+					t.Fatalf("count %d: %d tokens, exactly %d", i, got, want)
+				}
+				if !tc.exact && i == 0 && got <= want {
+					t.Fatalf("past the bound: %d tokens, no more than exactly (%d): nothing was counted a token a byte", got, want)
+				}
+				if got < want {
+					t.Fatalf("count %d: %d tokens, fewer than exactly (%d)", i, got, want)
+				}
+			}
+		})
+	}
 }
 
 // A memo key is its piece: two pieces have the same key (and length) only
