@@ -81,9 +81,10 @@ func (t *Tokenizer) Count(s string) (int64, error) {
 // shared counts text s on up to cores goroutines that share its chunks
 // (of about sharedChunk bytes, cut where pieces end): each takes the next
 // chunk left until none is. s is at most cores times the bound on what a
-// counting encodes, so that every piece of it is counted exactly, as in
-// parts of its own (see maxEncoded): the count is the text's, whichever
-// goroutine counts which chunk.
+// counting encodes, so that every piece of a chunk within the bound is
+// counted exactly (see maxEncoded): the count is the text's, whichever
+// goroutine counts which chunk. A chunk past the bound (a text with
+// nowhere to cut is one chunk) is held to it, as a text counted whole is.
 //
 // Why chunks taken in turn rather than a part a core: a goroutine started
 // for another core runs once that core's thread is woken, which on these
@@ -104,7 +105,10 @@ func (t *Tokenizer) shared(s string, cores int) int64 {
 			if i >= len(chunks) {
 				return
 			}
-			counts[i] = t.countIn(m, chunks[i], len(chunks[i]))
+			// A chunk within the bound is encoded whole (exactly); one
+			// past it, of a text with nowhere to cut, is held to the
+			// bound as count holds a text: no goroutine encodes more.
+			counts[i] = t.countIn(m, chunks[i], min(len(chunks[i]), t.limit()))
 		}
 	}
 	var wg sync.WaitGroup

@@ -475,3 +475,35 @@ func TestMemosAreBounded(t *testing.T) {
 		t.Errorf("with a small memo: %d tokens, want %d", got, want)
 	}
 }
+
+// A text with nowhere to cut is one chunk, which one goroutine counts: it
+// is held to the bound on what a counting encodes, as the text counted
+// whole is, not to the bound of all the cores (found by the attack review:
+// a text of words with no line break took cores times as long).
+func TestUncutTextIsHeldToTheBound(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(5, 6))
+	const bound = 64 << 10
+	b := make([]byte, 2*bound) // what two cores may encode, without a line break
+	for i := range b {
+		if i%20 == 0 {
+			b[i] = ' '
+		} else {
+			b[i] = byte('a' + rnd.IntN(26))
+		}
+	}
+	s := string(b)
+	if n := len(splitText(s, len(s)/sharedChunk)); n != 1 {
+		t.Fatalf("the text was cut in %d chunks", n)
+	}
+	tk := NewTokenizer()
+	tk.encoded = bound
+	tk.Count("x")
+	got := tk.shared(s, 2)
+	whole := NewTokenizer()
+	whole.encoded = bound
+	whole.Count("x")
+	if want := whole.count(s); got != want {
+		t.Fatalf("an uncut text of %d bytes shared: %d tokens, counted whole within the bound: %d (one goroutine encoded past the bound of %d bytes)", len(s), got, want, bound)
+	}
+}

@@ -86,19 +86,69 @@ func TestWiden(t *testing.T) {
 		})
 	}
 	t.Run("what is not a pipe is left as it is", func(t *testing.T) {
-		f, err := os.Create(filepath.Join(t.TempDir(), "file"))
+		dir := t.TempDir()
+		file, err := os.Create(filepath.Join(dir, "file"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close()
+		null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer null.Close()
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		socket, peer := os.NewFile(uintptr(fds[0]), "socket"), os.NewFile(uintptr(fds[1]), "peer")
+		defer socket.Close()
+		defer peer.Close()
+		for _, f := range []*os.File{file, null, socket} {
+			widen(f)
+			raw, err := f.SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ferr error
+			raw.Control(func(fd uintptr) { _, ferr = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0) })
+			if ferr == nil {
+				t.Errorf("%s has a pipe's buffer after widen", f.Name())
+			}
+		}
+		if _, err := file.WriteString("still written\n"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := socket.Write([]byte("x")); err != nil {
+			t.Fatalf("the socket after widen: %v", err)
+		}
+		widen(struct{ io.Writer }{file}) // not an *os.File
+		pr, pw := io.Pipe()
+		widen(pr)
+		pr.Close()
+		pw.Close()
+		widen(nil)
+		widen((*os.File)(nil))
+		closed, err := os.Open(filepath.Join(dir, "file"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed.Close()
+		widen(closed)
+	})
+	t.Run("a named pipe is a pipe", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "fifo")
+		if err := unix.Mkfifo(path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer f.Close()
 		widen(f)
-		widen(struct{ io.Writer }{f})
-		pr, pw := io.Pipe()
-		widen(pr)
-		pr.Close()
-		pw.Close()
-		if _, err := f.WriteString("still written\n"); err != nil {
-			t.Fatal(err)
+		if got := pipeBuffer(t, f); got != pipeSize {
+			t.Errorf("the named pipe holds %d bytes, want %d", got, pipeSize)
 		}
 	})
 }
