@@ -283,10 +283,24 @@ func TestQueueFull(t *testing.T) {
 	t.Parallel()
 	arrived := make(chan string, 100)
 	release := make(chan struct{})
+	var mu sync.Mutex
+	seen := map[string]bool{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var e events.Event
 		json.NewDecoder(r.Body).Decode(&e)
-		arrived <- e.ID
+		// An attempt that failed on the way (seen once in CI, under
+		// load) is made again with the same id, as a receiver is told
+		// to expect: the test counts each event once, and holds the
+		// repeat as it held the first.
+		mu.Lock()
+		again := seen[e.ID]
+		seen[e.ID] = true
+		mu.Unlock()
+		if again {
+			t.Logf("event %s posted again", e.ID)
+		} else {
+			arrived <- e.ID
+		}
 		<-release
 	}))
 	defer srv.Close()
