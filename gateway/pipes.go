@@ -3,6 +3,7 @@ package gateway
 import (
 	"io/fs"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,20 +28,31 @@ const pipeSize = 256 << 10
 // a client made larger, and a refusal (a user past the allowance, a kernel
 // without F_SETPIPE_SZ) leaves the pipe as it was: only slower.
 func widen(f any) {
-	file, ok := f.(*os.File)
+	_, raw, ok := pipeFile(f)
 	if !ok {
-		return
-	}
-	if st, err := file.Stat(); err != nil || st.Mode()&fs.ModeNamedPipe == 0 {
 		return // a terminal, a file or a socket
-	}
-	raw, err := file.SyscallConn()
-	if err != nil {
-		return
 	}
 	raw.Control(func(fd uintptr) {
 		if size, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0); err == nil && size < pipeSize {
 			unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize)
 		}
 	})
+}
+
+// pipeFile is x as an *os.File of a pipe (anonymous or named), and its
+// descriptor's raw connection; ok is false for anything else: what is not
+// an *os.File, a terminal, a regular file, a socket, a closed file.
+func pipeFile(x any) (f *os.File, raw syscall.RawConn, ok bool) {
+	f, ok = x.(*os.File)
+	if !ok {
+		return nil, nil, false
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&fs.ModeNamedPipe == 0 {
+		return nil, nil, false
+	}
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return nil, nil, false
+	}
+	return f, raw, true
 }

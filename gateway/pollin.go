@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"io"
-	"io/fs"
 	"os"
 	"strconv"
 
@@ -29,16 +28,9 @@ import (
 // cancelled serving leaves no reader behind. Where /proc is not, in is
 // read as it is.
 func pollable(in io.Reader) (io.Reader, func()) {
-	f, ok := in.(*os.File)
+	f, raw, ok := pipeFile(in)
 	if !ok {
-		return in, func() {}
-	}
-	if st, err := f.Stat(); err != nil || st.Mode()&fs.ModeNamedPipe == 0 {
 		return in, func() {} // a terminal, a file or a socket: as it is
-	}
-	raw, err := f.SyscallConn()
-	if err != nil {
-		return in, func() {}
 	}
 	fd := -1
 	raw.Control(func(caller uintptr) {
