@@ -162,7 +162,7 @@ durability:
 # Each run checks the ledger against what the clients were charged, and
 # reports calls, latency, memory and goroutines (also in bin/soak/).
 soak: redis
-	SOAK_OUT=$(BIN)/soak go test -tags soak -count=1 -timeout 20m -run '^TestSoak$$' -v ./internal/soak
+	SOAK_OUT=$(BIN)/soak go test -tags soak -count=1 -timeout 20m -run '^(TestUnread|TestSoak)$$' -v ./internal/soak
 
 chaos: redis
 	SOAK_OUT=$(BIN)/soak go test -tags soak -count=1 -timeout 20m -run '^TestChaos$$' -v ./internal/soak

@@ -29,6 +29,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // the ledger's own driver, for the lock
 
 	"github.com/agentharness/harness/budget"
@@ -303,6 +304,96 @@ func (g *gateway) goroutines() (int, error) {
 }
 
 // dump is the gateway's goroutines, grouped by stack.
+// stuckAfter is how long a call runs before the soak records what the
+// gateway and its upstreams are doing (stuck): a call of the mix takes
+// milliseconds, so one that runs this long is hung, or close to it.
+const stuckAfter = 20 * time.Second
+
+// stuck records, for a call that has run stuckAfter, the gateway's
+// goroutines (with their stacks) and the state of every upstream's two
+// pipes: the bytes written to each and not yet read. A reply that waits
+// in an upstream's stdout while the gateway's reader waits too is a lost
+// wake-up in the gateway; a request unread in its stdin, the upstream's;
+// both empty, a message lost on one side. It writes the record to
+// SOAK_OUT (else the test's log) and returns where it went.
+func (g *gateway) stuck(t *testing.T, agent, call string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: a call (%s) has run for %s\n\n", agent, call, stuckAfter)
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", g.cmd.Process.Pid))
+	for _, f := range tasks {
+		raw, _ := os.ReadFile(f)
+		for _, pid := range strings.Fields(string(raw)) {
+			for _, fd := range []string{"0", "1"} {
+				fmt.Fprintf(&b, "upstream %s fd %s: %s\n", pid, fd, unread(filepath.Join("/proc", pid, "fd", fd)))
+			}
+		}
+	}
+	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", g.cmd.Process.Pid))
+	for _, fd := range fds {
+		link, _ := os.Readlink(fd)
+		fmt.Fprintf(&b, "gateway fd %s: %s\n", filepath.Base(fd), link)
+	}
+	resp, err := http.Get(g.debugURL + "/debug/pprof/goroutine?debug=2")
+	if err == nil {
+		fmt.Fprintf(&b, "\n")
+		io.Copy(&b, resp.Body)
+		resp.Body.Close()
+	} else {
+		fmt.Fprintf(&b, "\ngoroutines: %v\n", err)
+	}
+	if dir := os.Getenv("SOAK_OUT"); dir != "" {
+		path := filepath.Join(dir, fmt.Sprintf("stuck-%s-%d.txt", agent, time.Now().UnixNano()))
+		if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(path, []byte(b.String()), 0o644) == nil {
+			return path
+		}
+	}
+	t.Logf("%s", b.String())
+	return "the log"
+}
+
+// unread is what the pipe at path (another process's descriptor, under
+// /proc) holds that was written and not yet read.
+func unread(path string) string {
+	link, err := os.Readlink(path)
+	if err != nil {
+		return err.Error()
+	}
+	if !strings.HasPrefix(link, "pipe:") {
+		return link
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // another descriptor of the same pipe
+	if err != nil {
+		return link + ": " + err.Error()
+	}
+	defer f.Close()
+	n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCINQ)
+	if err != nil {
+		return link + ": " + err.Error()
+	}
+	if n == 0 {
+		return fmt.Sprintf("%s, %d bytes unread", link, n)
+	}
+	return fmt.Sprintf("%s, %d bytes unread, starting %q", link, n, peek(f, 512))
+}
+
+// peek copies up to n of the bytes waiting in pipe p, leaving them there
+// for its reader (tee).
+func peek(p *os.File, n int) []byte {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	defer w.Close()
+	got, err := unix.Tee(int(p.Fd()), int(w.Fd()), n, unix.SPLICE_F_NONBLOCK)
+	if err != nil || got <= 0 {
+		return nil
+	}
+	b := make([]byte, got)
+	m, _ := io.ReadFull(r, b)
+	return b[:m]
+}
+
 func (g *gateway) dump() string {
 	resp, err := http.Get(g.debugURL + "/debug/pprof/goroutine?debug=1")
 	if err != nil {
@@ -624,13 +715,14 @@ func connect(url, token string, tr *http.Transport) (*client.Client, error) {
 }
 
 // load makes calls of the mix until ctx ends.
-func load(ctx context.Context, t *testing.T, c *client.Client, seed uint64) *clientRun {
+func load(ctx context.Context, t *testing.T, c *client.Client, seed uint64, stuck func(call string)) *clientRun {
 	cr := &clientRun{charged: listingCharge(t, c)}
 	r := rand.New(rand.NewPCG(seed, 9))
 	for i := 0; ctx.Err() == nil; i++ {
 		k := mix(r, i)
 		cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		start := time.Now()
+		watch := time.AfterFunc(stuckAfter, func() { stuck(fmt.Sprintf("%s, %s %v", k.kind, k.tool, k.args)) })
 		var o outcome
 		if k.tool == "" {
 			_, err := c.ListTools(cctx, mcp.ListToolsRequest{})
@@ -647,6 +739,7 @@ func load(ctx context.Context, t *testing.T, c *client.Client, seed uint64) *cli
 			o.latency = took
 		}
 		cancel()
+		watch.Stop()
 		if o.class != "ok" && o.detail == "" {
 			o.detail = k.kind
 		}
@@ -855,8 +948,11 @@ func soak(t *testing.T, ledger string, chaos bool) {
 	seed := uint64(time.Now().UnixNano())
 	for i := range clients {
 		wg.Go(func() {
-			runs[i] = load(ctx, t, conns[i], seed+uint64(i))
-			runs[i].agent = fmt.Sprintf("client-%02d", i)
+			agent := fmt.Sprintf("client-%02d", i)
+			runs[i] = load(ctx, t, conns[i], seed+uint64(i), func(call string) {
+				t.Logf("%s: a call (%s) has run for %s: what the gateway and its upstreams were doing is in %s", agent, call, stuckAfter, gw.stuck(t, agent, call))
+			})
+			runs[i].agent = agent
 		})
 	}
 	var samples []sample
