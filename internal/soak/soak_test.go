@@ -311,7 +311,7 @@ const stuckAfter = 20 * time.Second
 
 // stuck records, for a call that has run stuckAfter, the gateway's
 // goroutines (with their stacks) and the state of every upstream's two
-// pipes: the bytes written to each and not yet read. A reply that waits
+// pipes, twice a second apart: the bytes written to each and not yet read. A reply that waits
 // in an upstream's stdout while the gateway's reader waits too is a lost
 // wake-up in the gateway; a request unread in its stdin, the upstream's;
 // both empty, a message lost on one side. It writes the record to
@@ -319,14 +319,23 @@ const stuckAfter = 20 * time.Second
 func (g *gateway) stuck(t *testing.T, agent, call string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: a call (%s) has run for %s\n\n", agent, call, stuckAfter)
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", g.cmd.Process.Pid))
-	for _, f := range tasks {
-		raw, _ := os.ReadFile(f)
-		for _, pid := range strings.Fields(string(raw)) {
-			for _, fd := range []string{"0", "1"} {
-				fmt.Fprintf(&b, "upstream %s fd %s: %s\n", pid, fd, unread(filepath.Join("/proc", pid, "fd", fd)))
+	// Twice, a second apart: a reply still unread a second later is not
+	// one the gateway is busy reading.
+	for i, when := range []string{"at once", "a second later"} {
+		if i > 0 {
+			time.Sleep(time.Second) // the span of the record, not a synchronisation
+		}
+		fmt.Fprintf(&b, "the upstreams' pipes, %s:\n", when)
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", g.cmd.Process.Pid))
+		for _, f := range tasks {
+			raw, _ := os.ReadFile(f)
+			for _, pid := range strings.Fields(string(raw)) {
+				for _, fd := range []string{"0", "1"} {
+					fmt.Fprintf(&b, "upstream %s fd %s: %s\n", pid, fd, unread(filepath.Join("/proc", pid, "fd", fd)))
+				}
 			}
 		}
+		b.WriteString("\n")
 	}
 	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", g.cmd.Process.Pid))
 	for _, fd := range fds {
