@@ -303,18 +303,17 @@ func (g *gateway) goroutines() (int, error) {
 	return strconv.Atoi(string(m[1]))
 }
 
-// dump is the gateway's goroutines, grouped by stack.
 // stuckAfter is how long a call runs before the soak records what the
 // gateway and its upstreams are doing (stuck): a call of the mix takes
 // milliseconds, so one that runs this long is hung, or close to it.
 const stuckAfter = 20 * time.Second
 
 // stuck records, for a call that has run stuckAfter, the gateway's
-// goroutines (with their stacks) and the state of every upstream's two
-// pipes, twice a second apart: the bytes written to each and not yet read. A reply that waits
-// in an upstream's stdout while the gateway's reader waits too is a lost
-// wake-up in the gateway; a request unread in its stdin, the upstream's;
-// both empty, a message lost on one side. It writes the record to
+// goroutines (each with its stack) and the state of every upstream's two
+// pipes, twice a second apart: the bytes written to each and not yet
+// read. A reply that waits in an upstream's stdout while the gateway's
+// reader waits too is a lost wake-up in the gateway; a request unread in
+// its stdin, the upstream's; both empty, a message lost on one side. It writes the record to
 // SOAK_OUT (else the test's log) and returns where it went.
 func (g *gateway) stuck(t *testing.T, agent, call string) string {
 	var b strings.Builder
@@ -342,14 +341,7 @@ func (g *gateway) stuck(t *testing.T, agent, call string) string {
 		link, _ := os.Readlink(fd)
 		fmt.Fprintf(&b, "gateway fd %s: %s\n", filepath.Base(fd), link)
 	}
-	resp, err := http.Get(g.debugURL + "/debug/pprof/goroutine?debug=2")
-	if err == nil {
-		fmt.Fprintf(&b, "\n")
-		io.Copy(&b, resp.Body)
-		resp.Body.Close()
-	} else {
-		fmt.Fprintf(&b, "\ngoroutines: %v\n", err)
-	}
+	fmt.Fprintf(&b, "\n%s", g.goroutineProfile(2))
 	if dir := os.Getenv("SOAK_OUT"); dir != "" {
 		path := filepath.Join(dir, fmt.Sprintf("stuck-%s-%d.txt", agent, time.Now().UnixNano()))
 		if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(path, []byte(b.String()), 0o644) == nil {
@@ -403,8 +395,13 @@ func peek(p *os.File, n int) []byte {
 	return b[:m]
 }
 
-func (g *gateway) dump() string {
-	resp, err := http.Get(g.debugURL + "/debug/pprof/goroutine?debug=1")
+// dump is the gateway's goroutines, grouped by stack.
+func (g *gateway) dump() string { return g.goroutineProfile(1) }
+
+// goroutineProfile is the gateway's goroutine profile at the given debug
+// level: 1 groups them by stack, 2 lists each with its own.
+func (g *gateway) goroutineProfile(debug int) string {
+	resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/goroutine?debug=%d", g.debugURL, debug))
 	if err != nil {
 		return err.Error()
 	}
