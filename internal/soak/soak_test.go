@@ -256,6 +256,9 @@ func startGateway(t *testing.T, harnessBin, home, project string) *gateway {
 	addr, debug := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(harnessBin, "serve", "--http", addr, "--project", project)
 	cmd.Env = cleanEnv(home, "HARNESS_DEBUG_ADDR="+debug)
+	if dir := os.Getenv("SOAK_OUT"); dir != "" {
+		cmd.Env = append(cmd.Env, "UPSTREAM_STACKS="+dir) // the upstreams' stacks, for stuck
+	}
 	cmd.Dir = home
 	g := &gateway{cmd: cmd, url: "http://" + addr + "/mcp", debugURL: "http://" + debug, stderr: &lockedBuffer{}}
 	cmd.Stderr = g.stderr
@@ -336,12 +339,25 @@ func (g *gateway) stuck(t *testing.T, agent, call string) string {
 		}
 		b.WriteString("\n")
 	}
+	// Each of the gateway's descriptors with its flags, what a pipe it
+	// reads holds, and for the poller's epoll descriptor what it watches
+	// ("tfd": a descriptor; "data": the runtime's pollDesc, shifted left
+	// 16 bits, which the stack of the goroutine waiting on it shows as
+	// runtime_pollWait's first argument).
 	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", g.cmd.Process.Pid))
 	for _, fd := range fds {
-		link, _ := os.Readlink(fd)
-		fmt.Fprintf(&b, "gateway fd %s: %s\n", filepath.Base(fd), link)
+		fmt.Fprintf(&b, "gateway fd %s: %s\n", filepath.Base(fd), unread(fd))
+		info, _ := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(fd)), "fdinfo", filepath.Base(fd)))
+		for _, line := range strings.Split(string(info), "\n") {
+			if strings.HasPrefix(line, "flags:") || strings.HasPrefix(line, "tfd:") {
+				fmt.Fprintf(&b, "    %s\n", line)
+			}
+		}
 	}
 	fmt.Fprintf(&b, "\n%s", g.goroutineProfile(2))
+	for _, pid := range g.upstreams() {
+		fmt.Fprintf(&b, "\nupstream %d:\n%s", pid, upstreamStacks(pid))
+	}
 	if dir := os.Getenv("SOAK_OUT"); dir != "" {
 		path := filepath.Join(dir, fmt.Sprintf("stuck-%s-%d.txt", agent, time.Now().UnixNano()))
 		if os.MkdirAll(dir, 0o755) == nil && os.WriteFile(path, []byte(b.String()), 0o644) == nil {
@@ -350,6 +366,29 @@ func (g *gateway) stuck(t *testing.T, agent, call string) string {
 	}
 	t.Logf("%s", b.String())
 	return "the log"
+}
+
+// upstreamStacks is the goroutine profile of the fixture upstream pid,
+// which writes it to $SOAK_OUT at a SIGUSR1 (see testdata/upstream).
+func upstreamStacks(pid int) string {
+	dir := os.Getenv("SOAK_OUT")
+	if dir == "" {
+		return "no SOAK_OUT to write them to"
+	}
+	path := filepath.Join(dir, fmt.Sprintf("stacks-%d.txt", pid))
+	os.Remove(path)
+	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+		return err.Error()
+	}
+	// The upstream answers the signal on a goroutine of its own: wait
+	// for the file it renames into place, a few seconds at most.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil {
+			os.Remove(path)
+			return string(b)
+		}
+	}
+	return "no stacks within 5 s"
 }
 
 // unread is what the pipe at path (another process's descriptor, under

@@ -50,6 +50,10 @@
 //	           test_prompt_with_image
 //	and        logging/setLevel, completion/complete, ping
 //
+// With $UPSTREAM_STACKS naming a directory, a SIGUSR1 writes the process's
+// goroutines, each with its stack, to stacks-PID.txt there (the soak's
+// record of a call that hangs).
+//
 // It serves stdio, or streamable HTTP on /mcp with --http ADDR (a port of 0
 // picks a free one; the address is logged as "listening on URL"). Over HTTP
 // it adds what mcp-go's transport lacks (streams.go): SSE priming events,
@@ -71,8 +75,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -86,6 +94,9 @@ const readSchema = `{"type":"object","description":"Read a file, or a number of 
 func main() {
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	flag.Parse()
+	if dir := os.Getenv("UPSTREAM_STACKS"); dir != "" {
+		go stacksOnSignal(dir)
+	}
 	hooks := &server.Hooks{}
 	opts := append([]server.ServerOption{server.WithToolCapabilities(true), server.WithHooks(hooks)}, conformanceOptions()...)
 	s := server.NewMCPServer("fixture-upstream", "1.0.0", opts...)
@@ -122,6 +133,21 @@ func main() {
 	}
 	if err := server.ServeStdio(s); err != nil {
 		log.Fatal(err)
+	}
+}
+
+// stacksOnSignal writes the goroutine profile to dir/stacks-PID.txt at
+// each SIGUSR1, whole or not at all (renamed into place).
+func stacksOnSignal(dir string) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1)
+	path := filepath.Join(dir, fmt.Sprintf("stacks-%d.txt", os.Getpid()))
+	for range sig {
+		var b bytes.Buffer
+		pprof.Lookup("goroutine").WriteTo(&b, 2)
+		if os.WriteFile(path+".tmp", b.Bytes(), 0o644) == nil {
+			os.Rename(path+".tmp", path)
+		}
 	}
 }
 
