@@ -356,7 +356,23 @@ func (g *gateway) stuck(t *testing.T, agent, call string) string {
 	}
 	fmt.Fprintf(&b, "\n%s", g.goroutineProfile(2))
 	for _, pid := range g.upstreams() {
-		fmt.Fprintf(&b, "\nupstream %d:\n%s", pid, upstreamStacks(pid))
+		stacks, ok := upstreamStacks(pid)
+		fmt.Fprintf(&b, "\nupstream %d:\n%s", pid, stacks)
+		if !ok {
+			// A Go process that does not answer a signal: where its
+			// threads are in the kernel, then its runtime's own dump
+			// (SIGQUIT, written from the signal handler, to the
+			// gateway's stderr, which the upstream shares).
+			fmt.Fprintf(&b, "\nupstream %d in the kernel:\n%s", pid, threads(pid))
+			before := len(g.stderr.String())
+			syscall.Kill(pid, syscall.SIGQUIT)
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || strings.Contains(string(st), ") Z ") {
+					break // gone, its dump written
+				}
+			}
+			fmt.Fprintf(&b, "\nupstream %d after SIGQUIT (the gateway's stderr since):\n%s\n", pid, g.stderr.String()[before:])
+		}
 	}
 	if dir := os.Getenv("SOAK_OUT"); dir != "" {
 		path := filepath.Join(dir, fmt.Sprintf("stuck-%s-%d.txt", agent, time.Now().UnixNano()))
@@ -370,25 +386,47 @@ func (g *gateway) stuck(t *testing.T, agent, call string) string {
 
 // upstreamStacks is the goroutine profile of the fixture upstream pid,
 // which writes it to $SOAK_OUT at a SIGUSR1 (see testdata/upstream).
-func upstreamStacks(pid int) string {
+func upstreamStacks(pid int) (string, bool) {
 	dir := os.Getenv("SOAK_OUT")
 	if dir == "" {
-		return "no SOAK_OUT to write them to"
+		return "no SOAK_OUT to write them to", true
 	}
 	path := filepath.Join(dir, fmt.Sprintf("stacks-%d.txt", pid))
 	os.Remove(path)
 	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
-		return err.Error()
+		return err.Error(), true
 	}
 	// The upstream answers the signal on a goroutine of its own: wait
 	// for the file it renames into place, a few seconds at most.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if b, err := os.ReadFile(path); err == nil {
 			os.Remove(path)
-			return string(b)
+			return string(b), true
 		}
 	}
-	return "no stacks within 5 s"
+	return "no stacks within 5 s", false
+}
+
+// threads is where each thread of process pid is: its state, the kernel
+// function it sleeps in, its system call and kernel stack (as root).
+func threads(pid int) string {
+	var b strings.Builder
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, task := range tasks {
+		read := func(name string) string {
+			raw, err := os.ReadFile(filepath.Join(task, name))
+			if err != nil {
+				return err.Error()
+			}
+			return strings.TrimSpace(string(raw))
+		}
+		stat := read("stat")
+		if i := strings.LastIndexByte(stat, ')'); i >= 0 && i+3 < len(stat) {
+			stat = stat[i+2 : i+3] // the state letter
+		}
+		fmt.Fprintf(&b, "thread %s: state %s, wchan %s, syscall %s\n%s\n", filepath.Base(task), stat, read("wchan"), read("syscall"), read("stack"))
+	}
+	return b.String()
 }
 
 // unread is what the pipe at path (another process's descriptor, under
