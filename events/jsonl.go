@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
+
+	"github.com/agentharness/harness/internal/flock"
 )
 
 // Rotation bounds a log file: when a line would take it past MaxBytes it is
@@ -88,10 +89,10 @@ func (w *File) WriteLine(line []byte) error {
 			return nil
 		}
 	}
-	if err := flock(w.lock, syscall.LOCK_EX); err != nil {
+	if err := flock.Lock(w.lock); err != nil { // not in the kernel (see package flock)
 		return fmt.Errorf("%s: lock: %w", w.path, err)
 	}
-	defer flock(w.lock, syscall.LOCK_UN)
+	defer flock.Unlock(w.lock)
 	size, err := w.current()
 	if err != nil {
 		return err
@@ -166,15 +167,6 @@ func (w *File) Close() error {
 		w.f = nil
 	}
 	return w.lock.Close()
-}
-
-func flock(f *os.File, how int) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), how)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
 }
 
 // Files returns the log's files that exist, oldest first: NAME.N … NAME.1,

@@ -7,8 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"syscall"
 	"time"
+
+	"github.com/agentharness/harness/internal/flock"
 )
 
 // Follow calls f for every line of the log (its rotated files, oldest
@@ -47,8 +48,8 @@ func Follow(ctx context.Context, path string, maxFiles int, poll time.Duration, 
 	catchUp := func() error {
 		if lock, err := os.Open(path + ".lock"); err == nil {
 			defer lock.Close()
-			if err := flock(lock, syscall.LOCK_SH); err == nil {
-				defer flock(lock, syscall.LOCK_UN)
+			if err := flock.RLock(lock); err == nil {
+				defer flock.Unlock(lock)
 			}
 		}
 		var mine os.FileInfo

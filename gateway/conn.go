@@ -126,6 +126,7 @@ func dialStdio(cfg UpstreamConfig, stderr io.Writer, h connHandlers) (*stdioConn
 	go c.read(stdout)
 	go c.deliver()
 	go func() {
+		awaitExit(cmd) // not in waitid for the upstream's life (see awaitExit)
 		cmd.Wait()
 		close(c.exited)
 	}()

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentharness/harness/internal/flock"
 	"github.com/agentharness/harness/pricing"
 )
 
@@ -269,18 +270,12 @@ func lock(path string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
+	if err := flock.Lock(f); err != nil { // not in the kernel (see package flock)
 		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
 	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		flock.Unlock(f)
 		f.Close()
 	}, nil
 }

@@ -131,9 +131,43 @@ func main() {
 	if *httpAddr != "" {
 		log.Fatal(serveHTTP(*httpAddr, s))
 	}
-	if err := server.ServeStdio(s); err != nil {
+	if err := serveStdio(s); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// serveStdio serves s on stdin and stdout as server.ServeStdio does (until
+// SIGTERM or SIGINT), with stdin read through the runtime's poller.
+//
+// mcp-go reads each message on a goroutine of its own, which waits in a
+// blocking read(2) of stdin until the next message comes. On Go 1.26, a
+// goroutine that enters a system call just as the runtime stops the world
+// (a collection started by the call being answered) can hold that stop
+// until the call returns: here until the next message, which the gateway
+// sends only once it has the answer, which waits for the stop. The soak
+// saw it once in about ten runs, a call that never got its answer. Read
+// through the poller, a goroutine waiting for stdin is parked, not in a
+// system call.
+func serveStdio(s *server.MCPServer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return server.NewStdioServer(s).Listen(ctx, pollableStdin(), os.Stdout)
+}
+
+// pollableStdin is stdin opened again non-blocking (/proc/self/fd/0), a
+// file of the runtime's poller, when it is a pipe; else stdin as it is.
+// The new open file leaves the mode of the one the process was given (and
+// may share) alone.
+func pollableStdin() *os.File {
+	st, err := os.Stdin.Stat()
+	if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		return os.Stdin
+	}
+	fd, err := syscall.Open("/proc/self/fd/0", syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return os.Stdin
+	}
+	return os.NewFile(uintptr(fd), "stdin")
 }
 
 // stacksOnSignal writes the goroutine profile to dir/stacks-PID.txt at
